@@ -1,0 +1,115 @@
+//! A CLI conversation: the system prompt, its turns, and optional persistence.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::history::{HISTORY_LIMIT, HistoryError, HistoryStore};
+use crate::providers::{
+    ChatMessage, ChatReply, ChatRequest, FinishReason, Provider, ProviderError, Role, SamplingParams,
+};
+
+pub struct Conversation {
+    key: String,
+    system: ChatMessage,
+    turns: Vec<ChatMessage>,
+    sampling: SamplingParams,
+    store: Option<HistoryStore>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    History(#[from] HistoryError),
+}
+
+impl Conversation {
+    /// A conversation; with a session name it is loaded from and saved to
+    /// the history store under the data dir.
+    pub fn open(config: &Config, session: Option<&str>) -> Result<Self, HistoryError> {
+        let key = format!("cli_{}", session.unwrap_or("default"));
+        let (store, turns) = match session {
+            Some(_) => {
+                let store = HistoryStore::open(&HistoryStore::path_in(&config.data_dir))?;
+                let turns = store.load(&key, HISTORY_LIMIT)?;
+                (Some(store), turns)
+            }
+            None => (None, Vec::new()),
+        };
+        Ok(Self {
+            key,
+            system: ChatMessage::system(config.generation.system_prompt.clone()),
+            turns,
+            sampling: SamplingParams::from(&config.generation),
+            store,
+        })
+    }
+
+    pub fn turns(&self) -> &[ChatMessage] {
+        &self.turns
+    }
+
+    /// Starts over: forgets the turns (and the saved session).
+    pub fn reset(&mut self) -> Result<(), HistoryError> {
+        self.turns.clear();
+        if let Some(store) = &self.store {
+            store.clear(&self.key)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a user message and streams the reply to `on_text`. A finished
+    /// reply is recorded (and saved); a cancelled one is not. When the
+    /// conversation outgrows the context window, the oldest turns are dropped
+    /// and the request retried.
+    pub async fn send(
+        &mut self,
+        provider: &dyn Provider,
+        text: &str,
+        cancel: CancellationToken,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<ChatReply, TurnError> {
+        let user = ChatMessage::user(text);
+        let mut skip = 0;
+        loop {
+            let mut messages = Vec::with_capacity(self.turns.len() + 2);
+            messages.push(self.system.clone());
+            messages.extend(self.turns[skip..].iter().cloned());
+            messages.push(user.clone());
+            let request = ChatRequest {
+                conversation: self.key.clone(),
+                messages,
+                sampling: self.sampling.clone(),
+            };
+            match provider.chat(request, cancel.clone()).collect_with(&mut on_text).await {
+                Ok(reply) => {
+                    if reply.finish != FinishReason::Cancelled {
+                        self.record(skip, user, &reply.text)?;
+                    }
+                    return Ok(reply);
+                }
+                Err(ProviderError::ContextOverflow { .. }) if skip < self.turns.len() => {
+                    skip = next_user_turn(&self.turns, skip + 1);
+                    tracing::info!(dropped = skip, "conversation too long; dropping the oldest turns");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn record(&mut self, skip: usize, user: ChatMessage, reply: &str) -> Result<(), HistoryError> {
+        self.turns.drain(..skip);
+        let new = [user, ChatMessage::assistant(reply.trim())];
+        if let Some(store) = &mut self.store {
+            store.append(&self.key, &new)?;
+        }
+        self.turns.extend(new);
+        Ok(())
+    }
+}
+
+/// The index of the first user turn at or after `from`.
+fn next_user_turn(turns: &[ChatMessage], from: usize) -> usize {
+    (from..turns.len()).find(|&i| turns[i].role == Role::User).unwrap_or(turns.len())
+}

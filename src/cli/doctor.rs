@@ -1,0 +1,148 @@
+//! `hearth doctor`: one line per check, `ok` or what to do about it.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use crate::config::{Config, ConfigSource, Environment};
+use crate::engine::{Engine, EngineSettings, hardware::Hardware, model_file};
+
+struct Report {
+    failed: bool,
+}
+
+impl Report {
+    fn line(&mut self, name: &str, ok: bool, text: impl AsRef<str>) {
+        let mark = if ok { "ok  " } else { "FAIL" };
+        println!("{mark} {name:<7} {}", text.as_ref());
+        self.failed |= !ok;
+    }
+
+    fn info(&self, name: &str, text: impl AsRef<str>) {
+        println!("--   {name:<7} {}", text.as_ref());
+    }
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Result<ExitCode> {
+    let mut report = Report { failed: false };
+    let hw = tokio::task::spawn_blocking(Hardware::detect).await?;
+    report.line(
+        "cpu",
+        true,
+        format!(
+            "{}: {} physical cores, {} threads; hearth uses {} threads",
+            hw.cpu_brand,
+            hw.physical_cores,
+            hw.logical_cores,
+            crate::engine::hardware::thread_count(0)
+        ),
+    );
+    report.line(
+        "ram",
+        hw.available_ram > 512 << 20,
+        format!(
+            "{:.1} GiB total, {:.1} GiB available",
+            hw.total_ram as f64 / GIB,
+            hw.available_ram as f64 / GIB
+        ),
+    );
+    if hw.gpus.is_empty() {
+        report.info("gpu", "no GPU present (nvidia-smi found none); hearth runs on the CPU");
+    } else {
+        for gpu in &hw.gpus {
+            let build = if cfg!(feature = "cuda") {
+                "this build uses CUDA".to_string()
+            } else {
+                "this build is CPU-only; fix: rebuild with `cargo build --release --features cuda`".to_string()
+            };
+            report.line(
+                "gpu",
+                cfg!(feature = "cuda"),
+                format!("{}: {} MiB free of {} MiB; {build}", gpu.name, gpu.free_mib, gpu.total_mib),
+            );
+        }
+    }
+
+    let config = match Config::load(config_path, env) {
+        Ok(c) => {
+            let from = match &c.source {
+                ConfigSource::File(p) => p.display().to_string(),
+                ConfigSource::Defaults => "built-in defaults (no config file)".to_string(),
+            };
+            report.line("config", true, format!("valid ({from})"));
+            c
+        }
+        Err(e) => {
+            report.line("config", false, format!("{e}"));
+            report.info("model", "not checked: the config is invalid");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    report.line(
+        "data",
+        true,
+        format!("{} (history, sessions)", config.data_dir.display()),
+    );
+
+    let path = match model_file::locate(&config.model.path, &config.data_dir) {
+        Ok(p) => p,
+        Err(e) => {
+            report.line("model", false, e.to_string());
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    match model_file::inspect(&path) {
+        Ok(meta) => {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let template = match (&config.model.chat_template, meta.chat_template()) {
+                (Some(t), _) => format!("template `{t}` from config"),
+                (None, Some(_)) => "template from the model".to_string(),
+                (None, None) => "no chat template; fix: set `[model] chat_template` (chatml, gemma, llama3)".to_string(),
+            };
+            let ok = config.model.chat_template.is_some() || meta.chat_template().is_some();
+            report.line(
+                "model",
+                ok,
+                format!(
+                    "{} ({:.0} MB, {}, trained context {}; {template})",
+                    path.display(),
+                    size as f64 / 1e6,
+                    meta.architecture().unwrap_or("unknown architecture"),
+                    meta.context_length().map_or("unknown".to_string(), |c| c.to_string()),
+                ),
+            );
+            if !ok {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Err(e) => {
+            report.line("model", false, e.to_string());
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    let settings = EngineSettings {
+        model_path: path,
+        chat_template: config.model.chat_template.clone(),
+        context_size: config.model.context_size,
+        threads: config.model.threads,
+        batch_size: config.model.batch_size,
+    };
+    let started = Instant::now();
+    match tokio::task::spawn_blocking(move || Engine::start(settings, None)).await? {
+        Ok(engine) => report.line(
+            "load",
+            true,
+            format!(
+                "loaded in {:.2} s: {:.0}M parameters, context {} tokens, {} threads",
+                started.elapsed().as_secs_f64(),
+                engine.info().n_params as f64 / 1e6,
+                engine.info().n_ctx,
+                engine.info().threads
+            ),
+        ),
+        Err(e) => report.line("load", false, e.to_string()),
+    }
+    Ok(if report.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

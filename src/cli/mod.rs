@@ -1,0 +1,90 @@
+//! The `hearth` command line: argument parsing and one module per command.
+
+mod ask;
+mod chat;
+mod config_check;
+mod conversation;
+mod doctor;
+mod logging;
+mod startup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Config, Environment};
+
+#[derive(Debug, Parser)]
+#[command(name = "hearth", version, about = "A local-first AI assistant: llama.cpp in-process, one binary.")]
+pub struct Cli {
+    /// Config file (default: $HEARTH_CONFIG, then ~/.config/hearth/config.toml, then built-in defaults).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Log debug detail to stderr, llama.cpp's own lines included.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Talk to the local model; replies stream as they are generated.
+    Chat {
+        /// Continue (and save) a named conversation.
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+    },
+    /// Ask one question; only the reply goes to stdout.
+    Ask {
+        /// The question, or `-` to read it from stdin.
+        question: String,
+        /// Continue (and save) a named conversation across invocations.
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+    },
+    /// Check this machine, the config and the model, one line each.
+    Doctor,
+    /// Configuration tools.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a config and print it resolved, secrets masked.
+    Check {
+        /// The file to check (default: the one hearth would load).
+        path: Option<PathBuf>,
+    },
+}
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let env = Environment::from_process();
+    match cli.command {
+        Command::Doctor => {
+            logging::init(cli.verbose, "warn");
+            doctor::run(cli.config.as_deref(), &env).await
+        }
+        Command::Config {
+            command: ConfigCommand::Check { path },
+        } => {
+            logging::init(cli.verbose, "warn");
+            config_check::run(path.as_deref().or(cli.config.as_deref()), &env)
+        }
+        Command::Chat { session } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            chat::run(&config, session).await
+        }
+        Command::Ask { question, session } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            ask::run(&config, &question, session).await
+        }
+    }
+}

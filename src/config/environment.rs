@@ -1,0 +1,77 @@
+//! The slice of the process environment that configuration reads.
+//!
+//! Config loading takes this snapshot instead of calling `std::env` itself, so
+//! tests can describe any environment without touching (racy, global) process
+//! state.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    vars: HashMap<String, String>,
+    home: Option<PathBuf>,
+}
+
+impl Environment {
+    /// The variables hearth reads, taken from this process.
+    pub fn from_process() -> Self {
+        let vars = std::env::vars()
+            .filter(|(k, _)| k.starts_with("HEARTH_") || k.starts_with("XDG_") || k == "OPENAI_API_KEY")
+            .collect();
+        Self {
+            vars,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+
+    /// An environment with only a home directory, for tests.
+    pub fn with_home(home: impl Into<PathBuf>) -> Self {
+        Self {
+            vars: HashMap::new(),
+            home: Some(home.into()),
+        }
+    }
+
+    pub fn set(mut self, key: &str, value: &str) -> Self {
+        self.vars.insert(key.to_string(), value.to_string());
+        self
+    }
+
+    /// A variable's value; an empty value counts as unset.
+    pub fn var(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str).filter(|v| !v.is_empty())
+    }
+
+    pub fn home(&self) -> Option<&PathBuf> {
+        self.home.as_ref()
+    }
+
+    /// Expands a leading `~/` to the home directory.
+    pub fn expand(&self, path: &str) -> PathBuf {
+        match (path.strip_prefix("~/"), &self.home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => PathBuf::from(path),
+        }
+    }
+
+    /// `$XDG_CONFIG_HOME/hearth/config.toml`, else `~/.config/hearth/config.toml`.
+    pub fn default_config_path(&self) -> Option<PathBuf> {
+        self.xdg_dir("XDG_CONFIG_HOME", ".config")
+            .map(|d| d.join("hearth").join("config.toml"))
+    }
+
+    /// `$XDG_DATA_HOME/hearth`, else `~/.local/share/hearth`.
+    pub fn default_data_dir(&self) -> PathBuf {
+        self.xdg_dir("XDG_DATA_HOME", ".local/share")
+            .map(|d| d.join("hearth"))
+            .unwrap_or_else(|| PathBuf::from(".hearth"))
+    }
+
+    fn xdg_dir(&self, var: &str, fallback: &str) -> Option<PathBuf> {
+        match self.var(var) {
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => self.home.as_ref().map(|h| h.join(fallback)),
+        }
+    }
+}

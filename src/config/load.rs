@@ -1,0 +1,200 @@
+//! Finding and parsing the config file.
+
+use std::path::{Path, PathBuf};
+
+use super::raw::RawConfig;
+use super::{Config, ConfigError, ConfigSource, Environment};
+
+impl Config {
+    /// Loads the configuration: `explicit` (from `--config`), else
+    /// `$HEARTH_CONFIG`, else the default path if it exists, else defaults.
+    /// A path the user named must exist; the default path may be absent.
+    pub fn load(explicit: Option<&Path>, env: &Environment) -> Result<Self, ConfigError> {
+        let named = explicit
+            .map(Path::to_path_buf)
+            .or_else(|| env.var("HEARTH_CONFIG").map(PathBuf::from));
+        match named {
+            Some(path) => Self::load_file(&path, env),
+            None => match env.default_config_path() {
+                Some(path) if path.exists() => Self::load_file(&path, env),
+                _ => Self::defaults(env),
+            },
+        }
+    }
+
+    /// Reads and validates one file.
+    pub fn load_file(path: &Path, env: &Environment) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path, env)
+    }
+
+    /// Parses config text; `path` is only used in error messages.
+    pub fn parse(text: &str, path: &Path, env: &Environment) -> Result<Self, ConfigError> {
+        let raw = parse_raw(text, path)?;
+        Self::from_raw(raw, ConfigSource::File(path.to_path_buf()), env).map_err(|e| match e {
+            ConfigError::Invalid { key, message } => ConfigError::Key {
+                path: path.to_path_buf(),
+                key,
+                message,
+            },
+            other => other,
+        })
+    }
+}
+
+fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        message: one_line(&e.to_string()),
+    })?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let parent = e.path().to_string();
+        let message = one_line(&e.inner().to_string());
+        match unknown_field(&message) {
+            Some(field) => ConfigError::Key {
+                path: path.to_path_buf(),
+                key: join_key(&parent, field),
+                message: format!("unknown key ({})", message.split(", expected").nth(1).map_or("not a hearth setting".to_string(), |s| format!("expected{s}"))),
+            },
+            None => ConfigError::Key {
+                path: path.to_path_buf(),
+                key: parent,
+                message,
+            },
+        }
+    })
+}
+
+/// The field name in serde's "unknown field `x`, expected ..." message.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.split("unknown field `").nth(1)?;
+    rest.split('`').next()
+}
+
+fn join_key(parent: &str, field: &str) -> String {
+    if parent.is_empty() || parent == "." {
+        field.to_string()
+    } else {
+        format!("{parent}.{field}")
+    }
+}
+
+/// toml's messages span several lines with a source excerpt; keep the gist.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('|') && !l.chars().all(|c| c == '^' || c == ' '))
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Environment {
+        Environment::with_home("/home/u")
+    }
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/c.toml"), &env())
+    }
+
+    #[test]
+    fn valid_file_overrides_defaults() {
+        let c = parse("[model]\ncontext_size = 2048\nchat_template = \"gemma\"\n[generation]\ntemperature = 0.0\nseed = 7\n[data]\ndir = \"~/hd\"\n").unwrap();
+        assert_eq!(c.model.context_size, 2048);
+        assert_eq!(c.model.chat_template.as_deref(), Some("gemma"));
+        assert_eq!(c.generation.temperature, 0.0);
+        assert_eq!(c.generation.seed, Some(7));
+        assert_eq!(c.generation.max_tokens, 512, "unset keys keep defaults");
+        assert_eq!(c.data_dir, PathBuf::from("/home/u/hd"));
+        assert_eq!(c.source, ConfigSource::File("/c.toml".into()));
+    }
+
+    #[test]
+    fn empty_file_is_the_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.model.path, crate::config::DEFAULT_MODEL_FILE);
+        assert_eq!(c.data_dir, PathBuf::from("/home/u/.local/share/hearth"));
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = parse("[model]\ncontxt_size = 5\n").unwrap_err().to_string();
+        assert!(e.contains("`model.contxt_size`"), "{e}");
+        assert!(e.contains("unknown key"), "{e}");
+        let e = parse("[modle]\npath = \"x\"\n").unwrap_err().to_string();
+        assert!(e.contains("`modle`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_is_named() {
+        let e = parse("[model]\ncontext_size = \"big\"\n").unwrap_err().to_string();
+        assert!(e.contains("`model.context_size`"), "{e}");
+        assert!(e.contains("invalid type"), "{e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+
+    #[test]
+    fn bad_value_is_named() {
+        let e = parse("[generation]\ntemperature = 9.5\n").unwrap_err().to_string();
+        assert!(e.contains("`generation.temperature`"), "{e}");
+        let e = parse("[log]\nlevel = \"loud[\"\n").unwrap_err().to_string();
+        assert!(e.contains("`log.level`"), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_is_one_line() {
+        let e = parse("[model\npath=1").unwrap_err().to_string();
+        assert!(e.starts_with("config /c.toml:"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn environment_overrides_file_and_secrets_are_masked() {
+        let env = env()
+            .set("HEARTH_TELEGRAM_TOKEN", "999:from-the-environment-token")
+            .set("HEARTH_DATA_DIR", "/srv/hearth")
+            .set("HEARTH_MODEL", "/m/other.gguf");
+        let c = Config::parse(
+            "[channels.telegram]\nbot_token = \"111:file-token-value-here\"\n[providers.openai]\napi_key = \"sk-file-key-0123456789\"\n",
+            Path::new("/c.toml"),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.telegram.bot_token.as_ref().unwrap().expose(), "999:from-the-environment-token");
+        assert_eq!(c.openai.api_key.as_ref().unwrap().expose(), "sk-file-key-0123456789");
+        assert_eq!(c.data_dir, PathBuf::from("/srv/hearth"));
+        assert_eq!(c.model.path, "/m/other.gguf");
+        let shown = c.render();
+        assert!(!shown.contains("from-the-environment"), "{shown}");
+        assert!(!shown.contains("file-key"), "{shown}");
+    }
+
+    #[test]
+    fn load_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let cfg_dir = home.join(".config/hearth");
+        std::fs::create_dir_all(&cfg_dir).unwrap();
+        std::fs::write(cfg_dir.join("config.toml"), "[model]\nthreads = 3\n").unwrap();
+        let other = dir.path().join("other.toml");
+        std::fs::write(&other, "[model]\nthreads = 5\n").unwrap();
+
+        let env = Environment::with_home(&home);
+        assert_eq!(Config::load(None, &env).unwrap().model.threads, 3);
+        let env_named = env.clone().set("HEARTH_CONFIG", other.to_str().unwrap());
+        assert_eq!(Config::load(None, &env_named).unwrap().model.threads, 5);
+        let explicit = Config::load(Some(&cfg_dir.join("config.toml")), &env_named).unwrap();
+        assert_eq!(explicit.model.threads, 3);
+        let missing = Config::load(Some(Path::new("/nonexistent/h.toml")), &env).unwrap_err();
+        assert!(matches!(missing, ConfigError::Unreadable { .. }));
+        let bare = Environment::with_home(dir.path().join("nobody"));
+        assert_eq!(Config::load(None, &bare).unwrap().source, ConfigSource::Defaults);
+    }
+}

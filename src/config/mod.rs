@@ -1,0 +1,210 @@
+//! Configuration: a TOML file turned into a validated [`Config`].
+//!
+//! Loading happens in two stages. [`raw`] parses the file into optional fields
+//! and refuses unknown keys; [`Config::from_raw`] fills in defaults, applies
+//! environment overrides and checks every value, naming the key on failure.
+//!
+//! Where the file comes from, first match wins: `--config PATH`, then
+//! `$HEARTH_CONFIG`, then `~/.config/hearth/config.toml`, else the built-in
+//! defaults, which work out of the box with the model that `make chat` fetches.
+
+mod environment;
+mod error;
+mod load;
+mod raw;
+mod render;
+mod secret;
+
+use std::path::PathBuf;
+
+pub use environment::Environment;
+pub use error::ConfigError;
+pub use secret::Secret;
+
+/// Where the configuration came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    File(PathBuf),
+    Defaults,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub source: ConfigSource,
+    pub model: ModelConfig,
+    pub generation: GenerationConfig,
+    /// Where hearth keeps its state (history database, saved sessions).
+    pub data_dir: PathBuf,
+    /// Default `tracing` filter when `RUST_LOG` is unset.
+    pub log_level: String,
+    pub telegram: TelegramConfig,
+    pub openai: OpenAiConfig,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    /// A file name (searched in the model folders) or a path.
+    pub path: String,
+    /// `chatml`, `gemma`, `llama3`, or a path to a Jinja file; replaces the
+    /// model's own template when set.
+    pub chat_template: Option<String>,
+    /// Context window in tokens; 0 means the model's training context.
+    pub context_size: u32,
+    /// CPU threads; 0 means the number of physical cores.
+    pub threads: u32,
+    /// Tokens decoded per batch while reading a prompt.
+    pub batch_size: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct GenerationConfig {
+    pub max_tokens: u32,
+    pub temperature: f32,
+    pub top_p: f32,
+    pub top_k: u32,
+    pub min_p: f32,
+    pub repeat_penalty: f32,
+    /// Fixed sampling seed; `None` draws a new one per reply.
+    pub seed: Option<u32>,
+    pub system_prompt: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TelegramConfig {
+    pub bot_token: Option<Secret>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct OpenAiConfig {
+    pub api_key: Option<Secret>,
+}
+
+/// The default model: the one `models/fetch` obtains.
+pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant running locally on the user's computer.";
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            path: DEFAULT_MODEL_FILE.to_string(),
+            chat_template: None,
+            context_size: 4096,
+            threads: 0,
+            batch_size: 512,
+        }
+    }
+}
+
+impl Default for GenerationConfig {
+    fn default() -> Self {
+        Self {
+            max_tokens: 512,
+            temperature: 0.7,
+            top_p: 0.9,
+            top_k: 40,
+            min_p: 0.05,
+            repeat_penalty: 1.1,
+            seed: None,
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+        }
+    }
+}
+
+impl Config {
+    /// Built-in defaults for the given environment, as if no file existed.
+    pub fn defaults(env: &Environment) -> Result<Self, ConfigError> {
+        Self::from_raw(raw::RawConfig::default(), ConfigSource::Defaults, env)
+    }
+
+    /// Stage two: defaults, environment overrides and value checks.
+    fn from_raw(raw: raw::RawConfig, source: ConfigSource, env: &Environment) -> Result<Self, ConfigError> {
+        let m = raw.model.unwrap_or_default();
+        let d = ModelConfig::default();
+        let model = ModelConfig {
+            path: env
+                .var("HEARTH_MODEL")
+                .map(str::to_string)
+                .or(m.path)
+                .unwrap_or(d.path),
+            chat_template: m.chat_template.filter(|t| !t.trim().is_empty()),
+            context_size: m.context_size.unwrap_or(d.context_size),
+            threads: m.threads.unwrap_or(d.threads),
+            batch_size: m.batch_size.unwrap_or(d.batch_size),
+        };
+        if model.path.trim().is_empty() {
+            return Err(ConfigError::invalid("model.path", "must name a GGUF file"));
+        }
+        if model.context_size != 0 && model.context_size < 256 {
+            return Err(ConfigError::invalid("model.context_size", "must be 0 (the model's own) or at least 256"));
+        }
+        if !(1..=65536).contains(&model.batch_size) {
+            return Err(ConfigError::invalid("model.batch_size", "must be between 1 and 65536"));
+        }
+        if model.threads > 1024 {
+            return Err(ConfigError::invalid("model.threads", "must be 0 (auto) or a thread count up to 1024"));
+        }
+
+        let g = raw.generation.unwrap_or_default();
+        let dg = GenerationConfig::default();
+        let generation = GenerationConfig {
+            max_tokens: g.max_tokens.unwrap_or(dg.max_tokens),
+            temperature: g.temperature.unwrap_or(dg.temperature),
+            top_p: g.top_p.unwrap_or(dg.top_p),
+            top_k: g.top_k.unwrap_or(dg.top_k),
+            min_p: g.min_p.unwrap_or(dg.min_p),
+            repeat_penalty: g.repeat_penalty.unwrap_or(dg.repeat_penalty),
+            seed: g.seed,
+            system_prompt: g.system_prompt.unwrap_or(dg.system_prompt),
+        };
+        check_range("generation.max_tokens", generation.max_tokens as f32, 1.0, 32768.0)?;
+        check_range("generation.temperature", generation.temperature, 0.0, 5.0)?;
+        check_range("generation.top_p", generation.top_p, 0.0, 1.0)?;
+        check_range("generation.min_p", generation.min_p, 0.0, 1.0)?;
+        check_range("generation.repeat_penalty", generation.repeat_penalty, 0.5, 3.0)?;
+
+        let data_dir = env
+            .var("HEARTH_DATA_DIR")
+            .map(|d| env.expand(d))
+            .or_else(|| raw.data.and_then(|d| d.dir).map(|d| env.expand(&d)))
+            .unwrap_or_else(|| env.default_data_dir());
+
+        let log_level = raw.log.and_then(|l| l.level).unwrap_or_else(|| "warn".to_string());
+        if tracing_subscriber::EnvFilter::try_new(&log_level).is_err() {
+            return Err(ConfigError::invalid("log.level", format!("`{log_level}` is not a level or filter (try warn, info, debug)")));
+        }
+
+        let secret = |var: &str, file: Option<String>| {
+            env.var(var)
+                .map(str::to_string)
+                .or(file.filter(|s| !s.is_empty()))
+                .map(Secret::new)
+        };
+        let telegram = TelegramConfig {
+            bot_token: secret(
+                "HEARTH_TELEGRAM_TOKEN",
+                raw.channels.and_then(|c| c.telegram).and_then(|t| t.bot_token),
+            ),
+        };
+        let openai = OpenAiConfig {
+            api_key: secret("OPENAI_API_KEY", raw.providers.and_then(|p| p.openai).and_then(|o| o.api_key)),
+        };
+
+        Ok(Self {
+            source,
+            model,
+            generation,
+            data_dir,
+            log_level,
+            telegram,
+            openai,
+        })
+    }
+}
+
+fn check_range(key: &str, value: f32, min: f32, max: f32) -> Result<(), ConfigError> {
+    if value.is_finite() && (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(key, format!("{value} is outside {min}..={max}")))
+    }
+}

@@ -1,0 +1,78 @@
+//! The config file as written: serde structs that reject unknown keys.
+//!
+//! This is stage one of two. Every field is optional so that a file only needs
+//! the keys it changes; `super::Config::from_raw` fills in defaults and checks
+//! the values. Unknown keys are refused here (`deny_unknown_fields`), so a typo
+//! such as `temprature` is an error naming the key, never silently ignored.
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    pub model: Option<RawModel>,
+    pub generation: Option<RawGeneration>,
+    pub data: Option<RawData>,
+    pub log: Option<RawLog>,
+    pub channels: Option<RawChannels>,
+    pub providers: Option<RawProviders>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModel {
+    pub path: Option<String>,
+    pub chat_template: Option<String>,
+    pub context_size: Option<u32>,
+    pub threads: Option<u32>,
+    pub batch_size: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGeneration {
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub top_k: Option<u32>,
+    pub min_p: Option<f32>,
+    pub repeat_penalty: Option<f32>,
+    pub seed: Option<u32>,
+    pub system_prompt: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawData {
+    pub dir: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLog {
+    pub level: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChannels {
+    pub telegram: Option<RawTelegram>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTelegram {
+    pub bot_token: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProviders {
+    pub openai: Option<RawOpenAi>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOpenAi {
+    pub api_key: Option<String>,
+}

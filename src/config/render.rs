@@ -1,0 +1,61 @@
+//! The resolved configuration as TOML, for `hearth config check`.
+//!
+//! Secrets print masked (see [`super::Secret`]); unset optional keys print as
+//! comments so the output doubles as a reminder of what can be set.
+
+use std::fmt::Write;
+
+use super::{Config, ConfigSource, Secret};
+
+impl Config {
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let source = match &self.source {
+            ConfigSource::File(p) => p.display().to_string(),
+            ConfigSource::Defaults => "built-in defaults (no config file found)".to_string(),
+        };
+        let _ = writeln!(out, "# resolved from {source}\n");
+        let m = &self.model;
+        let _ = writeln!(out, "[model]\npath = {}", quote(&m.path));
+        match &m.chat_template {
+            Some(t) => {
+                let _ = writeln!(out, "chat_template = {}", quote(t));
+            }
+            None => out.push_str("# chat_template: the model's own\n"),
+        }
+        let _ = writeln!(
+            out,
+            "context_size = {}\nthreads = {}\nbatch_size = {}\n",
+            m.context_size, m.threads, m.batch_size
+        );
+        let g = &self.generation;
+        let _ = writeln!(
+            out,
+            "[generation]\nmax_tokens = {}\ntemperature = {}\ntop_p = {}\ntop_k = {}\nmin_p = {}\nrepeat_penalty = {}",
+            g.max_tokens, g.temperature, g.top_p, g.top_k, g.min_p, g.repeat_penalty
+        );
+        match g.seed {
+            Some(s) => {
+                let _ = writeln!(out, "seed = {s}");
+            }
+            None => out.push_str("# seed: random per reply\n"),
+        }
+        let _ = writeln!(out, "system_prompt = {}\n", quote(&g.system_prompt));
+        let _ = writeln!(out, "[data]\ndir = {}\n", quote(&self.data_dir.display().to_string()));
+        let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
+        let _ = writeln!(out, "[channels.telegram]\n{}", secret_line("bot_token", &self.telegram.bot_token));
+        let _ = writeln!(out, "[providers.openai]\n{}", secret_line("api_key", &self.openai.api_key));
+        out
+    }
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn secret_line(key: &str, secret: &Option<Secret>) -> String {
+    match secret {
+        Some(s) => format!("{key} = \"{s}\""),
+        None => format!("# {key}: not set"),
+    }
+}

@@ -1,0 +1,234 @@
+//! Chat templates: turning a list of messages into the model's prompt text.
+//!
+//! Templates are Jinja, rendered with minijinja (plus its Python-compatibility
+//! methods such as `.strip()`, which HF templates use). The template comes
+//! from `[model] chat_template` when set — a built-in name or a file — and
+//! otherwise from the model's own `tokenizer.chat_template` metadata.
+
+use std::path::Path;
+
+use minijinja::{Environment, ErrorKind, Value, context};
+
+use crate::providers::ChatMessage;
+
+/// Built-in templates, shipped in `prompts/templates/` and compiled in.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("chatml", include_str!("../../prompts/templates/chatml.jinja")),
+    ("gemma", include_str!("../../prompts/templates/gemma.jinja")),
+    ("llama3", include_str!("../../prompts/templates/llama3.jinja")),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    #[error(
+        "the model has no chat template in its metadata; set `[model] chat_template` to one of chatml, gemma, llama3 or a .jinja file"
+    )]
+    Missing,
+    #[error("`[model] chat_template = \"{0}\"` is neither a built-in (chatml, gemma, llama3) nor a readable file")]
+    Unknown(String),
+    #[error("chat template ({origin}) does not compile: {message}")]
+    Compile { origin: String, message: String },
+    #[error("chat template ({origin}) failed to render: {message}")]
+    Render { origin: String, message: String },
+}
+
+/// A compiled chat template with the special tokens it may refer to.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    origin: String,
+    bos_token: String,
+    eos_token: String,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate").field("origin", &self.origin).finish()
+    }
+}
+
+/// Picks the template source: the configured one, else the model's own.
+/// Returns the source text and a description of where it came from.
+pub fn choose(configured: Option<&str>, from_model: Option<&str>) -> Result<(String, String), TemplateError> {
+    match configured {
+        Some(name) => {
+            if let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == name) {
+                return Ok((src.to_string(), format!("built-in {name}")));
+            }
+            std::fs::read_to_string(Path::new(name))
+                .map(|src| (src, format!("file {name}")))
+                .map_err(|_| TemplateError::Unknown(name.to_string()))
+        }
+        None => from_model
+            .map(|src| (src.to_string(), "the model's metadata".to_string()))
+            .ok_or(TemplateError::Missing),
+    }
+}
+
+impl ChatTemplate {
+    pub fn new(source: String, origin: String, bos_token: &str, eos_token: &str) -> Result<Self, TemplateError> {
+        let mut env = Environment::new();
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |message: String| -> Result<Value, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+        });
+        env.add_function("strftime_now", |format: String| strftime_now(&format));
+        env.add_template_owned("chat", source).map_err(|e| TemplateError::Compile {
+            origin: origin.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            env,
+            origin,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        })
+    }
+
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Renders `messages`; with `add_generation_prompt` the text ends where
+    /// the assistant's reply should begin.
+    pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String, TemplateError> {
+        let render_err = |e: minijinja::Error| TemplateError::Render {
+            origin: self.origin.clone(),
+            message: e.to_string(),
+        };
+        let template = self.env.get_template("chat").map_err(render_err)?;
+        template
+            .render(context! {
+                messages => messages,
+                add_generation_prompt => add_generation_prompt,
+                bos_token => &self.bos_token,
+                eos_token => &self.eos_token,
+                tools => Value::UNDEFINED,
+            })
+            .map_err(render_err)
+    }
+}
+
+/// `strftime_now(format)` as HF templates call it, for the common directives.
+fn strftime_now(format: &str) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let day_secs = secs.rem_euclid(86_400);
+    const MONTHS: [&str; 12] = [
+        "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
+        "December",
+    ];
+    let month = MONTHS[(m - 1) as usize];
+    let mut out = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Y') => out.push_str(&y.to_string()),
+            Some('m') => out.push_str(&format!("{m:02}")),
+            Some('d') => out.push_str(&format!("{d:02}")),
+            Some('B') => out.push_str(month),
+            Some('b') => out.push_str(&month[..3]),
+            Some('H') => out.push_str(&format!("{:02}", day_secs / 3600)),
+            Some('M') => out.push_str(&format!("{:02}", day_secs / 60 % 60)),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's algorithm.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conversation() -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::system("Be brief."),
+            ChatMessage::user("Hi"),
+            ChatMessage::assistant("Hello!"),
+            ChatMessage::user("Capital of France?"),
+        ]
+    }
+
+    fn builtin(name: &str, bos: &str) -> ChatTemplate {
+        let (src, origin) = choose(Some(name), None).unwrap();
+        ChatTemplate::new(src, origin, bos, "").unwrap()
+    }
+
+    #[test]
+    fn chatml() {
+        let out = builtin("chatml", "").render(&conversation(), true).unwrap();
+        assert_eq!(
+            out,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nCapital of France?<|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn gemma_folds_the_system_message_into_the_first_user_turn() {
+        let out = builtin("gemma", "<bos>").render(&conversation(), true).unwrap();
+        assert_eq!(
+            out,
+            "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n<start_of_turn>user\nCapital of France?<end_of_turn>\n<start_of_turn>model\n"
+        );
+    }
+
+    #[test]
+    fn llama3() {
+        let out = builtin("llama3", "<|begin_of_text|>").render(&conversation()[..2], true).unwrap();
+        assert_eq!(
+            out,
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        );
+    }
+
+    #[test]
+    fn missing_and_unknown_templates_name_the_key() {
+        assert!(choose(None, None).unwrap_err().to_string().contains("[model] chat_template"));
+        assert!(choose(Some("nope"), Some("x")).unwrap_err().to_string().contains("chat_template = \"nope\""));
+        assert_eq!(choose(None, Some("{{x}}")).unwrap().0, "{{x}}");
+    }
+
+    #[test]
+    fn hf_features_work_and_raise_exception_is_an_error() {
+        let t = ChatTemplate::new(
+            "{% if messages[0]['role'] != 'user' %}{{ raise_exception('first must be user') }}{% endif %}{{ messages[0]['content'].strip() }}".into(),
+            "test".into(),
+            "",
+            "",
+        )
+        .unwrap();
+        assert_eq!(t.render(&[ChatMessage::user("  hi  ")], false).unwrap(), "hi");
+        let e = t.render(&[ChatMessage::system("x")], false).unwrap_err();
+        assert!(e.to_string().contains("first must be user"), "{e}");
+    }
+
+    #[test]
+    fn strftime_now_formats_a_date() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+        let s = strftime_now("%d %b %Y");
+        assert_eq!(s.len(), 11, "{s}");
+    }
+}

@@ -1,0 +1,12 @@
+//! Conversation history that survives restarts.
+//!
+//! Turns are appended to a SQLite database under the data dir, keyed by a
+//! conversation key (for the CLI: `cli_<session name>`). Loading returns the
+//! most recent messages, oldest first.
+
+mod store;
+
+pub use store::{HistoryError, HistoryStore};
+
+/// How many messages of a conversation are loaded back (DESIGN.md: 50).
+pub const HISTORY_LIMIT: usize = 50;

@@ -1,0 +1,158 @@
+//! The SQLite history store.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params};
+
+use crate::providers::{ChatMessage, Role};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("history database {}: {source}; fix: check that the data dir is writable (`[data] dir`)", .path.display())]
+    Sqlite { path: PathBuf, source: rusqlite::Error },
+    #[error("cannot create the data dir {}: {source}; fix: set `[data] dir` to a writable folder", .path.display())]
+    Dir { path: PathBuf, source: std::io::Error },
+}
+
+pub struct HistoryStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl HistoryStore {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self, HistoryError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| HistoryError::Dir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let store = Self {
+            conn: Connection::open(path).map_err(|source| HistoryError::Sqlite {
+                path: path.to_path_buf(),
+                source,
+            })?,
+            path: path.to_path_buf(),
+        };
+        store
+            .conn
+            .execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 PRAGMA busy_timeout = 5000;
+                 CREATE TABLE IF NOT EXISTS messages (
+                     id INTEGER PRIMARY KEY AUTOINCREMENT,
+                     conversation TEXT NOT NULL,
+                     role TEXT NOT NULL,
+                     content TEXT NOT NULL,
+                     created INTEGER NOT NULL DEFAULT (unixepoch())
+                 );
+                 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation, id);",
+            )
+            .map_err(|e| store.err(e))?;
+        Ok(store)
+    }
+
+    /// The database file inside a data dir.
+    pub fn path_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("history.sqlite3")
+    }
+
+    /// The last `limit` messages of a conversation, oldest first. Starts at a
+    /// user message, so a cut never leaves an assistant reply without its
+    /// question.
+    pub fn load(&self, conversation: &str, limit: usize) -> Result<Vec<ChatMessage>, HistoryError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT role, content FROM messages WHERE conversation = ?1 ORDER BY id DESC LIMIT ?2")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![conversation, limit as i64], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut messages = Vec::new();
+        for row in rows {
+            let (role, content) = row.map_err(|e| self.err(e))?;
+            match Role::parse(&role) {
+                Some(role) => messages.push(ChatMessage::new(role, content)),
+                None => tracing::warn!(role, "skipping a history row with an unknown role"),
+            }
+        }
+        messages.reverse();
+        let first_user = messages.iter().position(|m| m.role == Role::User).unwrap_or(messages.len());
+        messages.drain(..first_user);
+        Ok(messages)
+    }
+
+    /// Appends messages in one transaction.
+    pub fn append(&mut self, conversation: &str, messages: &[ChatMessage]) -> Result<(), HistoryError> {
+        let tx = self.conn.transaction().map_err(|e| err_at(&self.path, e))?;
+        for m in messages {
+            tx.execute(
+                "INSERT INTO messages (conversation, role, content) VALUES (?1, ?2, ?3)",
+                params![conversation, m.role.as_str(), m.content],
+            )
+            .map_err(|e| err_at(&self.path, e))?;
+        }
+        tx.commit().map_err(|e| err_at(&self.path, e))
+    }
+
+    /// Forgets a conversation.
+    pub fn clear(&self, conversation: &str) -> Result<(), HistoryError> {
+        self.conn
+            .execute("DELETE FROM messages WHERE conversation = ?1", params![conversation])
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    fn err(&self, source: rusqlite::Error) -> HistoryError {
+        err_at(&self.path, source)
+    }
+}
+
+fn err_at(path: &Path, source: rusqlite::Error) -> HistoryError {
+    HistoryError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_loads_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = HistoryStore::path_in(dir.path());
+        {
+            let mut store = HistoryStore::open(&path).unwrap();
+            store
+                .append("a", &[ChatMessage::user("q1"), ChatMessage::assistant("r1")])
+                .unwrap();
+            store.append("b", &[ChatMessage::user("other")]).unwrap();
+            store
+                .append("a", &[ChatMessage::user("q2"), ChatMessage::assistant("r2")])
+                .unwrap();
+        }
+        let store = HistoryStore::open(&path).unwrap();
+        let a = store.load("a", 50).unwrap();
+        assert_eq!(a.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["q1", "r1", "q2", "r2"]);
+        // A limit that would start at an assistant reply starts at the next question.
+        let cut = store.load("a", 3).unwrap();
+        assert_eq!(cut.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["q2", "r2"]);
+        store.clear("a").unwrap();
+        assert!(store.load("a", 50).unwrap().is_empty());
+        assert_eq!(store.load("b", 50).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn unwritable_location_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let e = HistoryStore::open(&file.join("sub/history.sqlite3")).err().unwrap().to_string();
+        assert!(e.contains("[data] dir"), "{e}");
+    }
+}

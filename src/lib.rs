@@ -1,0 +1,17 @@
+//! hearth: a local-first AI assistant daemon.
+//!
+//! One binary embeds llama.cpp in-process and serves an offline CLI chat (and,
+//! as the project grows, a Telegram assistant and an LMS notifier). The folder
+//! tree is the architecture:
+//!
+//! - [`config`]: TOML → validated configuration.
+//! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
+//! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
+//! - [`history`]: conversation turns persisted in SQLite.
+//! - [`cli`]: the `hearth` command line.
+
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod history;
+pub mod providers;

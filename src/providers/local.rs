@@ -1,0 +1,32 @@
+//! The local llama.cpp engine as a [`Provider`].
+
+use tokio_util::sync::CancellationToken;
+
+use super::{ChatRequest, ChatStream, Provider};
+use crate::engine::Engine;
+
+/// Serves replies from the in-process engine.
+#[derive(Debug)]
+pub struct LocalProvider {
+    engine: Engine,
+}
+
+impl LocalProvider {
+    pub fn new(engine: Engine) -> Self {
+        Self { engine }
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl Provider for LocalProvider {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        self.engine.submit(request, cancel)
+    }
+}

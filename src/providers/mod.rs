@@ -1,0 +1,28 @@
+//! Providers: where replies come from.
+//!
+//! The rest of hearth asks a [`Provider`] for a reply and reads a stream of
+//! events back. The local llama.cpp engine is the primary provider; cloud
+//! providers (later) are fallbacks behind the same trait.
+
+mod error;
+mod local;
+mod stream;
+mod types;
+
+pub use error::ProviderError;
+pub use local::LocalProvider;
+pub use stream::{ChatReply, ChatStream};
+pub use types::{ChatMessage, ChatRequest, FinishReason, Role, SamplingParams, StreamEvent, Usage};
+
+use tokio_util::sync::CancellationToken;
+
+/// A source of chat replies. One required method: start a reply and stream it.
+pub trait Provider: Send + Sync {
+    /// A short name for logs and `/status`.
+    fn name(&self) -> &str;
+
+    /// Starts generating a reply. Events arrive on the returned stream, which
+    /// always ends with `Done` or `Error`. Cancelling `cancel` ends it early
+    /// with `FinishReason::Cancelled`.
+    fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
+}

@@ -1,0 +1,52 @@
+//! The receiving end of a reply: a stream of [`StreamEvent`]s.
+
+use tokio::sync::mpsc;
+
+use super::{FinishReason, ProviderError, StreamEvent, Usage};
+
+/// A reply in progress.
+#[derive(Debug)]
+pub struct ChatStream {
+    rx: mpsc::Receiver<StreamEvent>,
+}
+
+/// A finished reply.
+#[derive(Debug, Clone)]
+pub struct ChatReply {
+    pub text: String,
+    pub usage: Usage,
+    pub finish: FinishReason,
+}
+
+impl ChatStream {
+    pub fn new(rx: mpsc::Receiver<StreamEvent>) -> Self {
+        Self { rx }
+    }
+
+    /// A stream that fails at once.
+    pub fn failed(error: ProviderError) -> Self {
+        let (tx, rx) = mpsc::channel(1);
+        let _ = tx.try_send(StreamEvent::Error(error));
+        Self { rx }
+    }
+
+    pub async fn next(&mut self) -> Option<StreamEvent> {
+        self.rx.recv().await
+    }
+
+    /// Reads the stream to its end, handing each text delta to `on_text`.
+    pub async fn collect_with(mut self, mut on_text: impl FnMut(&str)) -> Result<ChatReply, ProviderError> {
+        let mut text = String::new();
+        while let Some(event) = self.rx.recv().await {
+            match event {
+                StreamEvent::TextDelta(delta) => {
+                    on_text(&delta);
+                    text.push_str(&delta);
+                }
+                StreamEvent::Done { usage, finish } => return Ok(ChatReply { text, usage, finish }),
+                StreamEvent::Error(e) => return Err(e),
+            }
+        }
+        Err(ProviderError::Failed("the provider stopped without finishing the reply".into()))
+    }
+}
