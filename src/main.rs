@@ -29,12 +29,24 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("hearth: error: {}", one_line(&format!("{e:#}")));
+            eprintln!("hearth: error: {}", describe(&e));
             ExitCode::FAILURE
         }
     }
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// The error and its causes on one line, leaving out a cause that the
+/// message before it already quotes.
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -56,7 +56,7 @@ fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
         match unknown_field(&message) {
             Some(field) => ConfigError::Key {
                 path: path.to_path_buf(),
-                key: join_key(&parent, field),
+                key: if parent.ends_with(field) { parent.clone() } else { join_key(&parent, field) },
                 message: format!("unknown key ({})", message.split(", expected").nth(1).map_or("not a hearth setting".to_string(), |s| format!("expected{s}"))),
             },
             None => ConfigError::Key {
@@ -87,9 +87,16 @@ fn one_line(message: &str) -> String {
     message
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('|') && !l.chars().all(|c| c == '^' || c == ' '))
+        .filter(|l| !l.is_empty() && !is_excerpt(l))
         .collect::<Vec<_>>()
         .join(": ")
+}
+
+/// A source excerpt line of a toml message: `2 | key = "x"` or `  ^^^`.
+fn is_excerpt(line: &str) -> bool {
+    let gutter = line.split('|').next().unwrap_or(line);
+    (line.contains('|') && gutter.trim().chars().all(|c| c.is_ascii_digit()))
+        || line.chars().all(|c| c == '^' || c == ' ')
 }
 
 #[cfg(test)]
@@ -138,6 +145,7 @@ mod tests {
         assert!(e.contains("`model.context_size`"), "{e}");
         assert!(e.contains("invalid type"), "{e}");
         assert!(!e.contains('\n'), "one line: {e}");
+        assert!(!e.contains(" | "), "no source excerpt: {e}");
     }
 
     #[test]

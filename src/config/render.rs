@@ -43,7 +43,7 @@ impl Config {
         let _ = writeln!(out, "system_prompt = {}\n", quote(&g.system_prompt));
         let _ = writeln!(out, "[data]\ndir = {}\n", quote(&self.data_dir.display().to_string()));
         let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
-        let _ = writeln!(out, "[channels.telegram]\n{}", secret_line("bot_token", &self.telegram.bot_token));
+        let _ = writeln!(out, "[channels.telegram]\n{}\n", secret_line("bot_token", &self.telegram.bot_token));
         let _ = writeln!(out, "[providers.openai]\n{}", secret_line("api_key", &self.openai.api_key));
         out
     }

@@ -86,6 +86,7 @@ impl<'m> Generator<'m> {
             .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
         let add_bos = vocab.should_add_bos() && (self.bos_text.is_empty() || !prompt.starts_with(&self.bos_text));
         let tokens = vocab.tokenize(prompt.as_bytes(), add_bos, true);
+        tracing::trace!(prompt, add_bos, n = tokens.len(), first = ?tokens.iter().take(8).collect::<Vec<_>>(), "rendered prompt");
         let n_ctx = ctx.n_ctx() as usize;
         if tokens.is_empty() {
             return Err(ProviderError::InvalidRequest("the prompt is empty".into()).into());

@@ -1,0 +1,63 @@
+//! Helpers shared by the integration tests: the real binary in an isolated
+//! environment, and the paths of the test models that `make test` fetches.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
+
+/// The path of a test model; fails the test with the fix when it is absent.
+pub fn model(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(name);
+    assert!(path.is_file(), "{} is missing: run `make test-models` (make test does)", path.display());
+    path
+}
+
+/// A sandbox: its own home, data dir and config file.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes a config file into the sandbox and returns its path.
+    pub fn config(&self, text: &str) -> PathBuf {
+        let path = self.path("config.toml");
+        std::fs::write(&path, text).expect("write config");
+        path
+    }
+
+    /// `hearth` with HOME and the data dir inside the sandbox and no
+    /// inherited hearth variables.
+    pub fn hearth(&self) -> Command {
+        let mut cmd = Command::cargo_bin("hearth").expect("hearth binary");
+        for (key, _) in std::env::vars() {
+            if key.starts_with("HEARTH_") || key.starts_with("XDG_") || key == "RUST_LOG" || key == "OPENAI_API_KEY" {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("HOME", self.dir.path())
+            .env("HEARTH_DATA_DIR", self.path("data"))
+            .timeout(std::time::Duration::from_secs(300));
+        cmd
+    }
+}
+
+/// Output that shows no Rust panic or backtrace.
+pub fn assert_no_panic(stderr: &str) {
+    assert!(!stderr.contains("panicked"), "panic shown to the user: {stderr}");
+    assert!(!stderr.contains("RUST_BACKTRACE"), "backtrace hint shown: {stderr}");
+    assert!(!stderr.contains("stack backtrace"), "backtrace shown: {stderr}");
+}
