@@ -9,8 +9,15 @@ use common::{Sandbox, assert_no_panic};
 fn failing_ask(cmd: &mut assert_cmd::Command) -> String {
     let out = cmd.args(["ask", "hi"]).output().expect("run hearth");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "expected failure, got success: {stderr}");
-    assert!(out.stdout.is_empty(), "nothing on stdout: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "expected failure, got success: {stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_no_panic(&stderr);
     let lines: Vec<_> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line: {stderr}");
@@ -78,13 +85,21 @@ fn invalid_config_names_the_key() {
     assert!(line.contains("`generation.temprature`"), "{line}");
     let path = s.config("[model]\ncontext_size = \"large\"\n");
     let line = failing_ask(s.hearth().arg("--config").arg(&path));
-    assert!(line.contains("`model.context_size`") && line.contains("invalid type"), "{line}");
+    assert!(
+        line.contains("`model.context_size`") && line.contains("invalid type"),
+        "{line}"
+    );
 }
 
 #[test]
 fn empty_question() {
     let s = Sandbox::new();
-    let out = s.hearth().args(["ask", "-"]).write_stdin("   \n").output().unwrap();
+    let out = s
+        .hearth()
+        .args(["ask", "-"])
+        .write_stdin("   \n")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("question is empty"));
 }

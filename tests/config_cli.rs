@@ -16,10 +16,20 @@ fn config_check_prints_resolved_config_with_secrets_masked() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("context_size = 2048"), "{stdout}");
-    assert!(stdout.contains("bot_token = \"12***(28 chars)\""), "{stdout}");
-    assert!(!stdout.contains("env-secret") && !stdout.contains("file-secret"), "{stdout}");
+    assert!(
+        stdout.contains("bot_token = \"12***(28 chars)\""),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("env-secret") && !stdout.contains("file-secret"),
+        "{stdout}"
+    );
     // The printed config is itself valid TOML.
     toml::from_str::<toml::Value>(&stdout).expect("valid TOML");
 }
@@ -28,7 +38,12 @@ fn config_check_prints_resolved_config_with_secrets_masked() {
 fn config_check_rejects_a_bad_file() {
     let s = Sandbox::new();
     let path = s.config("[model]\nthreads = -1\n");
-    let out = s.hearth().args(["config", "check"]).arg(&path).output().unwrap();
+    let out = s
+        .hearth()
+        .args(["config", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("`model.threads`"), "{stderr}");
@@ -41,14 +56,22 @@ fn doctor_reports_every_line() {
     common::model(common::SMOLLM2);
     let out = s.hearth().arg("doctor").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for name in ["cpu", "ram", "gpu", "config", "data", "model", "load"] {
         assert!(
-            stdout.lines().any(|l| l.split_whitespace().nth(1) == Some(name)),
+            stdout
+                .lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(name)),
             "no `{name}` line in:\n{stdout}"
         );
     }
-    let has_nvidia = std::process::Command::new("nvidia-smi").output().is_ok_and(|o| o.status.success());
+    let has_nvidia = std::process::Command::new("nvidia-smi")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !has_nvidia {
         assert!(stdout.contains("no GPU present"), "{stdout}");
     }
@@ -57,14 +80,25 @@ fn doctor_reports_every_line() {
 #[test]
 fn doctor_names_the_fix_for_a_missing_model() {
     let s = Sandbox::new();
-    let out = s.hearth().arg("doctor").env("HEARTH_MODEL", "gone.gguf").output().unwrap();
+    let out = s
+        .hearth()
+        .arg("doctor")
+        .env("HEARTH_MODEL", "gone.gguf")
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success());
-    assert!(stdout.contains("FAIL model") && stdout.contains("models/fetch"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL model") && stdout.contains("models/fetch"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn version() {
     let out = Sandbox::new().hearth().arg("--version").output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("hearth {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("hearth {}", env!("CARGO_PKG_VERSION"))
+    );
 }

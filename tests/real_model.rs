@@ -11,7 +11,15 @@ use hearth::providers::Role;
 const GREEDY: &str = "[generation]\ntemperature = 0.0\nmax_tokens = 96\n";
 
 fn ask(s: &Sandbox, config: &std::path::Path, args: &[&str], stdin: &str) -> String {
-    let out = s.hearth().arg("--config").arg(config).arg("ask").args(args).write_stdin(stdin).output().unwrap();
+    let out = s
+        .hearth()
+        .arg("--config")
+        .arg(config)
+        .arg("ask")
+        .args(args)
+        .write_stdin(stdin)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_no_panic(&stderr);
     assert!(out.status.success(), "hearth ask failed: {stderr}");
@@ -35,16 +43,30 @@ fn a_named_session_continues_across_invocations() {
     common::model(common::SMOLLM2);
     let s = Sandbox::new();
     let config = s.config(GREEDY);
-    ask(&s, &config, &["--session", "trip", "My name is Ada and I live in Lisbon."], "");
+    ask(
+        &s,
+        &config,
+        &["--session", "trip", "My name is Ada and I live in Lisbon."],
+        "",
+    );
     let recalled = ask(&s, &config, &["--session", "trip", "What is my name?"], "");
     let fresh = ask(&s, &config, &["--session", "other", "What is my name?"], "");
-    assert!(recalled.contains("Ada"), "the session's earlier turn reached the model: {recalled}");
-    assert!(!fresh.contains("Ada"), "another session does not see it: {fresh}");
+    assert!(
+        recalled.contains("Ada"),
+        "the session's earlier turn reached the model: {recalled}"
+    );
+    assert!(
+        !fresh.contains("Ada"),
+        "another session does not see it: {fresh}"
+    );
 
     let store = HistoryStore::open(&HistoryStore::path_in(&s.path("data"))).unwrap();
     let turns = store.load("cli_trip", 50).unwrap();
     let roles: Vec<Role> = turns.iter().map(|m| m.role).collect();
-    assert_eq!(roles, [Role::User, Role::Assistant, Role::User, Role::Assistant]);
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
     assert_eq!(turns[0].content, "My name is Ada and I live in Lisbon.");
     assert_eq!(turns[3].content, recalled.trim());
 }
@@ -63,14 +85,27 @@ fn chat_reads_one_message_per_line_when_piped() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("Paris"), "{stdout}");
     assert!(stdout.contains("(new conversation)"), "{stdout}");
     assert!(stdout.contains("/quit"), "help was shown: {stdout}");
     assert!(stdout.contains("unknown command /nonsense"), "{stdout}");
-    let after_help = stdout.split("unknown command /nonsense").nth(1).unwrap_or_default();
-    assert!(!after_help.trim().is_empty(), "the last message got a reply: {stdout}");
-    assert!(!stdout.contains("llama"), "llama.cpp logs stay off the chat screen: {stdout}");
+    let after_help = stdout
+        .split("unknown command /nonsense")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        !after_help.trim().is_empty(),
+        "the last message got a reply: {stdout}"
+    );
+    assert!(
+        !stdout.contains("llama"),
+        "llama.cpp logs stay off the chat screen: {stdout}"
+    );
 }
 
 #[test]

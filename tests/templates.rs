@@ -29,14 +29,22 @@ fn smollm2_renders_its_own_chatml_template() {
     );
     // Without a system message, SmolLM2's template supplies its own.
     let out = t.render(&conversation()[1..2], false).unwrap();
-    assert!(out.starts_with("<|im_start|>system\n") && out.ends_with("<|im_start|>user\nHi<|im_end|>\n"), "{out}");
+    assert!(
+        out.starts_with("<|im_start|>system\n")
+            && out.ends_with("<|im_start|>user\nHi<|im_end|>\n"),
+        "{out}"
+    );
 }
 
 #[test]
 fn gemma3_has_no_template_and_uses_the_builtin_gemma_one() {
     let meta = GgufMetadata::read(&common::model(common::GEMMA3)).unwrap();
     assert_eq!(meta.architecture(), Some("gemma3"));
-    assert_eq!(meta.chat_template(), None, "the no-template path is what this model exercises");
+    assert_eq!(
+        meta.chat_template(),
+        None,
+        "the no-template path is what this model exercises"
+    );
     assert!(template::choose(None, meta.chat_template()).is_err());
     let bos = meta.token_text("tokenizer.ggml.bos_token_id").unwrap();
     assert_eq!(bos, "<bos>");

@@ -11,7 +11,11 @@ use super::startup;
 use crate::config::Config;
 use crate::providers::FinishReason;
 
-pub async fn run(config: &Config, question: &str, session: Option<String>) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    config: &Config,
+    question: &str,
+    session: Option<String>,
+) -> anyhow::Result<ExitCode> {
     let question = if question == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -34,11 +38,15 @@ pub async fn run(config: &Config, question: &str, session: Option<String>) -> an
             interrupt.cancel();
         }
     });
-    let reply = conversation.send(&provider, question, cancel, |_| {}).await?;
+    let reply = conversation
+        .send(&provider, question, cancel, |_| {})
+        .await?;
     match reply.finish {
         FinishReason::Cancelled => return Ok(ExitCode::from(130)),
         FinishReason::Length => tracing::warn!("the reply was cut at max_tokens"),
-        FinishReason::Repetition => tracing::warn!("the reply was stopped because it repeated itself"),
+        FinishReason::Repetition => {
+            tracing::warn!("the reply was stopped because it repeated itself")
+        }
         FinishReason::Stop => {}
     }
     let text = reply.text.trim();

@@ -26,11 +26,17 @@ pub async fn run(config: &Config, session: Option<String>) -> anyhow::Result<Exi
         let info = provider.engine().info();
         eprintln!(
             "hearth chat — {} ({} tokens of context). /help for commands.",
-            info.path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+            info.path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
             info.n_ctx
         );
         if !conversation.turns().is_empty() {
-            eprintln!("(continuing session with {} earlier messages)", conversation.turns().len());
+            eprintln!(
+                "(continuing session with {} earlier messages)",
+                conversation.turns().len()
+            );
         }
     }
     let mut lines = BufReader::new(tokio::io::stdin()).lines();

@@ -5,7 +5,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::history::{HISTORY_LIMIT, HistoryError, HistoryStore};
 use crate::providers::{
-    ChatMessage, ChatReply, ChatRequest, FinishReason, Provider, ProviderError, Role, SamplingParams,
+    ChatMessage, ChatReply, ChatRequest, FinishReason, Provider, ProviderError, Role,
+    SamplingParams,
 };
 
 pub struct Conversation {
@@ -82,7 +83,11 @@ impl Conversation {
                 messages,
                 sampling: self.sampling.clone(),
             };
-            match provider.chat(request, cancel.clone()).collect_with(&mut on_text).await {
+            match provider
+                .chat(request, cancel.clone())
+                .collect_with(&mut on_text)
+                .await
+            {
                 Ok(reply) => {
                     if reply.finish != FinishReason::Cancelled {
                         self.record(skip, user, &reply.text)?;
@@ -91,7 +96,10 @@ impl Conversation {
                 }
                 Err(ProviderError::ContextOverflow { .. }) if skip < self.turns.len() => {
                     skip = next_user_turn(&self.turns, skip + 1);
-                    tracing::info!(dropped = skip, "conversation too long; dropping the oldest turns");
+                    tracing::info!(
+                        dropped = skip,
+                        "conversation too long; dropping the oldest turns"
+                    );
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -111,5 +119,7 @@ impl Conversation {
 
 /// The index of the first user turn at or after `from`.
 fn next_user_turn(turns: &[ChatMessage], from: usize) -> usize {
-    (from..turns.len()).find(|&i| turns[i].role == Role::User).unwrap_or(turns.len())
+    (from..turns.len())
+        .find(|&i| turns[i].role == Role::User)
+        .unwrap_or(turns.len())
 }

@@ -49,18 +49,25 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         ),
     );
     if hw.gpus.is_empty() {
-        report.info("gpu", "no GPU present (nvidia-smi found none); hearth runs on the CPU");
+        report.info(
+            "gpu",
+            "no GPU present (nvidia-smi found none); hearth runs on the CPU",
+        );
     } else {
         for gpu in &hw.gpus {
             let build = if cfg!(feature = "cuda") {
                 "this build uses CUDA".to_string()
             } else {
-                "this build is CPU-only; fix: rebuild with `cargo build --release --features cuda`".to_string()
+                "this build is CPU-only; fix: rebuild with `cargo build --release --features cuda`"
+                    .to_string()
             };
             report.line(
                 "gpu",
                 cfg!(feature = "cuda"),
-                format!("{}: {} MiB free of {} MiB; {build}", gpu.name, gpu.free_mib, gpu.total_mib),
+                format!(
+                    "{}: {} MiB free of {} MiB; {build}",
+                    gpu.name, gpu.free_mib, gpu.total_mib
+                ),
             );
         }
     }
@@ -99,7 +106,10 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             let template = match (&config.model.chat_template, meta.chat_template()) {
                 (Some(t), _) => format!("template `{t}` from config"),
                 (None, Some(_)) => "template from the model".to_string(),
-                (None, None) => "no chat template; fix: set `[model] chat_template` (chatml, gemma, llama3)".to_string(),
+                (None, None) => {
+                    "no chat template; fix: set `[model] chat_template` (chatml, gemma, llama3)"
+                        .to_string()
+                }
             };
             let ok = config.model.chat_template.is_some() || meta.chat_template().is_some();
             report.line(
@@ -110,7 +120,8 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
                     path.display(),
                     size as f64 / 1e6,
                     meta.architecture().unwrap_or("unknown architecture"),
-                    meta.context_length().map_or("unknown".to_string(), |c| c.to_string()),
+                    meta.context_length()
+                        .map_or("unknown".to_string(), |c| c.to_string()),
                 ),
             );
             if !ok {
@@ -122,12 +133,12 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             return Ok(ExitCode::FAILURE);
         }
     }
-    let settings = EngineSettings {
-        model_path: path,
-        chat_template: config.model.chat_template.clone(),
-        context_size: config.model.context_size,
-        threads: config.model.threads,
-        batch_size: config.model.batch_size,
+    let settings = match EngineSettings::from_config(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            report.line("load", false, e.to_string());
+            return Ok(ExitCode::FAILURE);
+        }
     };
     let started = Instant::now();
     match tokio::task::spawn_blocking(move || Engine::start(settings, None)).await? {
@@ -144,5 +155,9 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         ),
         Err(e) => report.line("load", false, e.to_string()),
     }
-    Ok(if report.failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if report.failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -7,7 +7,9 @@ use tracing_subscriber::EnvFilter;
 
 pub fn init(verbose: bool, level: &str) {
     let filter = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.is_empty() => EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("warn")),
+        Ok(spec) if !spec.is_empty() => {
+            EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new("warn"))
+        }
         _ if verbose => EnvFilter::new("debug"),
         _ => EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("warn")),
     };

@@ -16,7 +16,11 @@ use clap::{Parser, Subcommand};
 use crate::config::{Config, Environment};
 
 #[derive(Debug, Parser)]
-#[command(name = "hearth", version, about = "A local-first AI assistant: llama.cpp in-process, one binary.")]
+#[command(
+    name = "hearth",
+    version,
+    about = "A local-first AI assistant: llama.cpp in-process, one binary."
+)]
 pub struct Cli {
     /// Config file (default: $HEARTH_CONFIG, then ~/.config/hearth/config.toml, then built-in defaults).
     #[arg(long, global = true, value_name = "PATH")]

@@ -18,13 +18,17 @@ pub async fn local_provider(config: &Config) -> Result<LocalProvider, EngineErro
             ProgressStyle::with_template("loading {msg} {bar:30} {percent:>3}%")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let name = settings.model_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = settings
+            .model_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         bar.set_message(name);
         bar
     });
-    let progress: Option<ProgressFn> = bar.clone().map(|bar| {
-        Box::new(move |p: f32| bar.set_position((p * 100.0) as u64)) as ProgressFn
-    });
+    let progress: Option<ProgressFn> = bar
+        .clone()
+        .map(|bar| Box::new(move |p: f32| bar.set_position((p * 100.0) as u64)) as ProgressFn);
     let started = std::time::Instant::now();
     let engine = tokio::task::spawn_blocking(move || Engine::start(settings, progress))
         .await

@@ -17,7 +17,9 @@ impl Environment {
     /// The variables hearth reads, taken from this process.
     pub fn from_process() -> Self {
         let vars = std::env::vars()
-            .filter(|(k, _)| k.starts_with("HEARTH_") || k.starts_with("XDG_") || k == "OPENAI_API_KEY")
+            .filter(|(k, _)| {
+                k.starts_with("HEARTH_") || k.starts_with("XDG_") || k == "OPENAI_API_KEY"
+            })
             .collect();
         Self {
             vars,
@@ -40,7 +42,10 @@ impl Environment {
 
     /// A variable's value; an empty value counts as unset.
     pub fn var(&self, key: &str) -> Option<&str> {
-        self.vars.get(key).map(String::as_str).filter(|v| !v.is_empty())
+        self.vars
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 
     pub fn home(&self) -> Option<&PathBuf> {

@@ -56,8 +56,20 @@ fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
         match unknown_field(&message) {
             Some(field) => ConfigError::Key {
                 path: path.to_path_buf(),
-                key: if parent.ends_with(field) { parent.clone() } else { join_key(&parent, field) },
-                message: format!("unknown key ({})", message.split(", expected").nth(1).map_or("not a hearth setting".to_string(), |s| format!("expected{s}"))),
+                key: if parent.ends_with(field) {
+                    parent.clone()
+                } else {
+                    join_key(&parent, field)
+                },
+                message: format!(
+                    "unknown key ({})",
+                    message
+                        .split(", expected")
+                        .nth(1)
+                        .map_or("not a hearth setting".to_string(), |s| format!(
+                            "expected{s}"
+                        ))
+                ),
             },
             None => ConfigError::Key {
                 path: path.to_path_buf(),
@@ -141,7 +153,9 @@ mod tests {
 
     #[test]
     fn wrong_type_is_named() {
-        let e = parse("[model]\ncontext_size = \"big\"\n").unwrap_err().to_string();
+        let e = parse("[model]\ncontext_size = \"big\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`model.context_size`"), "{e}");
         assert!(e.contains("invalid type"), "{e}");
         assert!(!e.contains('\n'), "one line: {e}");
@@ -150,7 +164,9 @@ mod tests {
 
     #[test]
     fn bad_value_is_named() {
-        let e = parse("[generation]\ntemperature = 9.5\n").unwrap_err().to_string();
+        let e = parse("[generation]\ntemperature = 9.5\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`generation.temperature`"), "{e}");
         let e = parse("[log]\nlevel = \"loud[\"\n").unwrap_err().to_string();
         assert!(e.contains("`log.level`"), "{e}");
@@ -175,8 +191,14 @@ mod tests {
             &env,
         )
         .unwrap();
-        assert_eq!(c.telegram.bot_token.as_ref().unwrap().expose(), "999:from-the-environment-token");
-        assert_eq!(c.openai.api_key.as_ref().unwrap().expose(), "sk-file-key-0123456789");
+        assert_eq!(
+            c.telegram.bot_token.as_ref().unwrap().expose(),
+            "999:from-the-environment-token"
+        );
+        assert_eq!(
+            c.openai.api_key.as_ref().unwrap().expose(),
+            "sk-file-key-0123456789"
+        );
         assert_eq!(c.data_dir, PathBuf::from("/srv/hearth"));
         assert_eq!(c.model.path, "/m/other.gguf");
         let shown = c.render();
@@ -203,6 +225,25 @@ mod tests {
         let missing = Config::load(Some(Path::new("/nonexistent/h.toml")), &env).unwrap_err();
         assert!(matches!(missing, ConfigError::Unreadable { .. }));
         let bare = Environment::with_home(dir.path().join("nobody"));
-        assert_eq!(Config::load(None, &bare).unwrap().source, ConfigSource::Defaults);
+        assert_eq!(
+            Config::load(None, &bare).unwrap().source,
+            ConfigSource::Defaults
+        );
+    }
+}
+
+#[cfg(test)]
+mod example {
+    use super::*;
+
+    /// config.example.toml parses, and its values are the built-in defaults.
+    #[test]
+    fn the_example_file_is_valid_and_matches_the_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+        let env = Environment::with_home("/home/u");
+        let example = Config::load_file(&path, &env).unwrap();
+        let defaults = Config::defaults(&env).unwrap();
+        let strip = |c: &Config| c.render().lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(strip(&example), strip(&defaults));
     }
 }

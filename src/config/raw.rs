@@ -26,6 +26,7 @@ pub struct RawModel {
     pub context_size: Option<u32>,
     pub threads: Option<u32>,
     pub batch_size: Option<u32>,
+    pub flash_attention: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

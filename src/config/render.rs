@@ -25,8 +25,11 @@ impl Config {
         }
         let _ = writeln!(
             out,
-            "context_size = {}\nthreads = {}\nbatch_size = {}\n",
-            m.context_size, m.threads, m.batch_size
+            "context_size = {}\nthreads = {}\nbatch_size = {}\nflash_attention = \"{}\"\n",
+            m.context_size,
+            m.threads,
+            m.batch_size,
+            m.flash_attention.as_str()
         );
         let g = &self.generation;
         let _ = writeln!(
@@ -41,10 +44,22 @@ impl Config {
             None => out.push_str("# seed: random per reply\n"),
         }
         let _ = writeln!(out, "system_prompt = {}\n", quote(&g.system_prompt));
-        let _ = writeln!(out, "[data]\ndir = {}\n", quote(&self.data_dir.display().to_string()));
+        let _ = writeln!(
+            out,
+            "[data]\ndir = {}\n",
+            quote(&self.data_dir.display().to_string())
+        );
         let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
-        let _ = writeln!(out, "[channels.telegram]\n{}\n", secret_line("bot_token", &self.telegram.bot_token));
-        let _ = writeln!(out, "[providers.openai]\n{}", secret_line("api_key", &self.openai.api_key));
+        let _ = writeln!(
+            out,
+            "[channels.telegram]\n{}\n",
+            secret_line("bot_token", &self.telegram.bot_token)
+        );
+        let _ = writeln!(
+            out,
+            "[providers.openai]\n{}",
+            secret_line("api_key", &self.openai.api_key)
+        );
         out
     }
 }

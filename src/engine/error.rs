@@ -8,9 +8,16 @@ use super::template::TemplateError;
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("model file `{name}` not found (looked in {}); fix: run `models/fetch` (or `make chat`), or set `[model] path`", .searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
-    ModelNotFound { name: String, searched: Vec<PathBuf> },
+    ModelNotFound {
+        name: String,
+        searched: Vec<PathBuf>,
+    },
     #[error("model file {} is truncated ({size} of {expected} bytes); fix: run `models/fetch` to fetch it again", .path.display())]
-    ModelTruncated { path: PathBuf, size: u64, expected: u64 },
+    ModelTruncated {
+        path: PathBuf,
+        size: u64,
+        expected: u64,
+    },
     #[error("model file {} is not a usable GGUF model: {source}; fix: run `models/fetch` to fetch it again, or point `[model] path` at a GGUF file", .path.display())]
     ModelInvalid { path: PathBuf, source: GgufError },
     #[error("llama.cpp could not load {} (corrupt, truncated or an unsupported architecture); fix: run `models/fetch` to fetch it again, or choose another `[model] path`", .path.display())]
@@ -19,7 +26,9 @@ pub enum EngineError {
     Template(#[from] TemplateError),
     #[error("llama.cpp failed to start: {0}")]
     Backend(String),
-    #[error("could not create a llama.cpp context of {n_ctx} tokens; fix: lower `[model] context_size`")]
+    #[error(
+        "could not create a llama.cpp context of {n_ctx} tokens; fix: lower `[model] context_size`"
+    )]
     Context { n_ctx: u32 },
     #[error("the engine worker has stopped")]
     WorkerGone,

@@ -46,7 +46,8 @@ impl From<ProviderError> for Stop {
 impl<'m> Generator<'m> {
     pub(super) fn new(model: &'m LlamaModel, template: &'m ChatTemplate, n_batch: usize) -> Self {
         let vocab = model.vocab();
-        let bos_text = String::from_utf8_lossy(&vocab.token_to_piece(vocab.bos(), true, None)).into_owned();
+        let bos_text =
+            String::from_utf8_lossy(&vocab.token_to_piece(vocab.bos(), true, None)).into_owned();
         Self {
             model,
             template,
@@ -57,7 +58,11 @@ impl<'m> Generator<'m> {
 
     /// Runs one job to its end and sends the closing event.
     pub(super) fn serve(&self, ctx: &mut LlamaContext<'_>, kv: &mut KvState, job: Job) {
-        let Job { request, cancel, events } = job;
+        let Job {
+            request,
+            cancel,
+            events,
+        } = job;
         let result = self.run(ctx, kv, &request, &cancel, &events);
         let closing = match result {
             Ok((usage, finish)) => StreamEvent::Done { usage, finish },
@@ -84,7 +89,8 @@ impl<'m> Generator<'m> {
             .template
             .render(&request.messages, true)
             .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
-        let add_bos = vocab.should_add_bos() && (self.bos_text.is_empty() || !prompt.starts_with(&self.bos_text));
+        let add_bos = vocab.should_add_bos()
+            && (self.bos_text.is_empty() || !prompt.starts_with(&self.bos_text));
         let tokens = vocab.tokenize(prompt.as_bytes(), add_bos, true);
         tracing::trace!(prompt, add_bos, n = tokens.len(), first = ?tokens.iter().take(8).collect::<Vec<_>>(), "rendered prompt");
         let n_ctx = ctx.n_ctx() as usize;
@@ -149,6 +155,14 @@ impl<'m> Generator<'m> {
         }
         usage.completion_tokens = generated.len() as u32;
         usage.generation_ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(
+            prompt_tokens = usage.prompt_tokens,
+            prompt_ms = usage.prompt_ms,
+            completion_tokens = usage.completion_tokens,
+            generation_ms = usage.generation_ms,
+            ?finish,
+            "reply done"
+        );
         Ok((usage, finish))
     }
 
@@ -168,7 +182,9 @@ impl<'m> Generator<'m> {
             // to have logits to sample from.
             keep -= 1;
         }
-        let removed = ctx.clear_kv_cache_seq(Some(0), Some(keep as u32), None).unwrap_or(false);
+        let removed = ctx
+            .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
+            .unwrap_or(false);
         if !removed {
             ctx.clear_kv_cache();
             keep = 0;
@@ -197,12 +213,19 @@ impl<'m> Generator<'m> {
         Ok(Some(last))
     }
 
-    fn decode(&self, ctx: &mut LlamaContext<'_>, kv: &mut KvState, batch: &mut LlamaBatch) -> Result<(), Stop> {
+    fn decode(
+        &self,
+        ctx: &mut LlamaContext<'_>,
+        kv: &mut KvState,
+        batch: &mut LlamaBatch,
+    ) -> Result<(), Stop> {
         ctx.decode(batch).map_err(|e| {
             // The cache may hold part of the batch: forget it entirely.
             ctx.clear_kv_cache();
             kv.tokens.clear();
-            Stop::Error(ProviderError::Failed(format!("llama.cpp decode failed: {e}")))
+            Stop::Error(ProviderError::Failed(format!(
+                "llama.cpp decode failed: {e}"
+            )))
         })
     }
 }

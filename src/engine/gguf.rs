@@ -106,7 +106,8 @@ impl GgufMetadata {
 
     /// The model's own chat template, if it ships one.
     pub fn chat_template(&self) -> Option<&str> {
-        self.string("tokenizer.chat_template").filter(|t| !t.trim().is_empty())
+        self.string("tokenizer.chat_template")
+            .filter(|t| !t.trim().is_empty())
     }
 
     /// The context length the model was trained with.
@@ -176,7 +177,9 @@ impl<R: Read> Reader<R> {
                 let item_kind = self.u32()?;
                 let len = self.u64()?;
                 if len > MAX_ARRAY || item_kind == 9 {
-                    return Err(GgufError::Corrupt(format!("array of {len} items of type {item_kind}")));
+                    return Err(GgufError::Corrupt(format!(
+                        "array of {len} items of type {item_kind}"
+                    )));
                 }
                 let mut items = Vec::with_capacity(len.min(1 << 16) as usize);
                 for _ in 0..len {
@@ -238,14 +241,26 @@ mod tests {
 
     #[test]
     fn rejects_bad_files_without_panicking() {
-        assert!(matches!(GgufMetadata::read(write(b"PK\x03\x04zip").path()), Err(GgufError::NotGguf)));
-        assert!(matches!(GgufMetadata::read(write(b"GG").path()), Err(GgufError::Truncated)));
+        assert!(matches!(
+            GgufMetadata::read(write(b"PK\x03\x04zip").path()),
+            Err(GgufError::NotGguf)
+        ));
+        assert!(matches!(
+            GgufMetadata::read(write(b"GG").path()),
+            Err(GgufError::Truncated)
+        ));
         let full = header(&[("general.architecture", 8, gguf_string("llama"))]);
         for cut in 4..full.len() {
-            assert!(GgufMetadata::read(write(&full[..cut]).path()).is_err(), "cut at {cut}");
+            assert!(
+                GgufMetadata::read(write(&full[..cut]).path()).is_err(),
+                "cut at {cut}"
+            );
         }
         let mut huge = header(&[]);
         huge[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(matches!(GgufMetadata::read(write(&huge).path()), Err(GgufError::Corrupt(_))));
+        assert!(matches!(
+            GgufMetadata::read(write(&huge).path()),
+            Err(GgufError::Corrupt(_))
+        ));
     }
 }

@@ -28,7 +28,9 @@ pub struct Hardware {
 
 impl Hardware {
     pub fn detect() -> Self {
-        let mut sys = System::new_with_specifics(RefreshKind::nothing().with_memory(MemoryRefreshKind::everything()));
+        let mut sys = System::new_with_specifics(
+            RefreshKind::nothing().with_memory(MemoryRefreshKind::everything()),
+        );
         sys.refresh_cpu_all();
         let logical_cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self {
@@ -38,7 +40,10 @@ impl Hardware {
                 .map(|c| c.brand().trim().to_string())
                 .filter(|b| !b.is_empty())
                 .unwrap_or_else(|| "unknown CPU".to_string()),
-            physical_cores: System::physical_core_count().unwrap_or(logical_cores).min(logical_cores).max(1),
+            physical_cores: System::physical_core_count()
+                .unwrap_or(logical_cores)
+                .min(logical_cores)
+                .max(1),
             logical_cores,
             total_ram: sys.total_memory(),
             available_ram: sys.available_memory(),
@@ -53,12 +58,18 @@ pub fn thread_count(configured: u32) -> i32 {
         return configured as i32;
     }
     let logical = std::thread::available_parallelism().map_or(1, |n| n.get());
-    System::physical_core_count().unwrap_or(logical).min(logical).max(1) as i32
+    System::physical_core_count()
+        .unwrap_or(logical)
+        .min(logical)
+        .max(1) as i32
 }
 
 fn nvidia_gpus() -> Vec<Gpu> {
     let Ok(out) = Command::new("nvidia-smi")
-        .args(["--query-gpu=name,memory.total,memory.free", "--format=csv,noheader,nounits"])
+        .args([
+            "--query-gpu=name,memory.total,memory.free",
+            "--format=csv,noheader,nounits",
+        ])
         .output()
     else {
         return Vec::new();

@@ -17,7 +17,11 @@ pub fn route_to_tracing() {
     }
 }
 
-unsafe extern "C" fn forward(_level: llama_cpp_sys_2::ggml_log_level, text: *const c_char, _data: *mut c_void) {
+unsafe extern "C" fn forward(
+    _level: llama_cpp_sys_2::ggml_log_level,
+    text: *const c_char,
+    _data: *mut c_void,
+) {
     if text.is_null() {
         return;
     }

@@ -43,6 +43,7 @@ pub struct EngineSettings {
     /// 0: one per physical core.
     pub threads: u32,
     pub batch_size: u32,
+    pub flash_attention: bool,
 }
 
 impl EngineSettings {
@@ -54,6 +55,7 @@ impl EngineSettings {
             context_size: config.model.context_size,
             threads: config.model.threads,
             batch_size: config.model.batch_size,
+            flash_attention: config.model.flash_attention.enabled(),
         })
     }
 }
@@ -90,14 +92,19 @@ pub struct Engine {
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job").field("conversation", &self.request.conversation).finish()
+        f.debug_struct("Job")
+            .field("conversation", &self.request.conversation)
+            .finish()
     }
 }
 
 impl Engine {
     /// Starts the worker thread and waits until the model is loaded.
     /// Blocking: call it from `spawn_blocking` in async code.
-    pub fn start(settings: EngineSettings, progress: Option<ProgressFn>) -> Result<Self, EngineError> {
+    pub fn start(
+        settings: EngineSettings,
+        progress: Option<ProgressFn>,
+    ) -> Result<Self, EngineError> {
         let (jobs, job_rx) = std_mpsc::channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
         std::thread::Builder::new()
@@ -115,9 +122,15 @@ impl Engine {
     /// Queues a request; its reply streams back on the returned stream.
     pub fn submit(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let (events, rx) = mpsc::channel(256);
-        match self.jobs.send(Job { request, cancel, events }) {
+        match self.jobs.send(Job {
+            request,
+            cancel,
+            events,
+        }) {
             Ok(()) => ChatStream::new(rx),
-            Err(_) => ChatStream::failed(ProviderError::Failed(EngineError::WorkerGone.to_string())),
+            Err(_) => {
+                ChatStream::failed(ProviderError::Failed(EngineError::WorkerGone.to_string()))
+            }
         }
     }
 }

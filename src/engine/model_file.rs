@@ -16,10 +16,12 @@ use super::gguf::GgufMetadata;
 /// The folders a bare model file name is looked up in, in order.
 pub fn model_dirs(data_dir: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(dir) = exe.ancestors().map(|a| a.join("models")).find(|d| d.join("models.toml").is_file()) {
-            dirs.push(dir);
-        }
+    if let Some(dir) = std::env::current_exe().ok().and_then(|exe| {
+        exe.ancestors()
+            .map(|a| a.join("models"))
+            .find(|d| d.join("models.toml").is_file())
+    }) {
+        dirs.push(dir);
     }
     let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     if built_from.join("models.toml").is_file() && !dirs.contains(&built_from) {
@@ -61,14 +63,12 @@ pub fn inspect(path: &Path) -> Result<GgufMetadata, EngineError> {
             source: e.into(),
         })?
         .len();
-    if let Some(expected) = manifest_size(path) {
-        if size < expected {
-            return Err(EngineError::ModelTruncated {
-                path: path.to_path_buf(),
-                size,
-                expected,
-            });
-        }
+    if let Some(expected) = manifest_size(path).filter(|&expected| size < expected) {
+        return Err(EngineError::ModelTruncated {
+            path: path.to_path_buf(),
+            size,
+            expected,
+        });
     }
     GgufMetadata::read(path).map_err(|source| EngineError::ModelInvalid {
         path: path.to_path_buf(),
@@ -90,7 +90,11 @@ fn manifest_size(path: &Path) -> Option<u64> {
     let name = path.file_name()?.to_str()?;
     let text = std::fs::read_to_string(path.parent()?.join("models.toml")).ok()?;
     let manifest: Manifest = toml::from_str(&text).ok()?;
-    manifest.models.into_values().find(|e| e.file == name).map(|e| e.size)
+    manifest
+        .models
+        .into_values()
+        .find(|e| e.file == name)
+        .map(|e| e.size)
 }
 
 #[cfg(test)]
@@ -124,10 +128,17 @@ mod tests {
     #[test]
     fn missing_file_lists_where_it_looked() {
         let dir = tempfile::tempdir().unwrap();
-        let e = locate("nothing-here.gguf", dir.path()).unwrap_err().to_string();
-        assert!(e.contains(&dir.path().join("models").display().to_string()), "{e}");
+        let e = locate("nothing-here.gguf", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&dir.path().join("models").display().to_string()),
+            "{e}"
+        );
         assert!(e.contains("[model] path"), "{e}");
-        let e = locate("/no/such/model.gguf", dir.path()).unwrap_err().to_string();
+        let e = locate("/no/such/model.gguf", dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/no/such/model.gguf"), "{e}");
     }
 }

@@ -9,7 +9,13 @@ use crate::providers::SamplingParams;
 pub fn chain(params: &SamplingParams, n_vocab: i32) -> LlamaSampler {
     let mut samplers = Vec::new();
     if params.repeat_penalty != 1.0 {
-        samplers.push(LlamaSampler::penalties(n_vocab, 64, params.repeat_penalty, 0.0, 0.0));
+        samplers.push(LlamaSampler::penalties(
+            n_vocab,
+            64,
+            params.repeat_penalty,
+            0.0,
+            0.0,
+        ));
     }
     if params.temperature <= 0.0 {
         samplers.push(LlamaSampler::greedy());

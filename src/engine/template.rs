@@ -13,9 +13,15 @@ use crate::providers::ChatMessage;
 
 /// Built-in templates, shipped in `prompts/templates/` and compiled in.
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("chatml", include_str!("../../prompts/templates/chatml.jinja")),
+    (
+        "chatml",
+        include_str!("../../prompts/templates/chatml.jinja"),
+    ),
     ("gemma", include_str!("../../prompts/templates/gemma.jinja")),
-    ("llama3", include_str!("../../prompts/templates/llama3.jinja")),
+    (
+        "llama3",
+        include_str!("../../prompts/templates/llama3.jinja"),
+    ),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +30,9 @@ pub enum TemplateError {
         "the model has no chat template in its metadata; set `[model] chat_template` to one of chatml, gemma, llama3 or a .jinja file"
     )]
     Missing,
-    #[error("`[model] chat_template = \"{0}\"` is neither a built-in (chatml, gemma, llama3) nor a readable file")]
+    #[error(
+        "`[model] chat_template = \"{0}\"` is neither a built-in (chatml, gemma, llama3) nor a readable file"
+    )]
     Unknown(String),
     #[error("chat template ({origin}) does not compile: {message}")]
     Compile { origin: String, message: String },
@@ -42,13 +50,18 @@ pub struct ChatTemplate {
 
 impl std::fmt::Debug for ChatTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatTemplate").field("origin", &self.origin).finish()
+        f.debug_struct("ChatTemplate")
+            .field("origin", &self.origin)
+            .finish()
     }
 }
 
 /// Picks the template source: the configured one, else the model's own.
 /// Returns the source text and a description of where it came from.
-pub fn choose(configured: Option<&str>, from_model: Option<&str>) -> Result<(String, String), TemplateError> {
+pub fn choose(
+    configured: Option<&str>,
+    from_model: Option<&str>,
+) -> Result<(String, String), TemplateError> {
     match configured {
         Some(name) => {
             if let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == name) {
@@ -65,17 +78,26 @@ pub fn choose(configured: Option<&str>, from_model: Option<&str>) -> Result<(Str
 }
 
 impl ChatTemplate {
-    pub fn new(source: String, origin: String, bos_token: &str, eos_token: &str) -> Result<Self, TemplateError> {
+    pub fn new(
+        source: String,
+        origin: String,
+        bos_token: &str,
+        eos_token: &str,
+    ) -> Result<Self, TemplateError> {
         let mut env = Environment::new();
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |message: String| -> Result<Value, minijinja::Error> {
-            Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
-        });
+        env.add_function(
+            "raise_exception",
+            |message: String| -> Result<Value, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+            },
+        );
         env.add_function("strftime_now", |format: String| strftime_now(&format));
-        env.add_template_owned("chat", source).map_err(|e| TemplateError::Compile {
-            origin: origin.clone(),
-            message: e.to_string(),
-        })?;
+        env.add_template_owned("chat", source)
+            .map_err(|e| TemplateError::Compile {
+                origin: origin.clone(),
+                message: e.to_string(),
+            })?;
         Ok(Self {
             env,
             origin,
@@ -90,7 +112,11 @@ impl ChatTemplate {
 
     /// Renders `messages`; with `add_generation_prompt` the text ends where
     /// the assistant's reply should begin.
-    pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String, TemplateError> {
+    pub fn render(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
         let render_err = |e: minijinja::Error| TemplateError::Render {
             origin: self.origin.clone(),
             message: e.to_string(),
@@ -116,7 +142,17 @@ fn strftime_now(format: &str) -> String {
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let day_secs = secs.rem_euclid(86_400);
     const MONTHS: [&str; 12] = [
-        "January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
         "December",
     ];
     let month = MONTHS[(m - 1) as usize];
@@ -187,7 +223,9 @@ mod tests {
 
     #[test]
     fn gemma_folds_the_system_message_into_the_first_user_turn() {
-        let out = builtin("gemma", "<bos>").render(&conversation(), true).unwrap();
+        let out = builtin("gemma", "<bos>")
+            .render(&conversation(), true)
+            .unwrap();
         assert_eq!(
             out,
             "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n<start_of_turn>user\nCapital of France?<end_of_turn>\n<start_of_turn>model\n"
@@ -196,7 +234,9 @@ mod tests {
 
     #[test]
     fn llama3() {
-        let out = builtin("llama3", "<|begin_of_text|>").render(&conversation()[..2], true).unwrap();
+        let out = builtin("llama3", "<|begin_of_text|>")
+            .render(&conversation()[..2], true)
+            .unwrap();
         assert_eq!(
             out,
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
@@ -205,8 +245,18 @@ mod tests {
 
     #[test]
     fn missing_and_unknown_templates_name_the_key() {
-        assert!(choose(None, None).unwrap_err().to_string().contains("[model] chat_template"));
-        assert!(choose(Some("nope"), Some("x")).unwrap_err().to_string().contains("chat_template = \"nope\""));
+        assert!(
+            choose(None, None)
+                .unwrap_err()
+                .to_string()
+                .contains("[model] chat_template")
+        );
+        assert!(
+            choose(Some("nope"), Some("x"))
+                .unwrap_err()
+                .to_string()
+                .contains("chat_template = \"nope\"")
+        );
         assert_eq!(choose(None, Some("{{x}}")).unwrap().0, "{{x}}");
     }
 
@@ -219,7 +269,10 @@ mod tests {
             "",
         )
         .unwrap();
-        assert_eq!(t.render(&[ChatMessage::user("  hi  ")], false).unwrap(), "hi");
+        assert_eq!(
+            t.render(&[ChatMessage::user("  hi  ")], false).unwrap(),
+            "hi"
+        );
         let e = t.render(&[ChatMessage::system("x")], false).unwrap_err();
         assert!(e.to_string().contains("first must be user"), "{e}");
     }

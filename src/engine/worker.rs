@@ -43,7 +43,12 @@ pub(super) fn run(
         .with_n_batch(settings.batch_size)
         .with_n_ubatch(settings.batch_size)
         .with_n_threads(threads)
-        .with_n_threads_batch(threads);
+        .with_n_threads_batch(threads)
+        .with_flash_attention_policy(if settings.flash_attention {
+            llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED
+        } else {
+            llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED
+        });
     let mut ctx = match model.new_context(&backend, params) {
         Ok(c) => c,
         Err(e) => {
@@ -54,7 +59,9 @@ pub(super) fn run(
     };
     let info = ModelInfo {
         path: settings.model_path.clone(),
-        architecture: model.meta_val_str("general.architecture").unwrap_or_default(),
+        architecture: model
+            .meta_val_str("general.architecture")
+            .unwrap_or_default(),
         n_params: model.n_params(),
         n_ctx_train: model.n_ctx_train(),
         n_ctx,
@@ -75,11 +82,16 @@ pub(super) fn run(
 
 type Loaded = (LlamaModel, ChatTemplate, i32);
 
-fn load(backend: &LlamaBackend, settings: &EngineSettings, progress: Option<ProgressFn>) -> Result<Loaded, EngineError> {
+fn load(
+    backend: &LlamaBackend,
+    settings: &EngineSettings,
+    progress: Option<ProgressFn>,
+) -> Result<Loaded, EngineError> {
     let path = &settings.model_path;
     // Check the file ourselves first: llama.cpp is handed only a plausible GGUF.
     let metadata = model_file::inspect(path)?;
-    let (source, origin) = template::choose(settings.chat_template.as_deref(), metadata.chat_template())?;
+    let (source, origin) =
+        template::choose(settings.chat_template.as_deref(), metadata.chat_template())?;
 
     let mut params = LlamaModelParams::default();
     if let Some(mut report) = progress {
@@ -104,7 +116,11 @@ fn load(backend: &LlamaBackend, settings: &EngineSettings, progress: Option<Prog
 /// the model was trained for.
 fn effective_context(configured: u32, n_ctx_train: u32) -> u32 {
     let train = if n_ctx_train == 0 { 4096 } else { n_ctx_train };
-    if configured == 0 { train } else { configured.min(train) }
+    if configured == 0 {
+        train
+    } else {
+        configured.min(train)
+    }
 }
 
 #[cfg(test)]

@@ -9,9 +9,15 @@ use crate::providers::{ChatMessage, Role};
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
     #[error("history database {}: {source}; fix: check that the data dir is writable (`[data] dir`)", .path.display())]
-    Sqlite { path: PathBuf, source: rusqlite::Error },
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("cannot create the data dir {}: {source}; fix: set `[data] dir` to a writable folder", .path.display())]
-    Dir { path: PathBuf, source: std::io::Error },
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub struct HistoryStore {
@@ -80,13 +86,20 @@ impl HistoryStore {
             }
         }
         messages.reverse();
-        let first_user = messages.iter().position(|m| m.role == Role::User).unwrap_or(messages.len());
+        let first_user = messages
+            .iter()
+            .position(|m| m.role == Role::User)
+            .unwrap_or(messages.len());
         messages.drain(..first_user);
         Ok(messages)
     }
 
     /// Appends messages in one transaction.
-    pub fn append(&mut self, conversation: &str, messages: &[ChatMessage]) -> Result<(), HistoryError> {
+    pub fn append(
+        &mut self,
+        conversation: &str,
+        messages: &[ChatMessage],
+    ) -> Result<(), HistoryError> {
         let tx = self.conn.transaction().map_err(|e| err_at(&self.path, e))?;
         for m in messages {
             tx.execute(
@@ -101,7 +114,10 @@ impl HistoryStore {
     /// Forgets a conversation.
     pub fn clear(&self, conversation: &str) -> Result<(), HistoryError> {
         self.conn
-            .execute("DELETE FROM messages WHERE conversation = ?1", params![conversation])
+            .execute(
+                "DELETE FROM messages WHERE conversation = ?1",
+                params![conversation],
+            )
             .map(|_| ())
             .map_err(|e| self.err(e))
     }
@@ -129,19 +145,31 @@ mod tests {
         {
             let mut store = HistoryStore::open(&path).unwrap();
             store
-                .append("a", &[ChatMessage::user("q1"), ChatMessage::assistant("r1")])
+                .append(
+                    "a",
+                    &[ChatMessage::user("q1"), ChatMessage::assistant("r1")],
+                )
                 .unwrap();
             store.append("b", &[ChatMessage::user("other")]).unwrap();
             store
-                .append("a", &[ChatMessage::user("q2"), ChatMessage::assistant("r2")])
+                .append(
+                    "a",
+                    &[ChatMessage::user("q2"), ChatMessage::assistant("r2")],
+                )
                 .unwrap();
         }
         let store = HistoryStore::open(&path).unwrap();
         let a = store.load("a", 50).unwrap();
-        assert_eq!(a.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["q1", "r1", "q2", "r2"]);
+        assert_eq!(
+            a.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+            ["q1", "r1", "q2", "r2"]
+        );
         // A limit that would start at an assistant reply starts at the next question.
         let cut = store.load("a", 3).unwrap();
-        assert_eq!(cut.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), ["q2", "r2"]);
+        assert_eq!(
+            cut.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),
+            ["q2", "r2"]
+        );
         store.clear("a").unwrap();
         assert!(store.load("a", 50).unwrap().is_empty());
         assert_eq!(store.load("b", 50).unwrap().len(), 1);
@@ -152,7 +180,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("file");
         std::fs::write(&file, "x").unwrap();
-        let e = HistoryStore::open(&file.join("sub/history.sqlite3")).err().unwrap().to_string();
+        let e = HistoryStore::open(&file.join("sub/history.sqlite3"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("[data] dir"), "{e}");
     }
 }

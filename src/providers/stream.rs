@@ -35,7 +35,10 @@ impl ChatStream {
     }
 
     /// Reads the stream to its end, handing each text delta to `on_text`.
-    pub async fn collect_with(mut self, mut on_text: impl FnMut(&str)) -> Result<ChatReply, ProviderError> {
+    pub async fn collect_with(
+        mut self,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<ChatReply, ProviderError> {
         let mut text = String::new();
         while let Some(event) = self.rx.recv().await {
             match event {
@@ -43,10 +46,18 @@ impl ChatStream {
                     on_text(&delta);
                     text.push_str(&delta);
                 }
-                StreamEvent::Done { usage, finish } => return Ok(ChatReply { text, usage, finish }),
+                StreamEvent::Done { usage, finish } => {
+                    return Ok(ChatReply {
+                        text,
+                        usage,
+                        finish,
+                    });
+                }
                 StreamEvent::Error(e) => return Err(e),
             }
         }
-        Err(ProviderError::Failed("the provider stopped without finishing the reply".into()))
+        Err(ProviderError::Failed(
+            "the provider stopped without finishing the reply".into(),
+        ))
     }
 }

@@ -11,8 +11,14 @@ pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
 
 /// The path of a test model; fails the test with the fix when it is absent.
 pub fn model(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(name);
-    assert!(path.is_file(), "{} is missing: run `make test-models` (make test does)", path.display());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make test-models` (make test does)",
+        path.display()
+    );
     path
 }
 
@@ -44,7 +50,11 @@ impl Sandbox {
     pub fn hearth(&self) -> Command {
         let mut cmd = Command::cargo_bin("hearth").expect("hearth binary");
         for (key, _) in std::env::vars() {
-            if key.starts_with("HEARTH_") || key.starts_with("XDG_") || key == "RUST_LOG" || key == "OPENAI_API_KEY" {
+            if key.starts_with("HEARTH_")
+                || key.starts_with("XDG_")
+                || key == "RUST_LOG"
+                || key == "OPENAI_API_KEY"
+            {
                 cmd.env_remove(key);
             }
         }
@@ -57,7 +67,16 @@ impl Sandbox {
 
 /// Output that shows no Rust panic or backtrace.
 pub fn assert_no_panic(stderr: &str) {
-    assert!(!stderr.contains("panicked"), "panic shown to the user: {stderr}");
-    assert!(!stderr.contains("RUST_BACKTRACE"), "backtrace hint shown: {stderr}");
-    assert!(!stderr.contains("stack backtrace"), "backtrace shown: {stderr}");
+    assert!(
+        !stderr.contains("panicked"),
+        "panic shown to the user: {stderr}"
+    );
+    assert!(
+        !stderr.contains("RUST_BACKTRACE"),
+        "backtrace hint shown: {stderr}"
+    );
+    assert!(
+        !stderr.contains("stack backtrace"),
+        "backtrace shown: {stderr}"
+    );
 }
