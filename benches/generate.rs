@@ -86,19 +86,7 @@ async fn ask(
     messages: Vec<ChatMessage>,
     max_tokens: u32,
 ) -> (hearth::providers::Usage, String) {
-    let request = ChatRequest {
-        conversation: "bench".into(),
-        messages,
-        sampling: SamplingParams {
-            max_tokens,
-            temperature: 0.0,
-            top_p: 1.0,
-            top_k: 0,
-            min_p: 0.0,
-            repeat_penalty: 1.0,
-            seed: Some(1),
-        },
-    };
+    let request = ChatRequest::new("bench", messages, SamplingParams::greedy(max_tokens));
     let reply = engine
         .submit(request, CancellationToken::new())
         .collect_with(|_| {})

@@ -78,11 +78,7 @@ impl Conversation {
             messages.push(self.system.clone());
             messages.extend(self.turns[skip..].iter().cloned());
             messages.push(user.clone());
-            let request = ChatRequest {
-                conversation: self.key.clone(),
-                messages,
-                sampling: self.sampling.clone(),
-            };
+            let request = ChatRequest::new(self.key.clone(), messages, self.sampling.clone());
             match provider
                 .chat(request, cancel.clone())
                 .collect_with(&mut on_text)

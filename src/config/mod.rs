@@ -32,6 +32,7 @@ pub enum ConfigSource {
 pub struct Config {
     pub source: ConfigSource,
     pub model: ModelConfig,
+    pub engine: EngineConfig,
     pub generation: GenerationConfig,
     /// Where hearth keeps its state (history database, saved sessions).
     pub data_dir: PathBuf,
@@ -55,6 +56,39 @@ pub struct ModelConfig {
     /// Tokens decoded per batch while reading a prompt.
     pub batch_size: u32,
     pub flash_attention: FlashAttention,
+    pub gpu_layers: GpuLayers,
+}
+
+/// How many layers go to the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuLayers {
+    /// As many as fit beside the KV cache (none without a GPU build and GPU).
+    Auto,
+    Count(u32),
+}
+
+/// The engine's KV cache: one sequence per conversation.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Conversations whose KV cache stays in the context at once.
+    pub slots: u32,
+    /// Evicted conversations kept in RAM, in MiB, before they go to disk.
+    pub ram_cache_mb: u64,
+    /// Saved conversations kept on disk, in MiB.
+    pub disk_cache_mb: u64,
+    /// Reuse the cached prefix of a conversation (off only to measure).
+    pub prompt_cache: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            slots: 4,
+            ram_cache_mb: 1024,
+            disk_cache_mb: 4096,
+            prompt_cache: true,
+        }
+    }
 }
 
 /// llama.cpp's flash attention. On the CPU it slows decoding as the context
@@ -128,10 +162,11 @@ impl Default for ModelConfig {
         Self {
             path: DEFAULT_MODEL_FILE.to_string(),
             chat_template: None,
-            context_size: 4096,
+            context_size: 0,
             threads: 0,
             batch_size: 512,
             flash_attention: FlashAttention::Auto,
+            gpu_layers: GpuLayers::Auto,
         }
     }
 }
@@ -184,7 +219,32 @@ impl Config {
                     )
                 })?,
             },
+            gpu_layers: match m.gpu_layers {
+                None => d.gpu_layers,
+                Some(raw::RawGpuLayers::Count(n)) => GpuLayers::Count(n),
+                Some(raw::RawGpuLayers::Word(w)) if w == "auto" => GpuLayers::Auto,
+                Some(raw::RawGpuLayers::Word(w)) => {
+                    return Err(ConfigError::invalid(
+                        "model.gpu_layers",
+                        format!("`{w}` is neither \"auto\" nor a number"),
+                    ));
+                }
+            },
         };
+        let e = raw.engine.unwrap_or_default();
+        let de = EngineConfig::default();
+        let engine = EngineConfig {
+            slots: e.slots.unwrap_or(de.slots),
+            ram_cache_mb: e.ram_cache_mb.unwrap_or(de.ram_cache_mb),
+            disk_cache_mb: e.disk_cache_mb.unwrap_or(de.disk_cache_mb),
+            prompt_cache: e.prompt_cache.unwrap_or(de.prompt_cache),
+        };
+        if !(1..=64).contains(&engine.slots) {
+            return Err(ConfigError::invalid(
+                "engine.slots",
+                "must be between 1 and 64",
+            ));
+        }
         if model.path.trim().is_empty() {
             return Err(ConfigError::invalid("model.path", "must name a GGUF file"));
         }
@@ -276,6 +336,7 @@ impl Config {
         Ok(Self {
             source,
             model,
+            engine,
             generation,
             data_dir,
             log_level,

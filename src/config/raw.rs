@@ -11,6 +11,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
     pub model: Option<RawModel>,
+    pub engine: Option<RawEngine>,
     pub generation: Option<RawGeneration>,
     pub data: Option<RawData>,
     pub log: Option<RawLog>,
@@ -27,6 +28,24 @@ pub struct RawModel {
     pub threads: Option<u32>,
     pub batch_size: Option<u32>,
     pub flash_attention: Option<String>,
+    pub gpu_layers: Option<RawGpuLayers>,
+}
+
+/// `gpu_layers = "auto"` or a number.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawGpuLayers {
+    Count(u32),
+    Word(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEngine {
+    pub slots: Option<u32>,
+    pub ram_cache_mb: Option<u64>,
+    pub disk_cache_mb: Option<u64>,
+    pub prompt_cache: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

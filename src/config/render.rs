@@ -25,11 +25,22 @@ impl Config {
         }
         let _ = writeln!(
             out,
-            "context_size = {}\nthreads = {}\nbatch_size = {}\nflash_attention = \"{}\"\n",
+            "context_size = {}\nthreads = {}\nbatch_size = {}\nflash_attention = \"{}\"",
             m.context_size,
             m.threads,
             m.batch_size,
             m.flash_attention.as_str()
+        );
+        let gpu = match m.gpu_layers {
+            super::GpuLayers::Auto => "\"auto\"".to_string(),
+            super::GpuLayers::Count(n) => n.to_string(),
+        };
+        let _ = writeln!(out, "gpu_layers = {gpu}\n");
+        let e = &self.engine;
+        let _ = writeln!(
+            out,
+            "[engine]\nslots = {}\nram_cache_mb = {}\ndisk_cache_mb = {}\nprompt_cache = {}\n",
+            e.slots, e.ram_cache_mb, e.disk_cache_mb, e.prompt_cache
         );
         let g = &self.generation;
         let _ = writeln!(

@@ -1,8 +1,9 @@
 //! One reply: render the prompt, decode what is new, sample until done.
 //!
-//! The context keeps the tokens of the last request in sequence 0. A new
-//! request shares a prefix with it (the earlier turns of the conversation),
-//! so only the tokens after the longest common prefix are decoded.
+//! The conversation's sequence already holds the tokens of its last turn
+//! (see [`super::cache`]). Only the tokens after the longest common prefix
+//! with the new prompt are decoded, in `n_batch` chunks. Generated tokens
+//! stay in the sequence as sampled, so the next turn finds them.
 
 use std::time::Instant;
 
@@ -10,28 +11,26 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
+use tokio::sync::mpsc::Sender;
+use tokio_util::sync::CancellationToken;
 
-use super::Job;
-use super::repetition;
-use super::sampling;
+use super::cache::SeqCache;
+use super::output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
 use super::template::ChatTemplate;
 use super::utf8::Utf8Stream;
+use super::{Job, repetition, sampling, tools};
 use crate::providers::{ChatRequest, FinishReason, ProviderError, StreamEvent, Usage};
-
-/// The tokens currently held in the context's KV cache (sequence 0).
-#[derive(Debug, Default)]
-pub(super) struct KvState {
-    tokens: Vec<LlamaToken>,
-}
 
 pub(super) struct Generator<'m> {
     model: &'m LlamaModel,
     template: &'m ChatTemplate,
     n_batch: usize,
+    /// Whether cached prefixes are reused (off only for benchmarks).
+    reuse: bool,
     bos_text: String,
 }
 
-/// Why a reply failed; `Gone` means the caller stopped listening.
+/// Why a reply ended early: an error, or the caller stopped listening.
 enum Stop {
     Error(ProviderError),
     Gone,
@@ -44,7 +43,12 @@ impl From<ProviderError> for Stop {
 }
 
 impl<'m> Generator<'m> {
-    pub(super) fn new(model: &'m LlamaModel, template: &'m ChatTemplate, n_batch: usize) -> Self {
+    pub(super) fn new(
+        model: &'m LlamaModel,
+        template: &'m ChatTemplate,
+        n_batch: usize,
+        reuse: bool,
+    ) -> Self {
         let vocab = model.vocab();
         let bos_text =
             String::from_utf8_lossy(&vocab.token_to_piece(vocab.bos(), true, None)).into_owned();
@@ -52,19 +56,19 @@ impl<'m> Generator<'m> {
             model,
             template,
             n_batch: n_batch.max(1),
+            reuse,
             bos_text,
         }
     }
 
     /// Runs one job to its end and sends the closing event.
-    pub(super) fn serve(&self, ctx: &mut LlamaContext<'_>, kv: &mut KvState, job: Job) {
+    pub(super) fn serve(&self, ctx: &mut LlamaContext<'_>, cache: &mut SeqCache, job: Job) {
         let Job {
             request,
             cancel,
             events,
         } = job;
-        let result = self.run(ctx, kv, &request, &cancel, &events);
-        let closing = match result {
+        let closing = match self.run(ctx, cache, &request, &cancel, &events) {
             Ok((usage, finish)) => StreamEvent::Done { usage, finish },
             Err(Stop::Error(e)) => StreamEvent::Error(e),
             Err(Stop::Gone) => return,
@@ -75,122 +79,170 @@ impl<'m> Generator<'m> {
     fn run(
         &self,
         ctx: &mut LlamaContext<'_>,
-        kv: &mut KvState,
+        cache: &mut SeqCache,
         request: &ChatRequest,
-        cancel: &tokio_util::sync::CancellationToken,
-        events: &tokio::sync::mpsc::Sender<StreamEvent>,
+        cancel: &CancellationToken,
+        events: &Sender<StreamEvent>,
     ) -> Result<(Usage, FinishReason), Stop> {
         let mut usage = Usage::default();
         if cancel.is_cancelled() {
             return Ok((usage, FinishReason::Cancelled));
         }
         let vocab = self.model.vocab();
+        let tools = request.offered_tools();
+        // Checked before anything reaches llama.cpp.
+        let mut sampler =
+            sampling::chain(self.model, &request.sampling, tools, request.tool_choice)?;
         let prompt = self
             .template
-            .render(&request.messages, true)
+            .render_with_tools(&request.messages, tools, true)
             .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
         let add_bos = vocab.should_add_bos()
             && (self.bos_text.is_empty() || !prompt.starts_with(&self.bos_text));
         let tokens = vocab.tokenize(prompt.as_bytes(), add_bos, true);
-        tracing::trace!(prompt, add_bos, n = tokens.len(), first = ?tokens.iter().take(8).collect::<Vec<_>>(), "rendered prompt");
-        let n_ctx = ctx.n_ctx() as usize;
+        tracing::trace!(prompt, n = tokens.len(), "rendered prompt");
+        let n_ctx_seq = ctx.n_ctx() as usize / cache.n_slots();
         if tokens.is_empty() {
             return Err(ProviderError::InvalidRequest("the prompt is empty".into()).into());
         }
-        if tokens.len() + 1 > n_ctx {
+        if tokens.len() + 1 > n_ctx_seq {
             return Err(ProviderError::ContextOverflow {
                 needed: tokens.len() as u32,
-                limit: n_ctx as u32,
+                limit: n_ctx_seq as u32,
             }
             .into());
         }
         usage.prompt_tokens = tokens.len() as u32;
 
         let started = Instant::now();
-        let last_logits = self.read_prompt(ctx, kv, &tokens, cancel)?;
-        let Some(mut logits_at) = last_logits else {
+        let (seq, origin) = cache.acquire(ctx, &request.conversation);
+        let cached = cache.tokens_mut(seq);
+        let Some((kept, mut logits_at)) = self.read_prompt(ctx, seq, cached, &tokens, cancel)?
+        else {
             return Ok((usage, FinishReason::Cancelled));
         };
+        usage.cached_tokens = kept as u32;
         usage.prompt_ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(conversation = %request.conversation, ?origin, cached = kept, decoded = tokens.len() - kept, "prompt read");
 
         let started = Instant::now();
-        let mut sampler = sampling::chain(&request.sampling, self.model.n_vocab());
-        let budget = (request.sampling.max_tokens as usize).min(n_ctx - tokens.len());
+        let budget = (request.sampling.max_tokens as usize).min(n_ctx_seq - tokens.len());
+        let in_reasoning = prompt.trim_end().ends_with("<think>");
+        let mut filter = OutputFilter::new(
+            in_reasoning,
+            request.sampling.stop.clone(),
+            !tools.is_empty(),
+        );
         let mut text = Utf8Stream::default();
         let mut generated: Vec<LlamaToken> = Vec::new();
         let mut batch = LlamaBatch::new(1, 1);
-        let finish = loop {
+        let send = |event: StreamEvent| events.blocking_send(event).map_err(|_| Stop::Gone);
+        let finish = 'generation: loop {
             if cancel.is_cancelled() {
                 break FinishReason::Cancelled;
             }
             if generated.len() >= budget {
                 break FinishReason::Length;
             }
-            // `sample` also accepts the token into the chain's state.
+            // `sample` also accepts the token into the chain (grammar
+            // included); accepting it again would corrupt the grammar.
             let token = sampler.sample(ctx, logits_at);
             if vocab.is_eog(token) {
                 break FinishReason::Stop;
             }
             generated.push(token);
-            let delta = text.push(&vocab.token_to_piece(token, false, None));
-            if !delta.is_empty() && events.blocking_send(StreamEvent::TextDelta(delta)).is_err() {
-                return Err(Stop::Gone);
+            let piece = text.push(&vocab.token_to_piece(token, false, None));
+            for part in filter.push(&piece) {
+                if self.forward(part, tools, &send)? {
+                    break 'generation FinishReason::Stop;
+                }
             }
-            if repetition::is_looping(&generated) {
+            if !filter.is_in_call() && repetition::is_looping(&generated) {
                 tracing::info!(tokens = generated.len(), "reply was looping; stopped");
                 break FinishReason::Repetition;
             }
             batch.clear();
-            let pos = kv.tokens.len() as i32;
             batch
-                .add(token, pos, &[0], true)
+                .add(token, cached_len(cache, seq) as i32, &[seq as i32], true)
                 .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
-            self.decode(ctx, kv, &mut batch)?;
-            kv.tokens.push(token);
+            decode(ctx, cache.tokens_mut(seq), seq, &mut batch)?;
+            cache.tokens_mut(seq).push(token);
             logits_at = 0;
         };
         let rest = text.finish();
-        if !rest.is_empty() && events.blocking_send(StreamEvent::TextDelta(rest)).is_err() {
-            return Err(Stop::Gone);
+        let mut tail = filter.push(&rest);
+        tail.extend(filter.finish());
+        for part in tail {
+            self.forward(part, tools, &send)?;
         }
         usage.completion_tokens = generated.len() as u32;
         usage.generation_ms = started.elapsed().as_secs_f64() * 1e3;
-        tracing::debug!(
-            prompt_tokens = usage.prompt_tokens,
-            prompt_ms = usage.prompt_ms,
-            completion_tokens = usage.completion_tokens,
-            generation_ms = usage.generation_ms,
-            ?finish,
-            "reply done"
-        );
+        tracing::debug!(?usage, ?finish, "reply done");
         Ok((usage, finish))
     }
 
-    /// Brings the KV cache to hold `tokens`, decoding only what is new.
-    /// Returns the batch index of the last token's logits, or `None` when
-    /// cancelled.
+    /// Sends one decided piece of output. Returns true at a stop string.
+    fn forward(
+        &self,
+        part: Piece,
+        tools: &[crate::providers::ToolSpec],
+        send: &impl Fn(StreamEvent) -> Result<(), Stop>,
+    ) -> Result<bool, Stop> {
+        match part {
+            Piece::Content(t) => send(StreamEvent::TextDelta(t))?,
+            Piece::Reasoning(t) => send(StreamEvent::ReasoningDelta(t))?,
+            Piece::ToolCall(raw) => match tools::parse_call(&raw, tools) {
+                Ok(call) => send(StreamEvent::ToolCall(call))?,
+                Err(e) => {
+                    // Left as text for the agent's lenient parser to report.
+                    tracing::warn!("model produced an invalid tool call: {e}");
+                    send(StreamEvent::TextDelta(format!(
+                        "{CALL_OPEN}{raw}{CALL_CLOSE}"
+                    )))?;
+                }
+            },
+            Piece::UnfinishedCall(raw) => {
+                tracing::warn!("the reply ended inside a tool call (cut at the token limit?)");
+                send(StreamEvent::TextDelta(format!("{CALL_OPEN}{raw}")))?;
+            }
+            Piece::Stop => return Ok(true),
+        }
+        Ok(false)
+    }
+
+    /// Brings sequence `seq` to hold `tokens`, decoding only what is new.
+    /// Returns how many tokens were reused and the batch index of the last
+    /// token's logits, or `None` when cancelled.
     fn read_prompt(
         &self,
         ctx: &mut LlamaContext<'_>,
-        kv: &mut KvState,
+        seq: usize,
+        cached: &mut Vec<LlamaToken>,
         tokens: &[LlamaToken],
-        cancel: &tokio_util::sync::CancellationToken,
-    ) -> Result<Option<i32>, Stop> {
-        let mut keep = common_prefix(&kv.tokens, tokens);
+        cancel: &CancellationToken,
+    ) -> Result<Option<(usize, i32)>, Stop> {
+        let mut keep = if self.reuse {
+            common_prefix(cached, tokens)
+        } else {
+            0
+        };
         if keep == tokens.len() {
-            // Everything is cached, but the last token must be decoded again
-            // to have logits to sample from.
+            // All cached, but the last token must be decoded again for logits.
             keep -= 1;
         }
         let removed = ctx
-            .clear_kv_cache_seq(Some(0), Some(keep as u32), None)
+            .clear_kv_cache_seq(Some(seq as u32), Some(keep as u32), None)
             .unwrap_or(false);
         if !removed {
-            ctx.clear_kv_cache();
+            tracing::debug!(
+                seq,
+                keep,
+                "partial KV removal refused; clearing the sequence"
+            );
+            let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
             keep = 0;
         }
-        kv.tokens.truncate(keep);
-        tracing::debug!(cached = keep, new = tokens.len() - keep, "prompt");
+        cached.truncate(keep);
 
         let mut batch = LlamaBatch::new(self.n_batch, 1);
         let mut last = 0;
@@ -199,35 +251,39 @@ impl<'m> Generator<'m> {
                 return Ok(None);
             }
             batch.clear();
-            let start = kv.tokens.len();
+            let start = cached.len();
             for (i, &token) in chunk.iter().enumerate() {
                 let is_last = start + i + 1 == tokens.len();
                 batch
-                    .add(token, (start + i) as i32, &[0], is_last)
+                    .add(token, (start + i) as i32, &[seq as i32], is_last)
                     .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
             }
-            self.decode(ctx, kv, &mut batch)?;
-            kv.tokens.extend_from_slice(chunk);
+            decode(ctx, cached, seq, &mut batch)?;
+            cached.extend_from_slice(chunk);
             last = batch.n_tokens() - 1;
         }
-        Ok(Some(last))
+        Ok(Some((keep, last)))
     }
+}
 
-    fn decode(
-        &self,
-        ctx: &mut LlamaContext<'_>,
-        kv: &mut KvState,
-        batch: &mut LlamaBatch,
-    ) -> Result<(), Stop> {
-        ctx.decode(batch).map_err(|e| {
-            // The cache may hold part of the batch: forget it entirely.
-            ctx.clear_kv_cache();
-            kv.tokens.clear();
-            Stop::Error(ProviderError::Failed(format!(
-                "llama.cpp decode failed: {e}"
-            )))
-        })
-    }
+fn cached_len(cache: &mut SeqCache, seq: usize) -> usize {
+    cache.tokens_mut(seq).len()
+}
+
+fn decode(
+    ctx: &mut LlamaContext<'_>,
+    cached: &mut Vec<LlamaToken>,
+    seq: usize,
+    batch: &mut LlamaBatch,
+) -> Result<(), Stop> {
+    ctx.decode(batch).map_err(|e| {
+        // The sequence may hold part of the batch: forget it entirely.
+        let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+        cached.clear();
+        Stop::Error(ProviderError::Failed(format!(
+            "llama.cpp decode failed: {e}"
+        )))
+    })
 }
 
 fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {

@@ -115,6 +115,35 @@ impl GgufMetadata {
         self.uint(&format!("{}.context_length", self.architecture()?))
     }
 
+    /// An architecture-scoped number, e.g. `block_count`.
+    pub fn arch_uint(&self, key: &str) -> Option<u64> {
+        let arch = self.architecture()?;
+        match self.values.get(&format!("{arch}.{key}"))? {
+            // Some models give one value per layer; the largest bounds them.
+            GgufValue::Array(items) => items
+                .iter()
+                .filter_map(|v| match v {
+                    GgufValue::UInt(u) => Some(*u),
+                    GgufValue::Int(i) => u64::try_from(*i).ok(),
+                    _ => None,
+                })
+                .max(),
+            _ => self.uint(&format!("{arch}.{key}")),
+        }
+    }
+
+    /// Bytes of f16 KV cache one token takes: layers × (K and V) × KV heads
+    /// × head size × 2 bytes.
+    pub fn kv_bytes_per_token(&self) -> Option<u64> {
+        let layers = self.arch_uint("block_count")?;
+        let heads = self.arch_uint("attention.head_count")?.max(1);
+        let kv_heads = self.arch_uint("attention.head_count_kv").unwrap_or(heads);
+        let head_dim = self
+            .arch_uint("attention.key_length")
+            .unwrap_or(self.arch_uint("embedding_length")? / heads);
+        Some(layers * 2 * kv_heads * head_dim * 2)
+    }
+
     /// The text of a token named by a `tokenizer.ggml.*_token_id` key.
     pub fn token_text(&self, id_key: &str) -> Option<&str> {
         let id = usize::try_from(self.uint(id_key)?).ok()?;

@@ -1,54 +1,77 @@
 //! The local engine: llama.cpp in-process, owned by one worker thread.
 //!
-//! llama.cpp's model and context live on a single OS thread
+//! llama.cpp's backend, model and context live on a single OS thread
 //! ([`worker`]). Everything else talks to it through [`Engine`], a cheap
-//! handle that queues requests and hands back a stream of events. One decode
-//! runs at a time, which is what a single GPU (or a small CPU) wants.
+//! handle that queues requests (interactive before background) and hands
+//! back a stream of events. One decode runs at a time, which is what a
+//! single GPU (or a small CPU) wants.
 //!
 //! The parts: [`model_file`] finds and checks the GGUF, [`gguf`] reads its
-//! header, [`template`] renders the chat prompt, [`generate`] runs one reply,
-//! [`sampling`] builds the sampler chain, [`hardware`] sizes threads.
+//! header, [`template`] renders the chat prompt, [`cache`] keeps a KV
+//! sequence per conversation (in RAM and on disk when evicted),
+//! [`generate`] runs one reply, [`output`] splits reasoning and tool calls
+//! from the text, [`tools`] builds the tool-call grammar, [`sampling`] the
+//! sampler chain, [`hardware`] sizes threads, layers and context.
 
+mod cache;
 mod error;
 mod generate;
 pub mod gguf;
 pub mod hardware;
 mod log;
 pub mod model_file;
+mod output;
+mod queue;
 mod repetition;
 mod sampling;
 pub mod template;
+mod tools;
 mod utf8;
 mod worker;
 
 use std::path::PathBuf;
 use std::sync::mpsc as std_mpsc;
+use std::thread::JoinHandle;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use error::EngineError;
+pub use tools::validate as validate_json_schema;
 
-use crate::config::Config;
-use crate::providers::{ChatRequest, ChatStream, ProviderError};
+use crate::config::{Config, GpuLayers};
+use crate::providers::{ChatRequest, ChatStream, ProviderError, StreamEvent};
 
-/// What the worker needs to load a model.
+/// What the worker needs to load a model and run it.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
     pub model_path: PathBuf,
     /// `[model] chat_template`: overrides the model's own when set.
     pub chat_template: Option<String>,
-    /// 0: the model's training context.
+    /// Tokens per conversation; 0: the model's training context, capped by
+    /// what fits in memory.
     pub context_size: u32,
     /// 0: one per physical core.
     pub threads: u32,
     pub batch_size: u32,
     pub flash_attention: bool,
+    pub gpu_layers: GpuLayers,
+    /// KV-cache sequences kept in the context, one per conversation.
+    pub slots: u32,
+    /// Bytes of evicted sequences kept in RAM before they spill to disk.
+    pub ram_cache_bytes: usize,
+    /// Bytes of saved sequences kept on disk.
+    pub disk_cache_bytes: u64,
+    /// Where saved sequences live; `None` keeps none across restarts.
+    pub kv_dir: Option<PathBuf>,
+    /// Reuse cached prompt prefixes (turned off only to measure without).
+    pub prompt_cache: bool,
 }
 
 impl EngineSettings {
     /// Settings from the config, with the model file located.
     pub fn from_config(config: &Config) -> Result<Self, EngineError> {
+        let e = &config.engine;
         Ok(Self {
             model_path: model_file::locate(&config.model.path, &config.data_dir)?,
             chat_template: config.model.chat_template.clone(),
@@ -56,19 +79,28 @@ impl EngineSettings {
             threads: config.model.threads,
             batch_size: config.model.batch_size,
             flash_attention: config.model.flash_attention.enabled(),
+            gpu_layers: config.model.gpu_layers,
+            slots: e.slots,
+            ram_cache_bytes: (e.ram_cache_mb as usize) << 20,
+            disk_cache_bytes: e.disk_cache_mb << 20,
+            kv_dir: Some(config.data_dir.join("kv")),
+            prompt_cache: e.prompt_cache,
         })
     }
 }
 
-/// Facts about the loaded model.
+/// Facts about the loaded model and how it was placed.
 #[derive(Debug, Clone)]
 pub struct ModelInfo {
     pub path: PathBuf,
     pub architecture: String,
     pub n_params: u64,
     pub n_ctx_train: u32,
+    /// Context per conversation.
     pub n_ctx: u32,
+    pub slots: u32,
     pub threads: i32,
+    pub gpu_layers: u32,
     pub template_origin: String,
 }
 
@@ -79,23 +111,16 @@ pub type ProgressFn = Box<dyn FnMut(f32) + Send>;
 struct Job {
     request: ChatRequest,
     cancel: CancellationToken,
-    events: mpsc::Sender<crate::providers::StreamEvent>,
+    events: mpsc::Sender<StreamEvent>,
 }
 
-/// A handle to the engine worker. Dropping the last handle stops the worker
-/// once its current request ends.
+/// A handle to the engine worker. Dropping it (or [`Engine::shutdown`])
+/// lets the worker finish its queue, save the KV cache and stop.
 #[derive(Debug)]
 pub struct Engine {
-    jobs: std_mpsc::Sender<Job>,
+    jobs: Option<std_mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
     info: ModelInfo,
-}
-
-impl std::fmt::Debug for Job {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job")
-            .field("conversation", &self.request.conversation)
-            .finish()
-    }
 }
 
 impl Engine {
@@ -107,12 +132,25 @@ impl Engine {
     ) -> Result<Self, EngineError> {
         let (jobs, job_rx) = std_mpsc::channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("hearth-engine".into())
             .spawn(move || worker::run(settings, progress, ready_tx, job_rx))
             .map_err(|e| EngineError::Backend(format!("cannot start the engine thread: {e}")))?;
-        let info = ready_rx.recv().map_err(|_| EngineError::WorkerGone)??;
-        Ok(Self { jobs, info })
+        match ready_rx.recv() {
+            Ok(Ok(info)) => Ok(Self {
+                jobs: Some(jobs),
+                thread: Some(thread),
+                info,
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(EngineError::WorkerGone)
+            }
+        }
     }
 
     pub fn info(&self) -> &ModelInfo {
@@ -122,15 +160,46 @@ impl Engine {
     /// Queues a request; its reply streams back on the returned stream.
     pub fn submit(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let (events, rx) = mpsc::channel(256);
-        match self.jobs.send(Job {
+        let job = Job {
             request,
             cancel,
             events,
-        }) {
-            Ok(()) => ChatStream::new(rx),
-            Err(_) => {
-                ChatStream::failed(ProviderError::Failed(EngineError::WorkerGone.to_string()))
-            }
+        };
+        let sent = self
+            .jobs
+            .as_ref()
+            .is_some_and(|jobs| jobs.send(job).is_ok());
+        if sent {
+            ChatStream::new(rx)
+        } else {
+            ChatStream::failed(ProviderError::Failed(EngineError::WorkerGone.to_string()))
         }
+    }
+
+    /// Stops taking requests, lets the worker finish and save its cache,
+    /// and waits for it.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("conversation", &self.request.conversation)
+            .finish()
     }
 }

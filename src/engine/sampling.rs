@@ -1,16 +1,42 @@
 //! The llama.cpp sampler chain for one request.
 
+use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 
-use crate::providers::SamplingParams;
+use super::tools;
+use crate::providers::{ProviderError, SamplingParams, ToolChoice, ToolSpec};
 
-/// Builds the chain: repeat penalty, then greedy at temperature 0, else
-/// top-k → top-p → min-p → temperature → a seeded draw.
-pub fn chain(params: &SamplingParams, n_vocab: i32) -> LlamaSampler {
+/// Builds the chain: the tool-call grammar (when tools are offered), the
+/// repeat penalty, then greedy at temperature 0, else top-k → top-p → min-p
+/// → temperature → a seeded draw.
+pub fn chain(
+    model: &LlamaModel,
+    params: &SamplingParams,
+    tools: &[ToolSpec],
+    choice: ToolChoice,
+) -> Result<LlamaSampler, ProviderError> {
+    check(params)?;
     let mut samplers = Vec::new();
+    if !tools.is_empty() {
+        let grammar = tools::call_grammar(tools)?;
+        let sampler = match choice {
+            ToolChoice::Required => LlamaSampler::grammar(model, &grammar, "root"),
+            _ => LlamaSampler::grammar_lazy_patterns(
+                model,
+                &grammar,
+                "root",
+                &[tools::lazy_trigger()],
+                &[],
+            ),
+        }
+        .map_err(|e| {
+            ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"))
+        })?;
+        samplers.push(sampler);
+    }
     if params.repeat_penalty != 1.0 {
         samplers.push(LlamaSampler::penalties(
-            n_vocab,
+            model.n_vocab(),
             64,
             params.repeat_penalty,
             0.0,
@@ -30,10 +56,30 @@ pub fn chain(params: &SamplingParams, n_vocab: i32) -> LlamaSampler {
             samplers.push(LlamaSampler::min_p(params.min_p, 1));
         }
         samplers.push(LlamaSampler::temp(params.temperature));
-        let seed = params.seed.unwrap_or_else(random_seed);
-        samplers.push(LlamaSampler::dist(seed));
+        samplers.push(LlamaSampler::dist(params.seed.unwrap_or_else(random_seed)));
     }
-    LlamaSampler::chain_simple(samplers)
+    Ok(LlamaSampler::chain_simple(samplers))
+}
+
+/// Sampling values that llama.cpp would misbehave on are refused here.
+fn check(p: &SamplingParams) -> Result<(), ProviderError> {
+    let bad = |what: &str| Err(ProviderError::InvalidRequest(format!("sampling: {what}")));
+    if !(p.temperature.is_finite() && p.temperature >= 0.0) {
+        return bad("temperature must be 0 or more");
+    }
+    if !(p.top_p.is_finite() && (0.0..=1.0).contains(&p.top_p)) {
+        return bad("top_p must be within 0..=1");
+    }
+    if !(p.min_p.is_finite() && (0.0..=1.0).contains(&p.min_p)) {
+        return bad("min_p must be within 0..=1");
+    }
+    if !(p.repeat_penalty.is_finite() && p.repeat_penalty > 0.0) {
+        return bad("repeat_penalty must be above 0");
+    }
+    if p.max_tokens == 0 {
+        return bad("max_tokens must be at least 1");
+    }
+    Ok(())
 }
 
 fn random_seed() -> u32 {

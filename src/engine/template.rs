@@ -9,7 +9,7 @@ use std::path::Path;
 
 use minijinja::{Environment, ErrorKind, Value, context};
 
-use crate::providers::ChatMessage;
+use crate::providers::{ChatMessage, ToolSpec};
 
 /// Built-in templates, shipped in `prompts/templates/` and compiled in.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -117,6 +117,18 @@ impl ChatTemplate {
         messages: &[ChatMessage],
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
+        self.render_with_tools(messages, &[], add_generation_prompt)
+    }
+
+    /// Renders with tools offered, in the form HF templates expect
+    /// (`[{"type": "function", "function": {...}}]`); templates that do not
+    /// mention `tools` ignore them.
+    pub fn render_with_tools(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
         let render_err = |e: minijinja::Error| TemplateError::Render {
             origin: self.origin.clone(),
             message: e.to_string(),
@@ -128,7 +140,11 @@ impl ChatTemplate {
                 add_generation_prompt => add_generation_prompt,
                 bos_token => &self.bos_token,
                 eos_token => &self.eos_token,
-                tools => Value::UNDEFINED,
+                tools => if tools.is_empty() {
+                    Value::UNDEFINED
+                } else {
+                    Value::from_serialize(tools.iter().map(|t| serde_json::json!({"type": "function", "function": t})).collect::<Vec<_>>())
+                },
             })
             .map_err(render_err)
     }

@@ -1,7 +1,9 @@
 //! The engine thread: owns the llama.cpp backend, model and context.
 //!
-//! It loads the model, reports readiness (or the error) once, then serves
-//! jobs one at a time until every [`super::Engine`] handle is dropped.
+//! It sizes the context and GPU offload for this machine, loads the model,
+//! reports readiness (or the error) once, then serves jobs one at a time —
+//! interactive before background — until every [`super::Engine`] handle is
+//! gone. Before it stops it writes the KV cache of its conversations to disk.
 
 use std::num::NonZeroU32;
 use std::sync::mpsc as std_mpsc;
@@ -11,9 +13,13 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 
-use super::generate::{Generator, KvState};
+use super::cache::{CacheSettings, Fingerprint, SeqCache};
+use super::generate::Generator;
+use super::hardware::{self, Fit, FitInput};
+use super::queue::PriorityQueue;
 use super::template::{self, ChatTemplate};
-use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, hardware, model_file};
+use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, model_file};
+use crate::providers::{FinishReason, StreamEvent, Usage};
 
 pub(super) fn run(
     settings: EngineSettings,
@@ -29,17 +35,18 @@ pub(super) fn run(
             return;
         }
     };
-    let loaded = match load(&backend, &settings, progress) {
+    let (model, template, fit) = match load(&backend, &settings, progress) {
         Ok(l) => l,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
-    let (model, template, threads) = loaded;
-    let n_ctx = effective_context(settings.context_size, model.n_ctx_train());
+    let threads = hardware::thread_count(settings.threads);
+    let slots = settings.slots.max(1);
     let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(n_ctx))
+        .with_n_ctx(NonZeroU32::new(fit.n_ctx_seq * slots))
+        .with_n_seq_max(slots)
         .with_n_batch(settings.batch_size)
         .with_n_ubatch(settings.batch_size)
         .with_n_threads(threads)
@@ -53,10 +60,13 @@ pub(super) fn run(
         Ok(c) => c,
         Err(e) => {
             tracing::debug!("context creation failed: {e}");
-            let _ = ready.send(Err(EngineError::Context { n_ctx }));
+            let _ = ready.send(Err(EngineError::Context {
+                n_ctx: fit.n_ctx_seq,
+            }));
             return;
         }
     };
+    let n_ctx_seq = ctx.n_ctx() / slots;
     let info = ModelInfo {
         path: settings.model_path.clone(),
         architecture: model
@@ -64,23 +74,71 @@ pub(super) fn run(
             .unwrap_or_default(),
         n_params: model.n_params(),
         n_ctx_train: model.n_ctx_train(),
-        n_ctx,
+        n_ctx: n_ctx_seq,
+        slots,
         threads,
+        gpu_layers: fit.gpu_layers,
         template_origin: template.origin().to_string(),
     };
     tracing::info!(?info, "model loaded");
+    let fingerprint = Fingerprint {
+        model_file: settings
+            .model_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        model_size: std::fs::metadata(&settings.model_path).map_or(0, |m| m.len()),
+        n_params: model.n_params(),
+        n_ctx_seq,
+    };
+    let mut cache = SeqCache::new(
+        CacheSettings {
+            slots: slots as usize,
+            ram_budget: settings.ram_cache_bytes,
+            disk_budget: settings.disk_cache_bytes,
+            disk_dir: settings.kv_dir.clone(),
+        },
+        fingerprint,
+    );
     if ready.send(Ok(info)).is_err() {
         return;
     }
-    let generator = Generator::new(&model, &template, settings.batch_size as usize);
-    let mut kv = KvState::default();
-    while let Ok(job) = jobs.recv() {
-        generator.serve(&mut ctx, &mut kv, job);
+    let generator = Generator::new(
+        &model,
+        &template,
+        settings.batch_size as usize,
+        settings.prompt_cache,
+    );
+    let mut queue = PriorityQueue::default();
+    loop {
+        // Everything that has arrived competes by priority.
+        while let Ok(job) = jobs.try_recv() {
+            queue.push(job.request.priority, job);
+        }
+        let job = match queue.pop() {
+            Some(job) => job,
+            None => match jobs.recv() {
+                Ok(job) => {
+                    queue.push(job.request.priority, job);
+                    continue;
+                }
+                Err(_) => break,
+            },
+        };
+        if job.cancel.is_cancelled() {
+            let _ = job.events.blocking_send(StreamEvent::Done {
+                usage: Usage::default(),
+                finish: FinishReason::Cancelled,
+            });
+            continue;
+        }
+        generator.serve(&mut ctx, &mut cache, job);
     }
-    tracing::debug!("engine worker stopping");
+    cache.persist_all(&mut ctx);
+    tracing::debug!("engine worker stopped");
 }
 
-type Loaded = (LlamaModel, ChatTemplate, i32);
+type Loaded = (LlamaModel, ChatTemplate, Fit);
 
 fn load(
     backend: &LlamaBackend,
@@ -92,8 +150,24 @@ fn load(
     let metadata = model_file::inspect(path)?;
     let (source, origin) =
         template::choose(settings.chat_template.as_deref(), metadata.chat_template())?;
+    let hw_ram = hardware::Hardware::available_ram();
+    let fit = hardware::fit(&FitInput {
+        model_bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
+        n_layers: metadata.arch_uint("block_count").unwrap_or(1) as u32,
+        kv_bytes_per_token: metadata.kv_bytes_per_token().unwrap_or(128 << 10),
+        n_ctx_train: metadata
+            .context_length()
+            .unwrap_or(4096)
+            .min(u64::from(u32::MAX)) as u32,
+        requested_ctx: settings.context_size,
+        slots: settings.slots.max(1),
+        gpu_free: hardware::offload_target(),
+        available_ram: hw_ram,
+        gpu_layers: settings.gpu_layers,
+    });
+    tracing::debug!(?fit, "hardware fit");
 
-    let mut params = LlamaModelParams::default();
+    let mut params = LlamaModelParams::default().with_n_gpu_layers(fit.gpu_layers);
     if let Some(mut report) = progress {
         params = params.with_progress_callback(move |p| {
             report(p);
@@ -109,27 +183,5 @@ fn load(
     let bos = piece(vocab.bos());
     let eos = piece(vocab.eos());
     let template = ChatTemplate::new(source, origin, &bos, &eos)?;
-    Ok((model, template, hardware::thread_count(settings.threads)))
-}
-
-/// The context size: the configured one, else the model's, never more than
-/// the model was trained for.
-fn effective_context(configured: u32, n_ctx_train: u32) -> u32 {
-    let train = if n_ctx_train == 0 { 4096 } else { n_ctx_train };
-    if configured == 0 {
-        train
-    } else {
-        configured.min(train)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn context_is_capped_by_training_context() {
-        assert_eq!(super::effective_context(0, 8192), 8192);
-        assert_eq!(super::effective_context(4096, 8192), 4096);
-        assert_eq!(super::effective_context(32768, 8192), 8192);
-        assert_eq!(super::effective_context(0, 0), 4096);
-    }
+    Ok((model, template, fit))
 }

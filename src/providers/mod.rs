@@ -12,7 +12,10 @@ mod types;
 pub use error::ProviderError;
 pub use local::LocalProvider;
 pub use stream::{ChatReply, ChatStream};
-pub use types::{ChatMessage, ChatRequest, FinishReason, Role, SamplingParams, StreamEvent, Usage};
+pub use types::{
+    ChatMessage, ChatRequest, FinishReason, Priority, Role, SamplingParams, StreamEvent, ToolCall,
+    ToolChoice, ToolSpec, Usage,
+};
 
 use tokio_util::sync::CancellationToken;
 

@@ -2,7 +2,7 @@
 
 use tokio::sync::mpsc;
 
-use super::{FinishReason, ProviderError, StreamEvent, Usage};
+use super::{FinishReason, ProviderError, StreamEvent, ToolCall, Usage};
 
 /// A reply in progress.
 #[derive(Debug)]
@@ -14,6 +14,8 @@ pub struct ChatStream {
 #[derive(Debug, Clone)]
 pub struct ChatReply {
     pub text: String,
+    pub reasoning: String,
+    pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
     pub finish: FinishReason,
 }
@@ -40,15 +42,21 @@ impl ChatStream {
         mut on_text: impl FnMut(&str),
     ) -> Result<ChatReply, ProviderError> {
         let mut text = String::new();
+        let mut reasoning = String::new();
+        let mut tool_calls = Vec::new();
         while let Some(event) = self.rx.recv().await {
             match event {
                 StreamEvent::TextDelta(delta) => {
                     on_text(&delta);
                     text.push_str(&delta);
                 }
+                StreamEvent::ReasoningDelta(delta) => reasoning.push_str(&delta),
+                StreamEvent::ToolCall(call) => tool_calls.push(call),
                 StreamEvent::Done { usage, finish } => {
                     return Ok(ChatReply {
                         text,
+                        reasoning,
+                        tool_calls,
                         usage,
                         finish,
                     });

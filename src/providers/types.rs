@@ -70,6 +70,8 @@ pub struct SamplingParams {
     pub min_p: f32,
     pub repeat_penalty: f32,
     pub seed: Option<u32>,
+    /// Generation ends before any of these strings; they are not returned.
+    pub stop: Vec<String>,
 }
 
 impl From<&crate::config::GenerationConfig> for SamplingParams {
@@ -82,8 +84,62 @@ impl From<&crate::config::GenerationConfig> for SamplingParams {
             min_p: g.min_p,
             repeat_penalty: g.repeat_penalty,
             seed: g.seed,
+            stop: Vec::new(),
         }
     }
+}
+
+impl SamplingParams {
+    /// Greedy decoding: the same prompt always gives the same reply.
+    pub fn greedy(max_tokens: u32) -> Self {
+        Self {
+            max_tokens,
+            temperature: 0.0,
+            top_p: 1.0,
+            top_k: 0,
+            min_p: 0.0,
+            repeat_penalty: 1.0,
+            seed: Some(0),
+            stop: Vec::new(),
+        }
+    }
+}
+
+/// Who is waiting for a reply. Interactive requests are served before
+/// background ones (compression, memory consolidation, LMS summaries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Priority {
+    Background,
+    #[default]
+    Interactive,
+}
+
+/// A tool the model may call: a name, what it does, and a JSON schema for
+/// its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// Whether the model may, must, or must not call a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// Text or a tool call, as the model decides.
+    #[default]
+    Auto,
+    /// A tool call, enforced from the first token.
+    Required,
+    /// No tools are offered.
+    None,
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: serde_json::Value,
 }
 
 /// A request for one assistant reply.
@@ -94,6 +150,35 @@ pub struct ChatRequest {
     pub conversation: String,
     pub messages: Vec<ChatMessage>,
     pub sampling: SamplingParams,
+    pub priority: Priority,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
+}
+
+impl ChatRequest {
+    /// An interactive request without tools.
+    pub fn new(
+        conversation: impl Into<String>,
+        messages: Vec<ChatMessage>,
+        sampling: SamplingParams,
+    ) -> Self {
+        Self {
+            conversation: conversation.into(),
+            messages,
+            sampling,
+            priority: Priority::Interactive,
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+        }
+    }
+
+    /// The tools actually offered: none when `tool_choice` is `None`.
+    pub fn offered_tools(&self) -> &[ToolSpec] {
+        match self.tool_choice {
+            ToolChoice::None => &[],
+            _ => &self.tools,
+        }
+    }
 }
 
 /// Why generation ended.
@@ -113,6 +198,8 @@ pub enum FinishReason {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Usage {
     pub prompt_tokens: u32,
+    /// Prompt tokens found in the cache, not decoded again.
+    pub cached_tokens: u32,
     pub completion_tokens: u32,
     /// Time to read the prompt, until the first token could be sampled.
     pub prompt_ms: f64,
@@ -123,6 +210,12 @@ pub struct Usage {
 #[derive(Debug, Clone)]
 pub enum StreamEvent {
     TextDelta(String),
-    Done { usage: Usage, finish: FinishReason },
+    /// Text inside `<think>…</think>`: shown apart, never part of the reply.
+    ReasoningDelta(String),
+    ToolCall(ToolCall),
+    Done {
+        usage: Usage,
+        finish: FinishReason,
+    },
     Error(super::ProviderError),
 }

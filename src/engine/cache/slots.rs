@@ -1,0 +1,91 @@
+//! Which conversation sits in which KV-cache sequence, least recently used
+//! first out. Pure bookkeeping; the llama.cpp side is in `super`.
+
+use llama_cpp_2::token::LlamaToken;
+
+#[derive(Debug, Default)]
+pub struct Slot {
+    /// The conversation whose tokens the sequence holds.
+    pub conversation: Option<String>,
+    /// The tokens in the sequence, position by position.
+    pub tokens: Vec<LlamaToken>,
+    last_used: u64,
+}
+
+#[derive(Debug)]
+pub struct Slots {
+    slots: Vec<Slot>,
+    clock: u64,
+}
+
+impl Slots {
+    pub fn new(n: usize) -> Self {
+        Self {
+            slots: (0..n.max(1)).map(|_| Slot::default()).collect(),
+            clock: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The slot holding `conversation`, if any.
+    pub fn find(&self, conversation: &str) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.conversation.as_deref() == Some(conversation))
+    }
+
+    /// A free slot, else the least recently used one.
+    pub fn victim(&self) -> usize {
+        self.slots
+            .iter()
+            .position(|s| s.conversation.is_none())
+            .unwrap_or_else(|| {
+                (0..self.slots.len())
+                    .min_by_key(|&i| self.slots[i].last_used)
+                    .unwrap_or(0)
+            })
+    }
+
+    pub fn touch(&mut self, i: usize) {
+        self.clock += 1;
+        self.slots[i].last_used = self.clock;
+    }
+
+    pub fn get(&self, i: usize) -> &Slot {
+        &self.slots[i]
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> &mut Slot {
+        &mut self.slots[i]
+    }
+
+    /// Every slot that holds a conversation.
+    pub fn occupied(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.slots.len()).filter(|&i| self.slots[i].conversation.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_slots_first_then_least_recently_used() {
+        let mut s = Slots::new(2);
+        let a = s.victim();
+        s.get_mut(a).conversation = Some("a".into());
+        s.touch(a);
+        let b = s.victim();
+        assert_ne!(a, b);
+        s.get_mut(b).conversation = Some("b".into());
+        s.touch(b);
+        assert_eq!(s.victim(), a, "a is older");
+        s.touch(a);
+        assert_eq!(s.victim(), b);
+        assert_eq!(s.find("b"), Some(b));
+        assert_eq!(s.occupied().count(), 2);
+    }
+}

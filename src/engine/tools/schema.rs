@@ -1,0 +1,150 @@
+//! A small JSON-schema checker for tool arguments.
+//!
+//! It covers what tool schemas use: `type`, `properties`, `required`,
+//! `additionalProperties: false`, `enum`, `const`, `items`, string lengths
+//! and number bounds. Keywords it does not know are ignored (the grammar has
+//! already shaped the output; this is the check that it did).
+
+use serde_json::Value;
+
+/// Checks `value` against `schema`; the error names the path.
+pub fn validate(value: &Value, schema: &Value) -> Result<(), String> {
+    check(value, schema, "$")
+}
+
+fn check(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
+    let Some(schema) = schema.as_object() else {
+        return Ok(());
+    };
+    if let Some(expected) = schema.get("const")
+        && value != expected
+    {
+        return Err(format!("{path} must be {expected}"));
+    }
+    if let Some(Value::Array(options)) = schema.get("enum")
+        && !options.contains(value)
+    {
+        return Err(format!(
+            "{path} must be one of {}",
+            Value::Array(options.clone())
+        ));
+    }
+    if let Some(kind) = schema.get("type") {
+        let kinds: Vec<&str> = match kind {
+            Value::String(k) => vec![k.as_str()],
+            Value::Array(ks) => ks.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !kinds.is_empty() && !kinds.iter().any(|k| is_type(value, k)) {
+            return Err(format!("{path} must be of type {}", kinds.join(" or ")));
+        }
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            if let Some(Value::Array(required)) = schema.get("required") {
+                for key in required.iter().filter_map(Value::as_str) {
+                    if !map.contains_key(key) {
+                        return Err(format!("{path}.{key} is required"));
+                    }
+                }
+            }
+            for (key, v) in map {
+                match properties.and_then(|p| p.get(key)) {
+                    Some(sub) => check(v, sub, &format!("{path}.{key}"))?,
+                    None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                        return Err(format!("{path}.{key} is not an allowed property"));
+                    }
+                    None => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check(item, item_schema, &format!("{path}[{i}]"))?;
+                }
+            }
+        }
+        Value::String(s) => {
+            let len = s.chars().count() as u64;
+            if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+                && len < min
+            {
+                return Err(format!("{path} is shorter than {min} characters"));
+            }
+            if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+                && len > max
+            {
+                return Err(format!("{path} is longer than {max} characters"));
+            }
+        }
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+                && x < min
+            {
+                return Err(format!("{path} is below {min}"));
+            }
+            if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+                && x > max
+            {
+                return Err(format!("{path} is above {max}"));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn is_type(value: &Value, kind: &str) -> bool {
+    match kind {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn checks_the_usual_keywords() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "unit": {"enum": ["c", "f"]},
+                "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}}
+            },
+            "required": ["unit"],
+            "additionalProperties": false
+        });
+        assert!(validate(&json!({"unit": "c", "days": 3, "tags": ["a"]}), &schema).is_ok());
+        assert!(
+            validate(&json!({"days": 3}), &schema)
+                .unwrap_err()
+                .contains("$.unit is required")
+        );
+        assert!(validate(&json!({"unit": "k"}), &schema).is_err());
+        assert!(validate(&json!({"unit": "c", "days": 9}), &schema).is_err());
+        assert!(validate(&json!({"unit": "c", "days": 2.5}), &schema).is_err());
+        assert!(
+            validate(&json!({"unit": "c", "tags": ["long"]}), &schema)
+                .unwrap_err()
+                .contains("$.tags[0]")
+        );
+        assert!(
+            validate(&json!({"unit": "c", "x": 1}), &schema)
+                .unwrap_err()
+                .contains("not an allowed")
+        );
+    }
+}

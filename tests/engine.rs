@@ -1,0 +1,367 @@
+//! The local engine on the real default model (SmolLM2-135M): prompt-cache
+//! reuse, eviction to RAM and disk, restarts, grammar-constrained tool calls,
+//! queueing and cancellation.
+//!
+//! llama.cpp allows one backend per process, so these tests take turns
+//! through a lock.
+
+mod common;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use hearth::config::GpuLayers;
+use hearth::engine::{Engine, EngineSettings};
+use hearth::providers::{
+    ChatMessage, ChatReply, ChatRequest, FinishReason, Priority, SamplingParams, StreamEvent,
+    ToolChoice, ToolSpec,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+static ENGINE_LOCK: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    ENGINE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn settings(
+    kv_dir: &Path,
+    slots: u32,
+    ram_cache_bytes: usize,
+    prompt_cache: bool,
+) -> EngineSettings {
+    EngineSettings {
+        model_path: common::model(common::SMOLLM2),
+        chat_template: None,
+        context_size: 1024,
+        threads: 0,
+        batch_size: 512,
+        flash_attention: false,
+        gpu_layers: GpuLayers::Auto,
+        slots,
+        ram_cache_bytes,
+        disk_cache_bytes: 1 << 30,
+        kv_dir: Some(kv_dir.to_path_buf()),
+        prompt_cache,
+    }
+}
+
+fn start(settings: EngineSettings) -> Engine {
+    Engine::start(settings, None).expect("engine starts")
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Sends the conversation so far plus `question`, greedy.
+fn turn(engine: &Engine, key: &str, history: &mut Vec<ChatMessage>, question: &str) -> ChatReply {
+    if history.is_empty() {
+        history.push(ChatMessage::system("You are a helpful assistant."));
+    }
+    history.push(ChatMessage::user(question));
+    let request = ChatRequest::new(key, history.clone(), SamplingParams::greedy(48));
+    let reply = rt()
+        .block_on(
+            engine
+                .submit(request, CancellationToken::new())
+                .collect_with(|_| {}),
+        )
+        .expect("reply");
+    history.push(ChatMessage::assistant(reply.text.clone()));
+    reply
+}
+
+const QUESTIONS: [&str; 4] = [
+    "What is the capital of France?",
+    "And of Italy?",
+    "Name a river in that country.",
+    "How long is it?",
+];
+
+#[test]
+fn later_turns_decode_only_new_tokens_and_match_a_run_without_reuse() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let mut with_reuse = Vec::new();
+    {
+        let engine = start(settings(dir.path(), 2, 1 << 30, true));
+        let mut history = Vec::new();
+        let mut previous: Option<ChatReply> = None;
+        for q in QUESTIONS {
+            let reply = turn(&engine, "c", &mut history, q);
+            if let Some(prev) = &previous {
+                // Everything up to the end of the last reply is a cache hit;
+                // only the tokens after it are decoded.
+                assert_eq!(
+                    reply.usage.cached_tokens,
+                    prev.usage.prompt_tokens + prev.usage.completion_tokens,
+                    "turn {q:?}"
+                );
+                assert!(reply.usage.cached_tokens < reply.usage.prompt_tokens);
+            }
+            with_reuse.push(reply.text.clone());
+            previous = Some(reply);
+        }
+    }
+    let engine = start(settings(&dir.path().join("no-reuse"), 2, 1 << 30, false));
+    let mut history = Vec::new();
+    for (q, expected) in QUESTIONS.iter().zip(&with_reuse) {
+        let reply = turn(&engine, "c", &mut history, q);
+        assert_eq!(reply.usage.cached_tokens, 0);
+        assert_eq!(
+            &reply.text, expected,
+            "greedy output with reuse equals output without"
+        );
+    }
+}
+
+#[test]
+fn evicted_conversations_resume_from_ram_disk_and_after_restart() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = ["a", "b", "c", "d"];
+
+    // Reference: enough slots for everyone, nothing evicted.
+    let mut reference = Vec::new();
+    {
+        let engine = start(settings(&dir.path().join("ref"), 4, 1 << 30, true));
+        let mut histories = vec![Vec::new(); keys.len()];
+        for question in &QUESTIONS[..2] {
+            for (k, h) in keys.iter().zip(histories.iter_mut()) {
+                reference.push(turn(&engine, k, h, question).text);
+            }
+        }
+        let mut a = histories[0].clone();
+        reference.push(turn(&engine, "a", &mut a, QUESTIONS[2]).text);
+    }
+
+    // Two slots and room in RAM for about one conversation: with four
+    // conversations, some wait in RAM and the oldest spill to disk.
+    let kv = dir.path().join("kv");
+    let engine = start(settings(&kv, 2, 1_500_000, true));
+    let mut histories = vec![Vec::new(); keys.len()];
+    let mut got = Vec::new();
+    let mut previous = vec![None; keys.len()];
+    for question in &QUESTIONS[..2] {
+        for (i, k) in keys.iter().enumerate() {
+            let reply = turn(&engine, k, &mut histories[i], question);
+            if let Some((p, c)) = previous[i] {
+                assert_eq!(
+                    reply.usage.cached_tokens,
+                    p + c,
+                    "conversation {k} resumed with a cache hit"
+                );
+            }
+            previous[i] = Some((reply.usage.prompt_tokens, reply.usage.completion_tokens));
+            got.push(reply.text);
+        }
+    }
+    let on_disk = std::fs::read_dir(&kv).unwrap().count();
+    assert!(on_disk >= 1, "some conversation was spilled to disk");
+    engine.shutdown();
+
+    // After a restart, conversation a resumes from disk with a cache hit.
+    let engine = start(settings(&kv, 2, 1_500_000, true));
+    let reply = turn(&engine, "a", &mut histories[0], QUESTIONS[2]);
+    let (p, c) = previous[0].unwrap();
+    assert_eq!(
+        reply.usage.cached_tokens,
+        p + c,
+        "restored from disk after the restart"
+    );
+    got.push(reply.text);
+    assert_eq!(
+        got, reference,
+        "greedy output is the same as an uninterrupted run"
+    );
+}
+
+#[test]
+fn a_damaged_or_foreign_saved_state_is_discarded() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let kv = dir.path().join("kv");
+    let mut history = Vec::new();
+    {
+        let engine = start(settings(&kv, 1, 1 << 30, true));
+        turn(&engine, "x", &mut history, QUESTIONS[0]);
+    }
+    let file = std::fs::read_dir(&kv)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let n = bytes.len();
+    bytes[n - 100] ^= 0x55;
+    std::fs::write(&file, &bytes).unwrap();
+    // Another context size: a mismatch, also discarded.
+    let engine = start(EngineSettings {
+        context_size: 2048,
+        ..settings(&kv, 1, 1 << 30, true)
+    });
+    let reply = turn(&engine, "x", &mut history, QUESTIONS[1]);
+    assert_eq!(reply.usage.cached_tokens, 0, "nothing was loaded");
+    assert!(!reply.text.is_empty());
+}
+
+#[test]
+fn required_tool_calls_always_parse_and_validate() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let engine = start(settings(dir.path(), 1, 1 << 30, true));
+    let tool = ToolSpec {
+        name: "get_weather".into(),
+        description: "Current weather for a city".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "days": {"type": "integer", "minimum": 1, "maximum": 7}
+            },
+            "required": ["city", "unit"]
+        }),
+    };
+    let runtime = rt();
+    for i in 0..100 {
+        let mut request = ChatRequest::new(
+            format!("tools-{i}"),
+            vec![
+                ChatMessage::system(
+                    "You can call tools. Call them as <tool_call>{\"name\": ..., \"arguments\": ...}</tool_call>.",
+                ),
+                ChatMessage::user("What's the weather like in Paris?"),
+            ],
+            SamplingParams {
+                temperature: 0.8,
+                seed: None,
+                max_tokens: 160,
+                ..SamplingParams::greedy(160)
+            },
+        );
+        request.tools = vec![tool.clone()];
+        request.tool_choice = ToolChoice::Required;
+        let reply = runtime
+            .block_on(
+                engine
+                    .submit(request, CancellationToken::new())
+                    .collect_with(|_| {}),
+            )
+            .expect("reply");
+        assert_eq!(reply.tool_calls.len(), 1, "generation {i}: {reply:?}");
+        let call = &reply.tool_calls[0];
+        assert_eq!(call.name, "get_weather");
+        hearth::engine::validate_json_schema(&call.arguments, &tool.parameters)
+            .unwrap_or_else(|e| panic!("generation {i}: {e}: {}", call.arguments));
+        assert!(call.arguments["city"].is_string());
+        assert!(["celsius", "fahrenheit"].contains(&call.arguments["unit"].as_str().unwrap()));
+        assert!(
+            !reply.text.contains("<tool_call>"),
+            "the call is not left in the text"
+        );
+    }
+}
+
+#[test]
+fn queued_requests_run_one_at_a_time_and_cancel_within_a_token() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let engine = start(settings(dir.path(), 4, 1 << 30, true));
+    let runtime = rt();
+    let ask = |key: &str, q: &str, priority: Priority| {
+        let mut r = ChatRequest::new(
+            key,
+            vec![
+                ChatMessage::system("You are a helpful assistant."),
+                ChatMessage::user(q),
+            ],
+            SamplingParams::greedy(64),
+        );
+        r.priority = priority;
+        r
+    };
+    // Reference output for the conversation that must be unaffected.
+    let reference = runtime
+        .block_on(
+            engine
+                .submit(
+                    ask("ref", "Write a poem about the sea.", Priority::Interactive),
+                    CancellationToken::new(),
+                )
+                .collect_with(|_| {}),
+        )
+        .unwrap();
+
+    runtime.block_on(async {
+        // A long reply occupies the worker; meanwhile a background request
+        // and then an interactive one arrive: the interactive one goes first.
+        let cancel = CancellationToken::new();
+        let mut busy = engine.submit(
+            ask(
+                "busy",
+                "Tell me a long story about a dragon.",
+                Priority::Interactive,
+            ),
+            cancel.clone(),
+        );
+        let background = engine.submit(
+            ask("bg", "Write a poem about the sea.", Priority::Background),
+            CancellationToken::new(),
+        );
+        let interactive = engine.submit(
+            ask("fg", "Write a poem about the sea.", Priority::Interactive),
+            CancellationToken::new(),
+        );
+
+        // Cancel the busy one after a few tokens.
+        let mut deltas = 0;
+        let mut after_cancel = 0;
+        let finish = loop {
+            match busy.next().await.expect("stream ends with Done") {
+                StreamEvent::TextDelta(_) => {
+                    deltas += 1;
+                    if cancel.is_cancelled() {
+                        after_cancel += 1;
+                    }
+                    if deltas == 3 {
+                        cancel.cancel();
+                    }
+                }
+                StreamEvent::Done { finish, .. } => break finish,
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        assert_eq!(finish, FinishReason::Cancelled);
+        assert!(
+            after_cancel <= 1,
+            "stopped within one token, got {after_cancel} more"
+        );
+
+        let order = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let log = |name: &'static str, stream: hearth::providers::ChatStream| {
+            let order = order.clone();
+            async move {
+                let reply = stream.collect_with(|_| {}).await.unwrap();
+                order.lock().unwrap().push(name);
+                reply
+            }
+        };
+        let (bg, fg) = tokio::join!(
+            log("background", background),
+            log("interactive", interactive)
+        );
+        assert_eq!(*order.lock().unwrap(), ["interactive", "background"]);
+        assert_eq!(
+            fg.text, reference.text,
+            "the other conversation is unaffected"
+        );
+        assert_eq!(bg.text, reference.text);
+    });
+}
