@@ -146,11 +146,13 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             "load",
             true,
             format!(
-                "loaded in {:.2} s: {:.0}M parameters, context {} tokens, {} threads",
+                "loaded in {:.2} s: {:.0}M parameters, {} slots of {} tokens, {} threads, {} layers on the GPU",
                 started.elapsed().as_secs_f64(),
                 engine.info().n_params as f64 / 1e6,
+                engine.info().slots,
                 engine.info().n_ctx,
-                engine.info().threads
+                engine.info().threads,
+                engine.info().gpu_layers
             ),
         ),
         Err(e) => report.line("load", false, e.to_string()),

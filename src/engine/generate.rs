@@ -122,6 +122,11 @@ impl<'m> Generator<'m> {
             return Ok((usage, FinishReason::Cancelled));
         };
         usage.cached_tokens = kept as u32;
+        usage.cache_origin = if kept > 0 {
+            origin
+        } else {
+            crate::providers::CacheOrigin::Fresh
+        };
         usage.prompt_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(conversation = %request.conversation, ?origin, cached = kept, decoded = tokens.len() - kept, "prompt read");
 

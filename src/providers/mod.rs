@@ -13,8 +13,8 @@ pub use error::ProviderError;
 pub use local::LocalProvider;
 pub use stream::{ChatReply, ChatStream};
 pub use types::{
-    ChatMessage, ChatRequest, FinishReason, Priority, Role, SamplingParams, StreamEvent, ToolCall,
-    ToolChoice, ToolSpec, Usage,
+    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Role, SamplingParams,
+    StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
 };
 
 use tokio_util::sync::CancellationToken;

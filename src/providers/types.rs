@@ -194,12 +194,27 @@ pub enum FinishReason {
     Cancelled,
 }
 
+/// Where the cached part of a prompt came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheOrigin {
+    /// Nothing was cached (or the provider keeps no cache).
+    #[default]
+    Fresh,
+    /// The conversation still held its place in the cache.
+    Resident,
+    /// Restored from host RAM after an eviction.
+    Ram,
+    /// Restored from disk: evicted past the RAM budget, or saved at a restart.
+    Disk,
+}
+
 /// Token counts and timings of one reply.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Usage {
     pub prompt_tokens: u32,
     /// Prompt tokens found in the cache, not decoded again.
     pub cached_tokens: u32,
+    pub cache_origin: CacheOrigin,
     pub completion_tokens: u32,
     /// Time to read the prompt, until the first token could be sampled.
     pub prompt_ms: f64,

@@ -19,22 +19,10 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::session::LlamaStateSeqFlags;
 use llama_cpp_2::token::LlamaToken;
 
+pub use crate::providers::CacheOrigin as Origin;
 pub use saved::Fingerprint;
 use saved::{LoadError, SavedSeq};
 use slots::Slots;
-
-/// Where a conversation's cached tokens came from on this request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// It already held a slot.
-    Resident,
-    /// Restored from host RAM.
-    Ram,
-    /// Restored from disk.
-    Disk,
-    /// Nothing was cached.
-    Fresh,
-}
 
 #[derive(Debug, Clone)]
 pub struct CacheSettings {
@@ -74,10 +62,8 @@ impl SeqCache {
             self.slots.touch(i);
             return (i, Origin::Resident);
         }
-        let i = self.slots.victim();
-        self.evict(ctx, i);
-        self.slots.get_mut(i).conversation = Some(conversation.to_string());
-        self.slots.touch(i);
+        // Take the conversation's own saved state first, so making room
+        // for it never pushes it to disk.
         let (saved, origin) = match self.ram.iter().position(|(c, _)| c == conversation) {
             Some(pos) => {
                 let (_, seq) = self.ram.remove(pos).expect("position is in range");
@@ -86,6 +72,10 @@ impl SeqCache {
             }
             None => (self.load_from_disk(conversation), Origin::Disk),
         };
+        let i = self.slots.victim();
+        self.evict(ctx, i);
+        self.slots.get_mut(i).conversation = Some(conversation.to_string());
+        self.slots.touch(i);
         match saved {
             Some(seq) if self.restore(ctx, i, &seq) => {
                 tracing::debug!(
