@@ -15,6 +15,7 @@ use tokio::sync::mpsc::Sender;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::SeqCache;
+use super::outbox::{Gone, Outbox};
 use super::output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
 use super::template::ChatTemplate;
 use super::utf8::Utf8Stream;
@@ -34,6 +35,12 @@ pub(super) struct Generator<'m> {
 enum Stop {
     Error(ProviderError),
     Gone,
+}
+
+impl From<Gone> for Stop {
+    fn from(_: Gone) -> Self {
+        Stop::Gone
+    }
 }
 
 impl From<ProviderError> for Stop {
@@ -141,7 +148,7 @@ impl<'m> Generator<'m> {
         let mut text = Utf8Stream::default();
         let mut generated: Vec<LlamaToken> = Vec::new();
         let mut batch = LlamaBatch::new(1, 1);
-        let send = |event: StreamEvent| events.blocking_send(event).map_err(|_| Stop::Gone);
+        let mut outbox = Outbox::new(events);
         let finish = 'generation: loop {
             if cancel.is_cancelled() {
                 break FinishReason::Cancelled;
@@ -158,7 +165,7 @@ impl<'m> Generator<'m> {
             generated.push(token);
             let piece = text.push(&vocab.token_to_piece(token, false, None));
             for part in filter.push(&piece) {
-                if self.forward(part, tools, &send)? {
+                if self.forward(part, tools, &mut outbox)? {
                     break 'generation FinishReason::Stop;
                 }
             }
@@ -178,8 +185,9 @@ impl<'m> Generator<'m> {
         let mut tail = filter.push(&rest);
         tail.extend(filter.finish());
         for part in tail {
-            self.forward(part, tools, &send)?;
+            self.forward(part, tools, &mut outbox)?;
         }
+        outbox.flush()?;
         usage.completion_tokens = generated.len() as u32;
         usage.generation_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(?usage, ?finish, "reply done");
@@ -191,24 +199,24 @@ impl<'m> Generator<'m> {
         &self,
         part: Piece,
         tools: &[crate::providers::ToolSpec],
-        send: &impl Fn(StreamEvent) -> Result<(), Stop>,
+        outbox: &mut Outbox<'_>,
     ) -> Result<bool, Stop> {
         match part {
-            Piece::Content(t) => send(StreamEvent::TextDelta(t))?,
-            Piece::Reasoning(t) => send(StreamEvent::ReasoningDelta(t))?,
+            Piece::Content(t) => outbox.push(StreamEvent::TextDelta(t))?,
+            Piece::Reasoning(t) => outbox.push(StreamEvent::ReasoningDelta(t))?,
             Piece::ToolCall(raw) => match tools::parse_call(&raw, tools) {
-                Ok(call) => send(StreamEvent::ToolCall(call))?,
+                Ok(call) => outbox.push(StreamEvent::ToolCall(call))?,
                 Err(e) => {
                     // Left as text for the agent's lenient parser to report.
                     tracing::warn!("model produced an invalid tool call: {e}");
-                    send(StreamEvent::TextDelta(format!(
+                    outbox.push(StreamEvent::TextDelta(format!(
                         "{CALL_OPEN}{raw}{CALL_CLOSE}"
                     )))?;
                 }
             },
             Piece::UnfinishedCall(raw) => {
                 tracing::warn!("the reply ended inside a tool call (cut at the token limit?)");
-                send(StreamEvent::TextDelta(format!("{CALL_OPEN}{raw}")))?;
+                outbox.push(StreamEvent::TextDelta(format!("{CALL_OPEN}{raw}")))?;
             }
             Piece::Stop => return Ok(true),
         }

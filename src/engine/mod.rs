@@ -20,6 +20,7 @@ pub mod gguf;
 pub mod hardware;
 mod log;
 pub mod model_file;
+mod outbox;
 mod output;
 mod queue;
 mod repetition;
