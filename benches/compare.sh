@@ -33,8 +33,13 @@ make --no-print-directory model build >/dev/null
 echo "== hearth bench"
 target/release/hearth bench --json "$work/hearth.json" >/dev/null
 
-echo "== llama-bench -t $threads (flash attention off, as hearth on the CPU)"
-"$work/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -fa 0 -o json > "$work/llama-bench.json"
+# This machine's speed drifts by 20 % from minute to minute, so the speed
+# comparison alternates the two, five rounds, and compares medians.
+echo "== speed: llama-bench -t $threads (flash attention off, as hearth on the CPU) and hearth, alternating"
+for round in 1 2 3 4 5; do
+  "$work/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -fa 0 -r 1 -o json > "$work/llama-bench-$round.json"
+  target/release/hearth bench --speed-only --json "$work/hearth-speed-$round.json" >/dev/null 2>&1
+done
 
 echo "== llama-server, prompt cache on, the same conversation over HTTP"
 "$work/build/bin/llama-server" -m "$model" -t "$threads" -tb "$threads" -c 8192 -np 1 -fa off \
@@ -44,4 +49,4 @@ trap 'kill $server 2>/dev/null || true' EXIT
 python3 benches/drive_server.py --port "$port" --scenario "$work/hearth.json" --out "$work/server.json"
 kill $server 2>/dev/null || true
 
-python3 benches/report.py "$work/hearth.json" "$work/llama-bench.json" "$work/server.json"
+python3 benches/report.py "$work"

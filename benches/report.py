@@ -2,19 +2,27 @@
 """Print hearth against llama.cpp's tools: ratios from one compare.sh run."""
 
 import json
+import statistics
 import sys
 
-hearth = json.load(open(sys.argv[1]))
-bench = json.load(open(sys.argv[2]))
-server = json.load(open(sys.argv[3]))["turns"]
+work = sys.argv[1]
+hearth = json.load(open(f"{work}/hearth.json"))
+server = json.load(open(f"{work}/server.json"))["turns"]
 
-tg = next(r["avg_ts"] for r in bench if r.get("n_gen", 0) > 0)
-pp = next(r["avg_ts"] for r in bench if r.get("n_prompt", 0) > 0)
+rounds = []
+for i in range(1, 6):
+    bench = json.load(open(f"{work}/llama-bench-{i}.json"))
+    mine = json.load(open(f"{work}/hearth-speed-{i}.json"))
+    tg = next(r["avg_ts"] for r in bench if r.get("n_gen", 0) > 0)
+    pp = next(r["avg_ts"] for r in bench if r.get("n_prompt", 0) > 0)
+    rounds.append((mine["decode_tokens_per_s"], tg, mine["prompt_tokens_per_s"], pp))
+med = lambda i: statistics.median(r[i] for r in rounds)
+ratio = lambda i, j: statistics.median(r[i] / r[j] for r in rounds)
 print()
-print("| measure | hearth | llama.cpp | ratio |")
+print("| measure (median of 5 alternating rounds) | hearth | llama.cpp | ratio (median of per-round ratios) |")
 print("|---|---|---|---|")
-print(f"| decode, tokens/s (llama-bench tg128) | {hearth['decode_tokens_per_s']:.1f} | {tg:.1f} | {hearth['decode_tokens_per_s'] / tg:.2f} |")
-print(f"| prompt, tokens/s (llama-bench pp512) | {hearth['prompt_tokens_per_s']:.0f} | {pp:.0f} | {hearth['prompt_tokens_per_s'] / pp:.2f} |")
+print(f"| decode, tokens/s (llama-bench tg128) | {med(0):.1f} | {med(1):.1f} | {ratio(0, 1):.2f} |")
+print(f"| prompt, tokens/s (llama-bench pp512) | {med(2):.0f} | {med(3):.0f} | {ratio(2, 3):.2f} |")
 print()
 print("| turn | hearth TTFT ms | llama-server TTFT ms | ratio | tokens decoded (hearth / server) |")
 print("|---|---|---|---|---|")

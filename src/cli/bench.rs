@@ -106,19 +106,50 @@ pub fn system_prompt() -> String {
     prompt
 }
 
-pub async fn run(config: &Config, json: &Path) -> anyhow::Result<ExitCode> {
+/// Prompt and decode speed alone.
+#[derive(Debug, Serialize)]
+pub struct SpeedReport {
+    pub prompt_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+}
+
+pub async fn run(config: &Config, json: &Path, speed_only: bool) -> anyhow::Result<ExitCode> {
     let base = EngineSettings::from_config(config)?;
+    if speed_only {
+        let scratch = std::env::temp_dir().join(format!("hearth-bench-{}", std::process::id()));
+        let engine = start(EngineSettings {
+            kv_dir: Some(scratch.clone()),
+            ..base
+        })
+        .await?;
+        let result = speed(&engine).await;
+        stop(engine).await;
+        let _ = std::fs::remove_dir_all(&scratch);
+        let (prompt, decode) = result?;
+        println!("prompt {prompt:.0} tokens/s, decode {decode:.1} tokens/s");
+        let report = SpeedReport {
+            prompt_tokens_per_s: prompt,
+            decode_tokens_per_s: decode,
+        };
+        write_json(json, &serde_json::to_string_pretty(&report)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let scratch = std::env::temp_dir().join(format!("hearth-bench-{}", std::process::id()));
     let result = measure(&base, &scratch).await;
     let _ = std::fs::remove_dir_all(&scratch);
     let report = result?;
     print_table(&report);
-    if let Some(dir) = json.parent() {
+    write_json(json, &serde_json::to_string_pretty(&report)?)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_json(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(json, serde_json::to_string_pretty(&report)?)?;
-    eprintln!("figures written to {}", json.display());
-    Ok(ExitCode::SUCCESS)
+    std::fs::write(path, text)?;
+    eprintln!("figures written to {}", path.display());
+    Ok(())
 }
 
 async fn measure(base: &EngineSettings, scratch: &Path) -> anyhow::Result<Report> {

@@ -60,6 +60,9 @@ pub enum Command {
             default_value = "target/bench/hearth-bench.json"
         )]
         json: PathBuf,
+        /// Only prompt and decode speed (for interleaving with llama-bench).
+        #[arg(long)]
+        speed_only: bool,
     },
     /// Configuration tools.
     Config {
@@ -96,10 +99,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             logging::init(cli.verbose, &config.log_level);
             chat::run(&config, session).await
         }
-        Command::Bench { json } => {
+        Command::Bench { json, speed_only } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
-            bench::run(&config, &json).await
+            bench::run(&config, &json, speed_only).await
         }
         Command::Ask { question, session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
