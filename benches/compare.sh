@@ -34,9 +34,9 @@ echo "== hearth bench"
 target/release/hearth bench --json "$work/hearth.json" >/dev/null
 
 # This machine's speed drifts by 20 % from minute to minute, so the speed
-# comparison alternates the two, five rounds, and compares medians.
+# comparison alternates the two, seven rounds, and compares medians.
 echo "== speed: llama-bench -t $threads (flash attention off, as hearth on the CPU) and hearth, alternating"
-for round in 1 2 3 4 5; do
+for round in 1 2 3 4 5 6 7; do
   "$work/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -fa 0 -r 1 -o json > "$work/llama-bench-$round.json"
   target/release/hearth bench --speed-only --json "$work/hearth-speed-$round.json" >/dev/null 2>&1
 done

@@ -10,7 +10,7 @@ hearth = json.load(open(f"{work}/hearth.json"))
 server = json.load(open(f"{work}/server.json"))["turns"]
 
 rounds = []
-for i in range(1, 6):
+for i in range(1, 8):
     bench = json.load(open(f"{work}/llama-bench-{i}.json"))
     mine = json.load(open(f"{work}/hearth-speed-{i}.json"))
     tg = next(r["avg_ts"] for r in bench if r.get("n_gen", 0) > 0)
@@ -19,7 +19,7 @@ for i in range(1, 6):
 med = lambda i: statistics.median(r[i] for r in rounds)
 ratio = lambda i, j: statistics.median(r[i] / r[j] for r in rounds)
 print()
-print("| measure (median of 5 alternating rounds) | hearth | llama.cpp | ratio (median of per-round ratios) |")
+print("| measure (median of 7 alternating rounds) | hearth | llama.cpp | ratio (median of per-round ratios) |")
 print("|---|---|---|---|")
 print(f"| decode, tokens/s (llama-bench tg128) | {med(0):.1f} | {med(1):.1f} | {ratio(0, 1):.2f} |")
 print(f"| prompt, tokens/s (llama-bench pp512) | {med(2):.0f} | {med(3):.0f} | {ratio(2, 3):.2f} |")

@@ -99,7 +99,7 @@ impl<'m> Generator<'m> {
         let tools = request.offered_tools();
         // Checked before anything reaches llama.cpp.
         let mut sampler =
-            sampling::chain(self.model, &request.sampling, tools, request.tool_choice)?;
+            sampling::Picker::new(self.model, &request.sampling, tools, request.tool_choice)?;
         let prompt = self
             .template
             .render_with_tools(&request.messages, tools, true)
@@ -158,7 +158,7 @@ impl<'m> Generator<'m> {
             }
             // `sample` also accepts the token into the chain (grammar
             // included); accepting it again would corrupt the grammar.
-            let token = sampler.sample(ctx, logits_at);
+            let token = sampler.pick(ctx, logits_at);
             if vocab.is_eog(token) {
                 break FinishReason::Stop;
             }

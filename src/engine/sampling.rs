@@ -1,10 +1,56 @@
 //! The llama.cpp sampler chain for one request.
 
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
 
 use super::tools;
 use crate::providers::{ProviderError, SamplingParams, ToolChoice, ToolSpec};
+
+/// Picks the next token.
+pub enum Picker {
+    /// Plain greedy decoding: the highest logit, read straight from the
+    /// context. Same result as llama.cpp's greedy sampler without building a
+    /// candidate array over the whole vocabulary for every token.
+    Argmax,
+    Chain(Box<LlamaSampler>),
+}
+
+impl Picker {
+    /// Greedy requests without tools or penalties take the argmax path.
+    pub fn new(
+        model: &LlamaModel,
+        params: &SamplingParams,
+        tools: &[ToolSpec],
+        choice: ToolChoice,
+    ) -> Result<Self, ProviderError> {
+        if params.temperature <= 0.0 && tools.is_empty() && params.repeat_penalty == 1.0 {
+            check(params)?;
+            return Ok(Self::Argmax);
+        }
+        chain(model, params, tools, choice).map(|c| Self::Chain(Box::new(c)))
+    }
+
+    /// The next token from the logits at batch index `idx`. A chain also
+    /// accepts the token into its state (grammar included): never accept it
+    /// again.
+    pub fn pick(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> LlamaToken {
+        match self {
+            Self::Argmax => {
+                let logits = ctx.get_logits_ith(idx);
+                let mut best = 0;
+                for (i, &l) in logits.iter().enumerate() {
+                    if l > logits[best] {
+                        best = i;
+                    }
+                }
+                LlamaToken(best as i32)
+            }
+            Self::Chain(sampler) => sampler.sample(ctx, idx),
+        }
+    }
+}
 
 /// Builds the chain: the tool-call grammar (when tools are offered), the
 /// repeat penalty, then greedy at temperature 0, else top-k → top-p → min-p
