@@ -4,12 +4,14 @@
 //! as the project grows, a Telegram assistant and an LMS notifier). The folder
 //! tree is the architecture:
 //!
+//! - [`agent`]: tool calls in model replies (the loop is being built).
 //! - [`config`]: TOML → validated configuration.
 //! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`cli`]: the `hearth` command line.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod engine;

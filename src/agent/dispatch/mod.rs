@@ -1,0 +1,3 @@
+//! Tool dispatch: how tool calls travel in a model's replies.
+
+pub mod xml;
