@@ -9,6 +9,7 @@
 //! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
 //! - [`history`]: conversation turns persisted in SQLite.
+//! - [`security`]: credential scrubbing (the tool policy is being built).
 //! - [`cli`]: the `hearth` command line.
 
 pub mod agent;
@@ -17,3 +18,4 @@ pub mod config;
 pub mod engine;
 pub mod history;
 pub mod providers;
+pub mod security;
