@@ -1,8 +1,11 @@
 //! Security: what tools may touch, and what must never leave a tool's output.
 //!
-//! So far: [`scrub`], which removes credentials from tool output before it
-//! reaches the model or the history.
+//! [`policy`] decides which paths and commands tools may use; [`scrub`]
+//! removes credentials from tool output before it reaches the model or the
+//! history.
 
+pub mod policy;
 pub mod scrub;
 
+pub use policy::{Autonomy, PolicyError, SecurityPolicy};
 pub use scrub::Scrubber;
