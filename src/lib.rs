@@ -10,6 +10,7 @@
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`security`]: credential scrubbing (the tool policy is being built).
+//! - [`tools`]: shell and file tools in one registry, under the policy.
 //! - [`cli`]: the `hearth` command line.
 
 pub mod agent;
@@ -19,3 +20,4 @@ pub mod engine;
 pub mod history;
 pub mod providers;
 pub mod security;
+pub mod tools;

@@ -1,0 +1,150 @@
+//! Tools the agent can call, in one typed registry.
+//!
+//! A [`Tool`] has a name, a description, a JSON schema for its arguments and
+//! an `execute`. The [`ToolRegistry`] runs a call under the
+//! [`SecurityPolicy`]: the hourly action limit, a timeout, credential
+//! scrubbing and an output cap apply to every tool alike. Failures the model
+//! should hear about come back as error results, never as crashes.
+
+mod files;
+mod shell;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use files::{FileEdit, FileRead, FileWrite, Glob, ListDir};
+pub use shell::Shell;
+
+use crate::agent::dispatch::result;
+use crate::providers::ToolSpec;
+use crate::security::{Scrubber, SecurityPolicy};
+
+/// What a tool returns: text for the model, and whether it failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What every tool runs under.
+pub struct ToolContext {
+    pub policy: Arc<SecurityPolicy>,
+    pub scrubber: Arc<Scrubber>,
+    /// Per call.
+    pub timeout: Duration,
+    /// Characters of output kept per call.
+    pub output_cap: usize,
+}
+
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments (an object schema).
+    fn schema(&self) -> Value;
+    fn execute<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
+}
+
+/// Tools by name.
+#[derive(Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Box<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// The core tools: shell and the file tools.
+    pub fn core() -> Self {
+        let mut r = Self::default();
+        r.register(Box::new(Shell));
+        r.register(Box::new(FileRead));
+        r.register(Box::new(FileWrite));
+        r.register(Box::new(FileEdit));
+        r.register(Box::new(ListDir));
+        r.register(Box::new(Glob));
+        r
+    }
+
+    pub fn register(&mut self, tool: Box<dyn Tool>) {
+        self.tools.insert(tool.name().to_string(), tool);
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools.get(name).map(|t| t.as_ref())
+    }
+
+    /// What the model is offered.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .values()
+            .map(|t| ToolSpec {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                parameters: t.schema(),
+            })
+            .collect()
+    }
+
+    /// Runs one call under the context's limits.
+    pub async fn run(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolResult {
+        let Some(tool) = self.get(name) else {
+            let known: Vec<&str> = self.names().collect();
+            return ToolResult::error(format!(
+                "unknown tool `{name}`; available: {}",
+                known.join(", ")
+            ));
+        };
+        if let Err(e) = crate::engine::validate_json_schema(&args, &tool.schema()) {
+            return ToolResult::error(format!("invalid arguments for `{name}`: {e}"));
+        }
+        if let Err(e) = ctx.policy.record_action() {
+            return ToolResult::error(e.to_string());
+        }
+        let outcome = tokio::time::timeout(ctx.timeout, tool.execute(args, ctx)).await;
+        let result = outcome.unwrap_or_else(|_| {
+            ToolResult::error(format!(
+                "`{name}` timed out after {} s",
+                ctx.timeout.as_secs()
+            ))
+        });
+        ToolResult {
+            content: result::cap(&ctx.scrubber.scrub(&result.content), ctx.output_cap),
+            is_error: result.is_error,
+        }
+    }
+}
+
+/// A required string argument.
+fn arg_str<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolResult> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolResult::error(format!("missing string argument `{key}`")))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+//! The core tools under a real policy in a temporary workspace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::security::{Autonomy, Scrubber, SecurityPolicy};
+
+fn ctx(dir: &tempfile::TempDir, commands: &[&str], timeout: Duration) -> ToolContext {
+    let policy = SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None)
+        .unwrap()
+        .with_allowed_commands(commands.iter().map(|c| c.to_string()).collect());
+    ToolContext {
+        policy: Arc::new(policy),
+        scrubber: Arc::new(Scrubber::new()),
+        timeout,
+        output_cap: 4_000,
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn file_tools_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(&dir, &[], Duration::from_secs(5));
+    let reg = ToolRegistry::core();
+    rt().block_on(async {
+        let w = reg
+            .run(
+                "file_write",
+                json!({"path": "notes/a.txt", "content": "one two two"}),
+                &ctx,
+            )
+            .await;
+        assert!(!w.is_error, "{w:?}");
+        assert_eq!(
+            reg.run("file_read", json!({"path": "notes/a.txt"}), &ctx)
+                .await,
+            ToolResult::ok("one two two")
+        );
+        let twice = reg
+            .run(
+                "file_edit",
+                json!({"path": "notes/a.txt", "old": "two", "new": "2"}),
+                &ctx,
+            )
+            .await;
+        assert!(
+            twice.is_error && twice.content.contains("2 times"),
+            "{twice:?}"
+        );
+        let once = reg
+            .run(
+                "file_edit",
+                json!({"path": "notes/a.txt", "old": "one", "new": "1"}),
+                &ctx,
+            )
+            .await;
+        assert!(!once.is_error, "{once:?}");
+        let missing = reg
+            .run(
+                "file_edit",
+                json!({"path": "notes/a.txt", "old": "zzz", "new": "1"}),
+                &ctx,
+            )
+            .await;
+        assert!(missing.is_error);
+        reg.run(
+            "file_write",
+            json!({"path": "notes/a.txt", "content": "!", "append": true}),
+            &ctx,
+        )
+        .await;
+        assert_eq!(
+            reg.run("file_read", json!({"path": "notes/a.txt"}), &ctx)
+                .await
+                .content,
+            "1 two two!"
+        );
+        assert_eq!(reg.run("list_dir", json!({}), &ctx).await.content, "notes/");
+        assert_eq!(
+            reg.run("glob", json!({"pattern": "**/*.txt"}), &ctx)
+                .await
+                .content,
+            "notes/a.txt"
+        );
+        assert!(
+            reg.run("glob", json!({"pattern": "../*"}), &ctx)
+                .await
+                .is_error
+        );
+        let escape = reg
+            .run("file_read", json!({"path": "../../etc/passwd"}), &ctx)
+            .await;
+        assert!(
+            escape.is_error && escape.content.contains("outside the workspace"),
+            "{escape:?}"
+        );
+    });
+}
+
+#[test]
+fn registry_reports_bad_calls_as_error_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(&dir, &[], Duration::from_secs(5));
+    let reg = ToolRegistry::core();
+    rt().block_on(async {
+        let unknown = reg.run("rm_everything", json!({}), &ctx).await;
+        assert!(
+            unknown.is_error && unknown.content.contains("unknown tool"),
+            "{unknown:?}"
+        );
+        let bad = reg.run("file_read", json!({"path": 7}), &ctx).await;
+        assert!(
+            bad.is_error && bad.content.contains("invalid arguments"),
+            "{bad:?}"
+        );
+    });
+    assert_eq!(reg.specs().len(), 6);
+}
+
+#[test]
+fn shell_runs_allowed_commands_and_contains_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(
+        &dir,
+        &["echo", "seq", "sleep", "cat"],
+        Duration::from_secs(2),
+    );
+    let reg = ToolRegistry::core();
+    rt().block_on(async {
+        assert_eq!(
+            reg.run("shell", json!({"command": "echo hello"}), &ctx)
+                .await,
+            ToolResult::ok("hello\n")
+        );
+        let refused = reg.run("shell", json!({"command": "rm -rf ."}), &ctx).await;
+        assert!(
+            refused.is_error && refused.content.starts_with("refused"),
+            "{refused:?}"
+        );
+        let secret = reg
+            .run(
+                "shell",
+                json!({"command": "echo api_key=abc123secret"}),
+                &ctx,
+            )
+            .await;
+        assert!(!secret.content.contains("abc123secret"), "{secret:?}");
+        let huge = reg
+            .run("shell", json!({"command": "seq 1 2000000"}), &ctx)
+            .await;
+        assert!(
+            huge.content.chars().count() < 4_200,
+            "capped: {}",
+            huge.content.len()
+        );
+        assert!(huge.content.contains("characters cut"));
+        let slow = reg.run("shell", json!({"command": "sleep 10"}), &ctx).await;
+        assert!(
+            slow.is_error && slow.content.contains("timed out"),
+            "{slow:?}"
+        );
+        let failing = reg
+            .run("shell", json!({"command": "cat missing.txt"}), &ctx)
+            .await;
+        assert!(
+            failing.is_error && failing.content.contains("exit status"),
+            "{failing:?}"
+        );
+    });
+}
