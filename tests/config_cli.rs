@@ -102,3 +102,37 @@ fn version() {
         format!("hearth {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn tools_run_under_the_policy_with_exit_codes() {
+    let s = Sandbox::new();
+    let run = |args: &[&str]| {
+        s.hearth()
+            .args(["tools", "run"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["file_write", r#"{"path": "a.txt", "content": "hello"}"#]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["file_read", r#"{"path": "a.txt"}"#]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
+    assert!(
+        s.path("data/workspace/a.txt").is_file(),
+        "the default workspace is under the data dir"
+    );
+    for (tool, args) in [
+        ("shell", r#"{"command": "rm -rf /"}"#),
+        ("file_read", r#"{"path": "../../x"}"#),
+        ("nope", "{}"),
+    ] {
+        let out = run(&[tool, args]);
+        assert!(!out.status.success(), "{tool} {args}");
+        assert_no_panic(&String::from_utf8_lossy(&out.stderr));
+        assert!(!out.stderr.is_empty());
+    }
+}

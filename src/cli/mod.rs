@@ -8,6 +8,7 @@ mod conversation;
 mod doctor;
 mod logging;
 mod startup;
+mod tools_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -64,10 +65,29 @@ pub enum Command {
         #[arg(long)]
         speed_only: bool,
     },
+    /// The agent's tools, by hand, under the configured policy.
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List the tools and their arguments.
+    List,
+    /// Run one tool; exits non-zero when it is refused or fails.
+    Run {
+        /// The tool's name.
+        name: String,
+        /// Its arguments as a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
     },
 }
 
@@ -93,6 +113,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             logging::init(cli.verbose, "warn");
             config_check::run(path.as_deref().or(cli.config.as_deref()), &env)
+        }
+        Command::Tools { command } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            match command {
+                ToolsCommand::List => tools_cmd::list(),
+                ToolsCommand::Run { name, arguments } => {
+                    tools_cmd::run(&config, &env, &name, &arguments).await
+                }
+            }
         }
         Command::Chat { session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

@@ -33,6 +33,7 @@ pub struct Config {
     pub source: ConfigSource,
     pub model: ModelConfig,
     pub engine: EngineConfig,
+    pub agent: AgentConfig,
     pub generation: GenerationConfig,
     /// Where hearth keeps its state (history database, saved sessions).
     pub data_dir: PathBuf,
@@ -65,6 +66,21 @@ pub enum GpuLayers {
     /// As many as fit beside the KV cache (none without a GPU build and GPU).
     Auto,
     Count(u32),
+}
+
+/// Tools and what they may do.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The folder tools work in; nothing outside it is touched.
+    pub workspace: PathBuf,
+    pub autonomy: crate::security::Autonomy,
+    /// First words a shell command may start with.
+    pub allowed_commands: Vec<String>,
+    pub tool_timeout_secs: u64,
+    /// Characters of one tool result kept for the model.
+    pub tool_output_chars: usize,
+    pub max_actions_per_hour: u32,
+    pub max_tool_iterations: u32,
 }
 
 /// The engine's KV cache: one sequence per conversation.
@@ -301,6 +317,53 @@ impl Config {
             .or_else(|| raw.data.and_then(|d| d.dir).map(|d| env.expand(&d)))
             .unwrap_or_else(|| env.default_data_dir());
 
+        let a = raw.agent.unwrap_or_default();
+        let agent = AgentConfig {
+            workspace: a
+                .workspace
+                .map(|w| env.expand(&w))
+                .unwrap_or_else(|| data_dir.join("workspace")),
+            autonomy: match a.autonomy.as_deref() {
+                None | Some("supervised") => crate::security::Autonomy::Supervised,
+                Some("readonly") => crate::security::Autonomy::ReadOnly,
+                Some("full") => crate::security::Autonomy::Full,
+                Some(other) => {
+                    return Err(ConfigError::invalid(
+                        "agent.autonomy",
+                        format!("`{other}` is not one of readonly, supervised, full"),
+                    ));
+                }
+            },
+            allowed_commands: a.allowed_commands.unwrap_or_else(|| {
+                crate::security::policy::DEFAULT_COMMANDS
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect()
+            }),
+            tool_timeout_secs: a.tool_timeout_secs.unwrap_or(60),
+            tool_output_chars: a.tool_output_chars.unwrap_or(4_000),
+            max_actions_per_hour: a.max_actions_per_hour.unwrap_or(120),
+            max_tool_iterations: a.max_tool_iterations.unwrap_or(10),
+        };
+        if agent.tool_timeout_secs == 0 || agent.tool_timeout_secs > 3600 {
+            return Err(ConfigError::invalid(
+                "agent.tool_timeout_secs",
+                "must be between 1 and 3600",
+            ));
+        }
+        if agent.tool_output_chars < 200 {
+            return Err(ConfigError::invalid(
+                "agent.tool_output_chars",
+                "must be at least 200",
+            ));
+        }
+        if !(1..=50).contains(&agent.max_tool_iterations) {
+            return Err(ConfigError::invalid(
+                "agent.max_tool_iterations",
+                "must be between 1 and 50",
+            ));
+        }
+
         let log_level = raw
             .log
             .and_then(|l| l.level)
@@ -337,6 +400,7 @@ impl Config {
             source,
             model,
             engine,
+            agent,
             generation,
             data_dir,
             log_level,

@@ -12,6 +12,7 @@ use serde::Deserialize;
 pub struct RawConfig {
     pub model: Option<RawModel>,
     pub engine: Option<RawEngine>,
+    pub agent: Option<RawAgent>,
     pub generation: Option<RawGeneration>,
     pub data: Option<RawData>,
     pub log: Option<RawLog>,
@@ -95,4 +96,16 @@ pub struct RawProviders {
 #[serde(deny_unknown_fields)]
 pub struct RawOpenAi {
     pub api_key: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgent {
+    pub workspace: Option<String>,
+    pub autonomy: Option<String>,
+    pub allowed_commands: Option<Vec<String>>,
+    pub tool_timeout_secs: Option<u64>,
+    pub tool_output_chars: Option<usize>,
+    pub max_actions_per_hour: Option<u32>,
+    pub max_tool_iterations: Option<u32>,
 }

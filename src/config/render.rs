@@ -42,6 +42,23 @@ impl Config {
             "[engine]\nslots = {}\nram_cache_mb = {}\ndisk_cache_mb = {}\nprompt_cache = {}\n",
             e.slots, e.ram_cache_mb, e.disk_cache_mb, e.prompt_cache
         );
+        let a = &self.agent;
+        let autonomy = match a.autonomy {
+            crate::security::Autonomy::ReadOnly => "readonly",
+            crate::security::Autonomy::Supervised => "supervised",
+            crate::security::Autonomy::Full => "full",
+        };
+        let commands: Vec<String> = a.allowed_commands.iter().map(|c| quote(c)).collect();
+        let _ = writeln!(
+            out,
+            "[agent]\nworkspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\n",
+            quote(&a.workspace.display().to_string()),
+            commands.join(", "),
+            a.tool_timeout_secs,
+            a.tool_output_chars,
+            a.max_actions_per_hour,
+            a.max_tool_iterations
+        );
         let g = &self.generation;
         let _ = writeln!(
             out,
