@@ -6,11 +6,13 @@
 
 mod error;
 mod local;
+mod scripted;
 mod stream;
 mod types;
 
 pub use error::ProviderError;
 pub use local::LocalProvider;
+pub use scripted::ScriptedProvider;
 pub use stream::{ChatReply, ChatStream};
 pub use types::{
     CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Role, SamplingParams,

@@ -1,0 +1,212 @@
+//! The tool-call loop: ask the model, run the tools it calls, feed the
+//! results back, until it answers in plain text.
+//!
+//! Limits: at most `max_iterations` rounds (then the user is told plainly),
+//! an overall time budget, and cancellation. Tools run one at a time. A call
+//! identical to one in the previous round is answered with a note instead
+//! of running again. A `before_tool_call` hook may refuse a call. Malformed
+//! or unknown calls go back to the model as error results.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::ToolDispatcher;
+use super::types::{ConversationMessage, ParsedToolCall, ToolResultMessage};
+use crate::providers::{
+    ChatMessage, ChatRequest, Provider, ProviderError, SamplingParams, ToolChoice,
+};
+use crate::tools::{ToolContext, ToolRegistry};
+
+/// What a `before_tool_call` hook decides.
+pub enum HookDecision {
+    Run,
+    /// Do not run; tell the model why.
+    Refuse(String),
+}
+
+pub type BeforeToolCall = dyn Fn(&ParsedToolCall) -> HookDecision + Send + Sync;
+
+pub struct LoopSettings {
+    pub max_iterations: u32,
+    pub timeout: Duration,
+    pub sampling: SamplingParams,
+}
+
+#[derive(Debug)]
+pub struct LoopOutcome {
+    /// The final answer, with no tool tags.
+    pub text: String,
+    /// What this turn adds to the history, in order.
+    pub history: Vec<ConversationMessage>,
+    pub iterations: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error("cancelled")]
+    Cancelled,
+    #[error("the reply took longer than {0} s")]
+    TimedOut(u64),
+}
+
+/// The parts the loop works with.
+pub struct ToolLoop<'a> {
+    pub provider: &'a dyn Provider,
+    pub dispatcher: &'a dyn ToolDispatcher,
+    pub registry: &'a ToolRegistry,
+    pub tools: &'a ToolContext,
+    pub before_tool_call: Option<&'a BeforeToolCall>,
+}
+
+impl ToolLoop<'_> {
+    /// Runs one user turn. `messages` is the whole prompt so far (system,
+    /// history, the user's message).
+    pub async fn run(
+        &self,
+        conversation: &str,
+        messages: Vec<ChatMessage>,
+        settings: &LoopSettings,
+        cancel: CancellationToken,
+    ) -> Result<LoopOutcome, LoopError> {
+        let budget = settings.timeout;
+        match tokio::time::timeout(
+            budget,
+            self.rounds(conversation, messages, settings, cancel),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(LoopError::TimedOut(budget.as_secs())),
+        }
+    }
+
+    async fn rounds(
+        &self,
+        conversation: &str,
+        mut messages: Vec<ChatMessage>,
+        settings: &LoopSettings,
+        cancel: CancellationToken,
+    ) -> Result<LoopOutcome, LoopError> {
+        let mut history = Vec::new();
+        let mut previous: Vec<(String, Value)> = Vec::new();
+        for iteration in 1..=settings.max_iterations {
+            if cancel.is_cancelled() {
+                return Err(LoopError::Cancelled);
+            }
+            let mut request =
+                ChatRequest::new(conversation, messages.clone(), settings.sampling.clone());
+            request.tools = self.registry.specs();
+            request.tool_choice = ToolChoice::Auto;
+            let reply = self
+                .provider
+                .chat(request, cancel.clone())
+                .collect_with(|_| {})
+                .await?;
+            if reply.finish == crate::providers::FinishReason::Cancelled {
+                return Err(LoopError::Cancelled);
+            }
+            let parsed = self.dispatcher.parse(&reply);
+            if parsed.calls.is_empty() && parsed.malformed.is_empty() {
+                history.push(ConversationMessage::Chat(ChatMessage::assistant(
+                    parsed.text.clone(),
+                )));
+                return Ok(LoopOutcome {
+                    text: parsed.text,
+                    history,
+                    iterations: iteration,
+                });
+            }
+            let mut results = Vec::new();
+            let mut this_round = Vec::new();
+            for call in &parsed.calls {
+                let key = (call.name.clone(), call.arguments.clone());
+                let result = if previous.contains(&key) {
+                    ToolResultMessage {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: "This exact call was made in the previous step; use its result above instead of repeating it.".into(),
+                        is_error: true,
+                    }
+                } else {
+                    self.execute(call).await
+                };
+                this_round.push(key);
+                results.push(result);
+            }
+            for (i, problem) in parsed.malformed.iter().enumerate() {
+                results.push(ToolResultMessage {
+                    call_id: format!("malformed_{}", i + 1),
+                    name: "tool_call".into(),
+                    content: format!("Your tool call could not be read: {problem}. Write it as <tool_call>{{\"name\": \"…\", \"arguments\": {{…}}}}</tool_call>."),
+                    is_error: true,
+                });
+            }
+            previous = this_round;
+            messages.push(ChatMessage::assistant(assistant_turn(
+                &parsed.text,
+                &parsed.calls,
+            )));
+            messages.extend(self.dispatcher.format_results(&results));
+            history.push(ConversationMessage::AssistantToolCalls {
+                text: parsed.text,
+                calls: parsed.calls,
+                reasoning: (!parsed.reasoning.is_empty()).then_some(parsed.reasoning),
+            });
+            history.push(ConversationMessage::ToolResults(results));
+        }
+        let text = format!(
+            "I stopped after {} rounds of tool calls without finishing. Tell me to continue, or narrow the request.",
+            settings.max_iterations
+        );
+        history.push(ConversationMessage::Chat(ChatMessage::assistant(
+            text.clone(),
+        )));
+        Ok(LoopOutcome {
+            text,
+            history,
+            iterations: settings.max_iterations,
+        })
+    }
+
+    async fn execute(&self, call: &ParsedToolCall) -> ToolResultMessage {
+        let refused = match self.before_tool_call.map(|hook| hook(call)) {
+            Some(HookDecision::Refuse(why)) => Some(why),
+            _ => None,
+        };
+        let result = match refused {
+            Some(why) => crate::tools::ToolResult::error(format!("not run: {why}")),
+            None => {
+                self.registry
+                    .run(&call.name, call.arguments.clone(), self.tools)
+                    .await
+            }
+        };
+        ToolResultMessage {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: result.content,
+            is_error: result.is_error,
+        }
+    }
+}
+
+/// The assistant's turn as the model should see it next round: its text and
+/// its calls in the canonical XML form.
+fn assistant_turn(text: &str, calls: &[ParsedToolCall]) -> String {
+    let mut out = text.to_string();
+    for call in calls {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let body = serde_json::json!({"name": call.name, "arguments": call.arguments});
+        out.push_str(&format!("<tool_call>\n{body}\n</tool_call>"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! The loop against a scripted provider and the real core tools.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+use crate::agent::dispatch::XmlToolDispatcher;
+use crate::providers::{Role, ScriptedProvider};
+use crate::security::{Autonomy, Scrubber, SecurityPolicy};
+
+fn tools(dir: &tempfile::TempDir) -> ToolContext {
+    ToolContext {
+        policy: Arc::new(
+            SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
+        ),
+        scrubber: Arc::new(Scrubber::new()),
+        timeout: Duration::from_secs(5),
+        output_cap: 4_000,
+    }
+}
+
+fn settings(max_iterations: u32) -> LoopSettings {
+    LoopSettings {
+        max_iterations,
+        timeout: Duration::from_secs(30),
+        sampling: SamplingParams::greedy(64),
+    }
+}
+
+fn run(
+    provider: &ScriptedProvider,
+    dir: &tempfile::TempDir,
+    max: u32,
+    hook: Option<&BeforeToolCall>,
+) -> LoopOutcome {
+    let registry = ToolRegistry::core();
+    let ctx = tools(dir);
+    let tool_loop = ToolLoop {
+        provider,
+        dispatcher: &XmlToolDispatcher,
+        registry: &registry,
+        tools: &ctx,
+        before_tool_call: hook,
+    };
+    let messages = vec![
+        ChatMessage::system("sys"),
+        ChatMessage::user("Save hi to n.txt and read it back."),
+    ];
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(tool_loop.run("t", messages, &settings(max), CancellationToken::new()))
+        .unwrap()
+}
+
+#[test]
+fn write_then_read_then_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new([
+        "I'll save it.\n<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"n.txt\", \"content\": \"hi\"}}</tool_call>",
+        "<tool_call>{\"name\": \"file_read\", \"arguments\": {\"path\": \"n.txt\"}}</tool_call>",
+        "<think>It worked.</think>The file n.txt says: hi",
+    ]);
+    let outcome = run(&provider, &dir, 10, None);
+    assert_eq!(outcome.text, "The file n.txt says: hi");
+    assert!(!outcome.text.contains("<tool_call>") && !outcome.text.contains("<think>"));
+    assert_eq!(outcome.iterations, 3);
+
+    // History: call, result, call, result, answer — in order.
+    let h = &outcome.history;
+    assert_eq!(h.len(), 5);
+    match (&h[0], &h[1], &h[2], &h[3], &h[4]) {
+        (
+            ConversationMessage::AssistantToolCalls {
+                text, calls: c1, ..
+            },
+            ConversationMessage::ToolResults(r1),
+            ConversationMessage::AssistantToolCalls { calls: c2, .. },
+            ConversationMessage::ToolResults(r2),
+            ConversationMessage::Chat(answer),
+        ) => {
+            assert_eq!(text, "I'll save it.");
+            assert_eq!(c1[0].name, "file_write");
+            assert!(!r1[0].is_error, "{r1:?}");
+            assert_eq!(c2[0].name, "file_read");
+            assert_eq!(c2[0].arguments, json!({"path": "n.txt"}));
+            assert_eq!(r2[0].content, "hi");
+            assert_eq!(answer.role, Role::Assistant);
+        }
+        other => panic!("unexpected history {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ws/n.txt")).unwrap(),
+        "hi"
+    );
+
+    // The third request carried both results back as <tool_result> blocks.
+    let requests = provider.requests();
+    let last = requests.last().unwrap();
+    let results: Vec<&str> = last
+        .messages
+        .iter()
+        .filter(|m| m.content.starts_with("<tool_result"))
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[1].contains("name=\"file_read\" status=\"ok\">\nhi\n"),
+        "{results:?}"
+    );
+    assert!(!last.tools.is_empty(), "tools are offered");
+}
+
+#[test]
+fn limits_repeats_unknown_tools_and_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    let same = "<tool_call>{\"name\": \"list_dir\", \"arguments\": {}}</tool_call>";
+    let provider = ScriptedProvider::new([
+        same,
+        same,
+        "<tool_call>{\"name\": \"launch_rockets\", \"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": \"glob\"",
+        same,
+    ]);
+    let outcome = run(&provider, &dir, 4, None);
+    assert!(
+        outcome.text.contains("stopped after 4 rounds"),
+        "{}",
+        outcome.text
+    );
+    let results: Vec<&ToolResultMessage> = outcome
+        .history
+        .iter()
+        .filter_map(|m| match m {
+            ConversationMessage::ToolResults(r) => r.first(),
+            _ => None,
+        })
+        .collect();
+    assert!(!results[0].is_error);
+    assert!(
+        results[1].is_error && results[1].content.contains("previous step"),
+        "identical call not re-run"
+    );
+    assert!(results[2].is_error && results[2].content.contains("unknown tool"));
+    assert!(results[3].is_error && results[3].content.contains("could not be read"));
+
+    let provider = ScriptedProvider::new([
+        "<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"x\", \"content\": \"y\"}}</tool_call>",
+        "ok",
+    ]);
+    let hook = |call: &ParsedToolCall| {
+        if call.name == "file_write" {
+            HookDecision::Refuse("writes need approval".into())
+        } else {
+            HookDecision::Run
+        }
+    };
+    let outcome = run(&provider, &dir, 10, Some(&hook));
+    assert_eq!(outcome.text, "ok");
+    assert!(!dir.path().join("ws/x").exists());
+}

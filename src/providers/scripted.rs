@@ -1,0 +1,79 @@
+//! A provider that replies from a script: for testing the agent loop and
+//! the pipeline without a model.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{ChatRequest, ChatStream, FinishReason, Provider, ProviderError, StreamEvent, Usage};
+
+/// Replies with the scripted texts in order and records every request.
+#[derive(Default)]
+pub struct ScriptedProvider {
+    replies: Mutex<VecDeque<Result<String, ProviderError>>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl ScriptedProvider {
+    pub fn new(replies: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            replies: Mutex::new(replies.into_iter().map(|r| Ok(r.into())).collect()),
+            requests: Mutex::default(),
+        }
+    }
+
+    /// Queues an error as the next reply.
+    pub fn then_fail(self, error: ProviderError) -> Self {
+        self.replies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(Err(error));
+        self
+    }
+
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn chat(&self, request: ChatRequest, _cancel: CancellationToken) -> ChatStream {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(request);
+        let next = self
+            .replies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        let (tx, rx) = mpsc::channel(4);
+        let events = match next {
+            Some(Ok(text)) => vec![
+                StreamEvent::TextDelta(text),
+                StreamEvent::Done {
+                    usage: Usage::default(),
+                    finish: FinishReason::Stop,
+                },
+            ],
+            Some(Err(e)) => vec![StreamEvent::Error(e)],
+            None => vec![StreamEvent::Error(ProviderError::Failed(
+                "the script has no more replies".into(),
+            ))],
+        };
+        for event in events {
+            let _ = tx.try_send(event);
+        }
+        ChatStream::new(rx)
+    }
+}
