@@ -5,6 +5,7 @@
 //! capping. The tool-call loop, tools and context management build on these.
 
 pub mod dispatch;
+pub mod prompt;
 pub mod tool_loop;
 pub mod types;
 
