@@ -381,3 +381,84 @@ fn queued_requests_run_one_at_a_time_and_cancel_within_a_token() {
         assert_eq!(bg.text, reference.text);
     });
 }
+
+#[test]
+fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
+    use hearth::agent::ConversationMessage;
+    use hearth::agent::dispatch::XmlToolDispatcher;
+    use hearth::agent::tool_loop::{LoopSettings, ToolLoop};
+    use hearth::providers::LocalProvider;
+    use hearth::security::{Autonomy, Scrubber, SecurityPolicy};
+    use hearth::tools::{FileRead, ToolContext, ToolRegistry};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "Buy milk and bread.").unwrap();
+    let provider = LocalProvider::new(start(settings(&dir.path().join("kv"), 1, 1 << 30, true)));
+    let mut registry = ToolRegistry::default();
+    registry.register(Box::new(FileRead));
+    let ctx = ToolContext {
+        policy: Arc::new(SecurityPolicy::new(&workspace, Autonomy::Supervised, None).unwrap()),
+        scrubber: Arc::new(Scrubber::new()),
+        timeout: Duration::from_secs(10),
+        output_cap: 4_000,
+    };
+    let tool_loop = ToolLoop {
+        provider: &provider,
+        dispatcher: &XmlToolDispatcher,
+        registry: &registry,
+        tools: &ctx,
+        before_tool_call: None,
+    };
+    let system = hearth::agent::prompt::build(&hearth::agent::prompt::PromptInputs {
+        tools: &registry.specs(),
+        workspace: &workspace,
+        channel: "cli",
+        channel_capabilities: "plain text",
+        model: "SmolLM2-135M",
+        date: "2026-11-22",
+        profile: hearth::agent::prompt::Profile::Compact,
+    });
+    let messages = vec![
+        ChatMessage::system(system),
+        ChatMessage::user("What is in notes.txt?"),
+    ];
+    let loop_settings = LoopSettings {
+        max_iterations: 4,
+        timeout: Duration::from_secs(120),
+        sampling: SamplingParams::greedy(96),
+        first_tool_choice: ToolChoice::Required,
+    };
+    let outcome = rt()
+        .block_on(tool_loop.run("agent", messages, &loop_settings, CancellationToken::new()))
+        .expect("the turn completes");
+    match (&outcome.history[0], &outcome.history[1]) {
+        (
+            ConversationMessage::AssistantToolCalls { calls, .. },
+            ConversationMessage::ToolResults(results),
+        ) => {
+            assert_eq!(calls[0].name, "file_read");
+            assert_eq!(results.len(), 1);
+        }
+        other => panic!("the first round runs a tool: {other:?}"),
+    }
+    assert!(matches!(
+        outcome.history.last(),
+        Some(ConversationMessage::Chat(_))
+    ));
+    assert!(!outcome.text.trim().is_empty());
+    assert!(!outcome.text.contains("<tool_call>"), "{}", outcome.text);
+    assert!(
+        !outcome.text.contains("stopped after"),
+        "a real answer, not the iteration limit: {}",
+        outcome.text
+    );
+    eprintln!(
+        "final answer after {} rounds: {}",
+        outcome.iterations, outcome.text
+    );
+}

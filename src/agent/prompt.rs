@@ -72,9 +72,8 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
         out.push_str(&context);
     }
     out.push_str(&format!(
-        "\n\n## Runtime\nModel: {}. Workspace: {}. Channel: {} ({}). Today is {}.",
+        "\n\n## Runtime\nModel: {}. Files are relative to the workspace folder; use relative paths such as notes.txt. Channel: {} ({}). Today is {}.",
         inputs.model,
-        inputs.workspace.display(),
         inputs.channel,
         inputs.channel_capabilities,
         inputs.date

@@ -4,7 +4,8 @@
 //! Limits: at most `max_iterations` rounds (then the user is told plainly),
 //! an overall time budget, and cancellation. Tools run one at a time. A call
 //! identical to one in the previous round is answered with a note instead
-//! of running again. A `before_tool_call` hook may refuse a call. Malformed
+//! of running again, and the next round offers no tools, so the model must
+//! answer from what it has. A `before_tool_call` hook may refuse a call. Malformed
 //! or unknown calls go back to the model as error results.
 
 use std::time::Duration;
@@ -32,6 +33,9 @@ pub struct LoopSettings {
     pub max_iterations: u32,
     pub timeout: Duration,
     pub sampling: SamplingParams,
+    /// Tool choice of the first round (`Required` makes a model without
+    /// tool training call one); later rounds are `Auto`.
+    pub first_tool_choice: ToolChoice,
 }
 
 #[derive(Debug)]
@@ -93,14 +97,23 @@ impl ToolLoop<'_> {
     ) -> Result<LoopOutcome, LoopError> {
         let mut history = Vec::new();
         let mut previous: Vec<(String, Value)> = Vec::new();
+        // After a repeated call, the next round must answer in text.
+        let mut force_answer = false;
         for iteration in 1..=settings.max_iterations {
             if cancel.is_cancelled() {
                 return Err(LoopError::Cancelled);
             }
-            let mut request =
-                ChatRequest::new(conversation, messages.clone(), settings.sampling.clone());
+            let mut prompt = messages.clone();
+            if force_answer {
+                nudge(&mut prompt);
+            }
+            let mut request = ChatRequest::new(conversation, prompt, settings.sampling.clone());
             request.tools = self.registry.specs();
-            request.tool_choice = ToolChoice::Auto;
+            request.tool_choice = match (iteration, force_answer) {
+                (_, true) => ToolChoice::None,
+                (1, _) => settings.first_tool_choice,
+                _ => ToolChoice::Auto,
+            };
             let reply = self
                 .provider
                 .chat(request, cancel.clone())
@@ -109,8 +122,16 @@ impl ToolLoop<'_> {
             if reply.finish == crate::providers::FinishReason::Cancelled {
                 return Err(LoopError::Cancelled);
             }
-            let parsed = self.dispatcher.parse(&reply);
+            let mut parsed = self.dispatcher.parse(&reply);
+            if force_answer {
+                // No tools were offered: whatever call the text holds is not run.
+                parsed.calls.clear();
+                parsed.malformed.clear();
+            }
             if parsed.calls.is_empty() && parsed.malformed.is_empty() {
+                if parsed.text.trim().is_empty() {
+                    parsed.text = fallback_answer(&history);
+                }
                 history.push(ConversationMessage::Chat(ChatMessage::assistant(
                     parsed.text.clone(),
                 )));
@@ -124,7 +145,9 @@ impl ToolLoop<'_> {
             let mut this_round = Vec::new();
             for call in &parsed.calls {
                 let key = (call.name.clone(), call.arguments.clone());
-                let result = if previous.contains(&key) {
+                let repeated = previous.contains(&key);
+                force_answer |= repeated;
+                let result = if repeated {
                     ToolResultMessage {
                         call_id: call.id.clone(),
                         name: call.name.clone(),
@@ -191,6 +214,31 @@ impl ToolLoop<'_> {
             content: result.content,
             is_error: result.is_error,
         }
+    }
+}
+
+/// Asks for a plain answer at the end of the last (user-role) message.
+fn nudge(prompt: &mut Vec<ChatMessage>) {
+    const NUDGE: &str = "Answer the question now in plain text, using the tool results above. Do not call any tool.";
+    match prompt.last_mut() {
+        Some(last) if last.role == crate::providers::Role::User => {
+            last.content.push_str("\n\n");
+            last.content.push_str(NUDGE);
+        }
+        _ => prompt.push(ChatMessage::user(NUDGE)),
+    }
+}
+
+/// When a model says nothing after using tools, the user still gets what
+/// the last successful tool returned.
+fn fallback_answer(history: &[ConversationMessage]) -> String {
+    let last_ok = history.iter().rev().find_map(|m| match m {
+        ConversationMessage::ToolResults(results) => results.iter().rev().find(|r| !r.is_error),
+        _ => None,
+    });
+    match last_ok {
+        Some(r) => format!("Here is what `{}` returned:\n{}", r.name, r.content),
+        None => "I could not find an answer.".to_string(),
     }
 }
 

@@ -382,7 +382,7 @@ fn strip_fence(body: &str) -> &str {
 }
 
 fn tidy(text: &str) -> String {
-    let mut t = text.to_string();
+    let mut t = strip_echoed_results(text);
     for wrapper in WRAPPERS {
         while let Some(i) = find_ci(&t, wrapper) {
             t.replace_range(i..i + wrapper.len(), "");
@@ -403,6 +403,23 @@ fn tidy(text: &str) -> String {
         out.push('\n');
     }
     out.trim().to_string()
+}
+
+/// Removes `<tool_result …>…</tool_result>` blocks a model copied from its
+/// context into its reply; they are never meant for the user.
+fn strip_echoed_results(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(open) = find_ci(rest, "<tool_result") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open..];
+        rest = match find_ci(after, "</tool_result>") {
+            Some(close) => &after[close + "</tool_result>".len()..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out
 }
 
 fn push_line(buf: &mut String, text: &str) {

@@ -25,6 +25,7 @@ fn settings(max_iterations: u32) -> LoopSettings {
         max_iterations,
         timeout: Duration::from_secs(30),
         sampling: SamplingParams::greedy(64),
+        first_tool_choice: ToolChoice::Auto,
     }
 }
 
@@ -114,38 +115,62 @@ fn write_then_read_then_answer() {
 }
 
 #[test]
-fn limits_repeats_unknown_tools_and_hooks() {
+fn a_repeated_call_gets_a_note_and_the_next_round_must_answer() {
     let dir = tempfile::tempdir().unwrap();
     let same = "<tool_call>{\"name\": \"list_dir\", \"arguments\": {}}</tool_call>";
-    let provider = ScriptedProvider::new([
-        same,
-        same,
-        "<tool_call>{\"name\": \"launch_rockets\", \"arguments\": {}}</tool_call>",
-        "<tool_call>{\"name\": \"glob\"",
-        same,
-    ]);
-    let outcome = run(&provider, &dir, 4, None);
-    assert!(
-        outcome.text.contains("stopped after 4 rounds"),
-        "{}",
-        outcome.text
-    );
-    let results: Vec<&ToolResultMessage> = outcome
-        .history
-        .iter()
-        .filter_map(|m| match m {
-            ConversationMessage::ToolResults(r) => r.first(),
-            _ => None,
-        })
-        .collect();
+    let provider = ScriptedProvider::new([same, same, same]);
+    let outcome = run(&provider, &dir, 10, None);
+    let results = tool_results(&outcome);
     assert!(!results[0].is_error);
     assert!(
         results[1].is_error && results[1].content.contains("previous step"),
         "identical call not re-run"
     );
-    assert!(results[2].is_error && results[2].content.contains("unknown tool"));
-    assert!(results[3].is_error && results[3].content.contains("could not be read"));
+    let last = provider.requests().pop().unwrap();
+    assert_eq!(
+        last.tool_choice,
+        ToolChoice::None,
+        "the third round offers no tools"
+    );
+    assert!(
+        last.messages
+            .last()
+            .unwrap()
+            .content
+            .ends_with("Do not call any tool.")
+    );
+    // The third reply was a call again: not run; the user gets the last result.
+    assert_eq!(outcome.iterations, 3);
+    assert!(
+        outcome.text.starts_with("Here is what `list_dir` returned"),
+        "{}",
+        outcome.text
+    );
+}
 
+#[test]
+fn unknown_and_malformed_calls_then_the_iteration_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new([
+        "<tool_call>{\"name\": \"launch_rockets\", \"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": \"glob\"",
+        "<tool_call>{\"name\": \"list_dir\", \"arguments\": {}}</tool_call>",
+        "<tool_call>{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}</tool_call>",
+    ]);
+    let outcome = run(&provider, &dir, 4, None);
+    let results = tool_results(&outcome);
+    assert!(results[0].is_error && results[0].content.contains("unknown tool"));
+    assert!(results[1].is_error && results[1].content.contains("could not be read"));
+    assert!(
+        outcome.text.contains("stopped after 4 rounds"),
+        "{}",
+        outcome.text
+    );
+}
+
+#[test]
+fn a_hook_can_refuse_a_call() {
+    let dir = tempfile::tempdir().unwrap();
     let provider = ScriptedProvider::new([
         "<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"x\", \"content\": \"y\"}}</tool_call>",
         "ok",
@@ -159,5 +184,21 @@ fn limits_repeats_unknown_tools_and_hooks() {
     };
     let outcome = run(&provider, &dir, 10, Some(&hook));
     assert_eq!(outcome.text, "ok");
+    assert!(
+        tool_results(&outcome)[0]
+            .content
+            .contains("writes need approval")
+    );
     assert!(!dir.path().join("ws/x").exists());
+}
+
+fn tool_results(outcome: &LoopOutcome) -> Vec<&ToolResultMessage> {
+    outcome
+        .history
+        .iter()
+        .filter_map(|m| match m {
+            ConversationMessage::ToolResults(r) => r.first(),
+            _ => None,
+        })
+        .collect()
 }

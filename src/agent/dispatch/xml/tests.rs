@@ -110,6 +110,18 @@ fn think_blocks_are_reasoning_even_unclosed() {
 }
 
 #[test]
+fn echoed_tool_results_are_not_text() {
+    let parsed = parse_reply(
+        "<tool_result name=\"file_read\" status=\"ok\">\nhi\n</tool_result>\nThe file says hi.",
+    );
+    assert_eq!(parsed.text, "The file says hi.");
+    assert_eq!(
+        parse_reply("Done. <tool_result name=\"x\" status=\"error\">cut").text,
+        "Done."
+    );
+}
+
+#[test]
 fn malformed_calls_are_reported_not_dropped() {
     let parsed =
         parse_reply("<tool_call>{\"name\": \"shell\", \"arguments\": {\"command\": </tool_call>");
