@@ -6,7 +6,8 @@
 //! is a call. Neither ever reaches the reply. A stop string ends the reply
 //! before it. Since a tag may arrive split over several tokens, a tail that
 //! could still become a tag or a stop string is held back until it is
-//! decided.
+//! decided. Inside a call, a closing tag within a JSON string is part of
+//! the string, so a grammar-constrained argument may contain it.
 
 const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
@@ -38,8 +39,9 @@ enum Mode {
 pub struct OutputFilter {
     mode: Mode,
     pending: String,
-    stops: Vec<String>,
-    tools: bool,
+    /// What ends plain content: `<think>`, `<tool_call>` with tools, stops.
+    content_markers: Vec<String>,
+    reasoning_markers: Vec<String>,
 }
 
 impl OutputFilter {
@@ -53,8 +55,13 @@ impl OutputFilter {
                 Mode::Content
             },
             pending: String::new(),
-            stops: stops.into_iter().filter(|s| !s.is_empty()).collect(),
-            tools,
+            content_markers: [THINK_OPEN]
+                .into_iter()
+                .chain(tools.then_some(CALL_OPEN))
+                .map(String::from)
+                .chain(stops.into_iter().filter(|s| !s.is_empty()))
+                .collect(),
+            reasoning_markers: vec![THINK_CLOSE.to_string()],
         }
     }
 
@@ -70,49 +77,57 @@ impl OutputFilter {
         self.pending.push_str(text);
         let mut out = Vec::new();
         loop {
-            let markers = self.markers();
+            if self.mode == Mode::Call {
+                // A call is kept whole until its closing tag.
+                let Some(at) = call_close(&self.pending) else {
+                    return out;
+                };
+                let body: String = self.pending.drain(..at).collect();
+                self.pending.drain(..CALL_CLOSE.len());
+                out.push(Piece::ToolCall(body.trim().to_string()));
+                self.mode = Mode::Content;
+                continue;
+            }
+            let markers = match self.mode {
+                Mode::Content => &self.content_markers,
+                _ => &self.reasoning_markers,
+            };
             let found = markers
                 .iter()
-                .filter_map(|m| self.pending.find(m.as_str()).map(|i| (i, m.clone())))
+                .filter_map(|m| self.pending.find(m.as_str()).map(|i| (i, m.as_str())))
                 .min_by_key(|(i, m)| (*i, usize::MAX - m.len()));
             let Some((at, marker)) = found else {
-                if self.mode == Mode::Call {
-                    // A call is kept whole until its closing tag.
-                    return out;
-                }
                 // Emit all but a tail that may still grow into a marker.
-                let keep = held_back(&self.pending, &markers);
+                let keep = held_back(&self.pending, markers);
                 let ready: String = self.pending.drain(..self.pending.len() - keep).collect();
                 self.emit(ready, &mut out);
                 return out;
             };
+            let marker_len = marker.len();
+            let is_think = marker == THINK_OPEN;
+            let is_call = marker == CALL_OPEN;
             let before: String = self.pending.drain(..at).collect();
-            self.pending.drain(..marker.len());
-            match (self.mode, marker.as_str()) {
-                (Mode::Content, THINK_OPEN) => {
+            self.pending.drain(..marker_len);
+            match self.mode {
+                Mode::Content if is_think => {
                     self.emit(before, &mut out);
                     self.mode = Mode::Reasoning;
                 }
-                (Mode::Content, CALL_OPEN) => {
+                Mode::Content if is_call => {
                     self.emit(before, &mut out);
                     self.mode = Mode::Call;
                 }
-                (Mode::Content, _) => {
+                Mode::Content => {
                     self.emit(before, &mut out);
                     out.push(Piece::Stop);
                     self.mode = Mode::Stopped;
                     self.pending.clear();
                     return out;
                 }
-                (Mode::Reasoning, _) => {
+                _ => {
                     self.emit(before, &mut out);
                     self.mode = Mode::Content;
                 }
-                (Mode::Call, _) => {
-                    out.push(Piece::ToolCall(before.trim().to_string()));
-                    self.mode = Mode::Content;
-                }
-                (Mode::Stopped, _) => return out,
             }
         }
     }
@@ -122,27 +137,21 @@ impl OutputFilter {
         let rest = std::mem::take(&mut self.pending);
         let mut out = Vec::new();
         if self.mode == Mode::Call {
-            out.push(Piece::UnfinishedCall(rest));
+            // An unbalanced quote hid the closing tag: fall back to the first
+            // tag anywhere.
+            match rest.find(CALL_CLOSE) {
+                Some(at) => {
+                    out.push(Piece::ToolCall(rest[..at].trim().to_string()));
+                    self.mode = Mode::Content;
+                    out.extend(self.push(&rest[at + CALL_CLOSE.len()..]));
+                    out.extend(self.finish());
+                }
+                None => out.push(Piece::UnfinishedCall(rest)),
+            }
         } else {
             self.emit(rest, &mut out);
         }
         out
-    }
-
-    fn markers(&self) -> Vec<String> {
-        match self.mode {
-            Mode::Content => {
-                let mut m = vec![THINK_OPEN.to_string()];
-                if self.tools {
-                    m.push(CALL_OPEN.to_string());
-                }
-                m.extend(self.stops.iter().cloned());
-                m
-            }
-            Mode::Reasoning => vec![THINK_CLOSE.to_string()],
-            Mode::Call => vec![CALL_CLOSE.to_string()],
-            Mode::Stopped => Vec::new(),
-        }
     }
 
     fn emit(&self, text: String, out: &mut Vec<Piece>) {
@@ -155,6 +164,26 @@ impl OutputFilter {
             Mode::Call | Mode::Stopped => {}
         }
     }
+}
+
+/// Where `</tool_call>` first occurs outside a JSON string in a call body.
+fn call_close(body: &str) -> Option<usize> {
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, c) in body.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if c == '<' && body[i..].starts_with(CALL_CLOSE) {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// The length of the longest tail of `text` that is a proper prefix of a
@@ -240,6 +269,32 @@ mod tests {
                 "{chunks:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_closing_tag_inside_a_json_string_does_not_end_the_call() {
+        let body = r#"{"name": "f", "arguments": {"q": "a}}</tool_call>b \" </tool_call>"}}"#;
+        let text = format!("<tool_call>{body}</tool_call>after");
+        for chunks in every_split(&text) {
+            let mut f = OutputFilter::new(false, vec![], true);
+            assert_eq!(
+                run(&mut f, &chunks),
+                [Piece::ToolCall(body.into()), Piece::Content("after".into())],
+                "{chunks:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unbalanced_quote_still_ends_at_the_first_closing_tag() {
+        let mut f = OutputFilter::new(false, vec![], true);
+        assert_eq!(
+            run(&mut f, &["<tool_call>{\"q\": \"it</tool_call>", " done"]),
+            [
+                Piece::ToolCall("{\"q\": \"it".into()),
+                Piece::Content(" done".into())
+            ]
+        );
     }
 
     #[test]
