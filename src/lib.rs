@@ -5,6 +5,7 @@
 //! tree is the architecture:
 //!
 //! - [`agent`]: tool calls in model replies (the loop is being built).
+//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms.
 //! - [`config`]: TOML → validated configuration.
 //! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
@@ -14,6 +15,7 @@
 //! - [`cli`]: the `hearth` command line.
 
 pub mod agent;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod engine;

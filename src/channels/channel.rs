@@ -1,0 +1,103 @@
+//! The `Channel` trait: three required methods, the rest optional.
+
+use tokio::sync::mpsc;
+
+use super::{ChannelError, ChannelMessage, SendMessage};
+use crate::tools::BoxFuture;
+
+/// One messaging platform.
+///
+/// `name`, `send` and `listen` are required. Typing indicators, drafts
+/// (a message edited while the reply streams) and reactions are optional:
+/// their defaults do nothing, or say `Unsupported` for drafts.
+pub trait Channel: Send + Sync {
+    /// A short, stable name: `"telegram"`, `"cli"`.
+    fn name(&self) -> &str;
+
+    /// Delivers one message. Long content is the channel's to split.
+    fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>>;
+
+    /// Receives messages and pushes each onto `tx` until the platform fails
+    /// (an error: the supervisor restarts it with backoff) or `tx` closes
+    /// (`Ok`: the daemon is stopping). Dropping the future stops listening.
+    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>>;
+
+    /// Whether the platform is reachable now.
+    fn health_check(&self) -> BoxFuture<'_, bool> {
+        Box::pin(async { true })
+    }
+
+    /// Shows "typing…" in `recipient`'s chat (platforms expire it; callers refresh).
+    fn start_typing<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _thread_ts: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn stop_typing<'a>(&'a self, _recipient: &'a str) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Whether replies can stream into a draft that is edited in place.
+    fn supports_drafts(&self) -> bool {
+        false
+    }
+
+    /// Posts the first text of a draft; returns the draft's message id.
+    fn send_draft<'a>(
+        &'a self,
+        _message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
+    }
+
+    /// Replaces the draft's text with `text` (the whole reply so far).
+    fn update_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+        _text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
+    }
+
+    /// Puts the whole final reply in place of the draft (splitting if needed).
+    fn finalize_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+        _message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
+    }
+
+    /// Removes a draft whose reply was cancelled.
+    fn cancel_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
+    }
+
+    /// Adds `emoji` to a received message.
+    fn add_reaction<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _message_id: &'a str,
+        _emoji: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn remove_reaction<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _message_id: &'a str,
+        _emoji: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,14 @@
+//! Channels: where messages come from and where replies go.
+//!
+//! A [`Channel`] is one platform (Telegram, the CLI, the LMS poller, ...).
+//! It turns the platform's updates into [`ChannelMessage`]s pushed onto the
+//! dispatcher's bus, and delivers [`SendMessage`]s back. Channels never call
+//! providers; the dispatcher and the pipeline sit between.
+
+mod channel;
+mod error;
+mod message;
+
+pub use channel::Channel;
+pub use error::ChannelError;
+pub use message::{ChannelMessage, SendMessage};
