@@ -9,6 +9,7 @@
 //! - [`config`]: TOML → validated configuration.
 //! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
+//! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`security`]: credential scrubbing (the tool policy is being built).
 //! - [`tools`]: shell and file tools in one registry, under the policy.
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod history;
+pub mod memory;
 pub mod providers;
 pub mod security;
 pub mod tools;

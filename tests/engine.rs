@@ -406,6 +406,7 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
         scrubber: Arc::new(Scrubber::new()),
         timeout: Duration::from_secs(10),
         output_cap: 4_000,
+        origin: None,
     };
     let tool_loop = ToolLoop {
         provider: &provider,

@@ -28,6 +28,7 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
         scrubber: Arc::new(Scrubber::new()),
         timeout: Duration::from_secs(a.tool_timeout_secs),
         output_cap: a.tool_output_chars,
+        origin: None,
     })
 }
 

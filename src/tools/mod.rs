@@ -57,6 +57,19 @@ pub struct ToolContext {
     pub timeout: Duration,
     /// Characters of output kept per call.
     pub output_cap: usize,
+    /// The chat this call serves, when it serves one (memory scope, and
+    /// where a reminder set from a chat is delivered).
+    pub origin: Option<ToolOrigin>,
+}
+
+/// The chat a tool call came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOrigin {
+    pub channel: String,
+    /// The chat replies go to.
+    pub reply_target: String,
+    pub sender: String,
+    pub thread_ts: Option<String>,
 }
 
 pub trait Tool: Send + Sync {

@@ -17,6 +17,7 @@ fn ctx(dir: &tempfile::TempDir, commands: &[&str], timeout: Duration) -> ToolCon
         scrubber: Arc::new(Scrubber::new()),
         timeout,
         output_cap: 4_000,
+        origin: None,
     }
 }
 

@@ -17,6 +17,7 @@ fn tools(dir: &tempfile::TempDir) -> ToolContext {
         scrubber: Arc::new(Scrubber::new()),
         timeout: Duration::from_secs(5),
         output_cap: 4_000,
+        origin: None,
     }
 }
 

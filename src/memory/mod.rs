@@ -1,0 +1,40 @@
+//! Memory: what hearth remembers across conversations.
+//!
+//! The message pipeline talks to memory through one narrow seam,
+//! [`TurnMemory`]: recall context for a message before the reply, and note
+//! the turn afterwards. [`NoMemory`] is the seam when memory is off.
+
+use crate::channels::ChannelMessage;
+use crate::tools::BoxFuture;
+
+/// What the pipeline asks of memory around one turn.
+pub trait TurnMemory: Send + Sync {
+    /// Context for this message, appended after the stable system prompt for
+    /// this turn only (never stored in history), or `None`.
+    fn recall_context<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, Option<String>>;
+
+    /// Called when a user message arrives (auto-save).
+    fn on_user_message<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()>;
+
+    /// Called after a turn was answered; consolidation runs in the
+    /// background, so this returns quickly.
+    fn after_turn<'a>(&'a self, message: &'a ChannelMessage, reply: &'a str) -> BoxFuture<'a, ()>;
+}
+
+/// Memory turned off: recalls nothing, keeps nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoMemory;
+
+impl TurnMemory for NoMemory {
+    fn recall_context<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    fn on_user_message<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    fn after_turn<'a>(&'a self, _: &'a ChannelMessage, _: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
