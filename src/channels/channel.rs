@@ -5,11 +5,37 @@ use tokio::sync::mpsc;
 use super::{ChannelError, ChannelMessage, SendMessage};
 use crate::tools::BoxFuture;
 
+/// Per-channel choices the dispatcher and pipeline honour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelPolicy {
+    /// A new message from the same sender and scope cancels the running reply.
+    pub interrupt_on_new_message: bool,
+    /// Tell the user which tool is running ("🔧 shell …").
+    pub show_tool_calls: bool,
+    /// Stream the reply into a draft (only when `supports_drafts`).
+    pub stream_drafts: bool,
+}
+
+impl Default for ChannelPolicy {
+    fn default() -> Self {
+        Self {
+            interrupt_on_new_message: true,
+            show_tool_calls: false,
+            stream_drafts: false,
+        }
+    }
+}
+
 /// One messaging platform.
 ///
 /// `name`, `send` and `listen` are required. Typing indicators, drafts
 /// (a message edited while the reply streams) and reactions are optional:
 /// their defaults do nothing, or say `Unsupported` for drafts.
+///
+/// The pipeline calls `add_reaction` with 👀 on receipt and ✅ or ⚠️ at the
+/// end, `start_typing` every 4 s while working, and `update_draft` as often
+/// as text arrives: a channel turns off what its config turns off (reactions
+/// become no-ops) and throttles draft edits to what its platform tolerates.
 pub trait Channel: Send + Sync {
     /// A short, stable name: `"telegram"`, `"cli"`.
     fn name(&self) -> &str;
@@ -21,6 +47,11 @@ pub trait Channel: Send + Sync {
     /// (an error: the supervisor restarts it with backoff) or `tx` closes
     /// (`Ok`: the daemon is stopping). Dropping the future stops listening.
     fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>>;
+
+    /// How the dispatcher treats this channel's messages.
+    fn policy(&self) -> ChannelPolicy {
+        ChannelPolicy::default()
+    }
 
     /// Whether the platform is reachable now.
     fn health_check(&self) -> BoxFuture<'_, bool> {

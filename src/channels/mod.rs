@@ -9,6 +9,6 @@ mod channel;
 mod error;
 mod message;
 
-pub use channel::Channel;
+pub use channel::{Channel, ChannelPolicy};
 pub use error::ChannelError;
 pub use message::{ChannelMessage, SendMessage};
