@@ -433,6 +433,8 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
         timeout: Duration::from_secs(120),
         sampling: SamplingParams::greedy(96),
         first_tool_choice: ToolChoice::Required,
+        context: hearth::agent::context::ContextLimits::default(),
+        parallel_tools: false,
     };
     let outcome = rt()
         .block_on(tool_loop.run("agent", messages, &loop_settings, CancellationToken::new()))

@@ -1,9 +1,11 @@
 //! The agent: turning model replies into tool calls and back.
 //!
-//! So far: the conversation types, the dispatchers ([`dispatch`]) with the
-//! lenient parser that finds tool calls in a local model's text, and result
-//! capping. The tool-call loop, tools and context management build on these.
+//! The conversation types; the dispatchers ([`dispatch`]) with the lenient
+//! parser that finds tool calls in a local model's text; the tool-call loop
+//! ([`tool_loop`]); the system prompt ([`prompt`]); and context management
+//! ([`context`]) that keeps a conversation inside the model's window.
 
+pub mod context;
 pub mod dispatch;
 pub mod prompt;
 pub mod tool_loop;

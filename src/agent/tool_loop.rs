@@ -2,17 +2,21 @@
 //! results back, until it answers in plain text.
 //!
 //! Limits: at most `max_iterations` rounds (then the user is told plainly),
-//! an overall time budget, and cancellation. Tools run one at a time. A call
+//! an overall time budget, and cancellation. Tools run one at a time unless `parallel_tools`. A call
 //! identical to one in the previous round is answered with a note instead
 //! of running again, and the next round offers no tools, so the model must
 //! answer from what it has. A `before_tool_call` hook may refuse a call. Malformed
-//! or unknown calls go back to the model as error results.
+//! or unknown calls go back to the model as error results. Before each model
+//! call, [`super::context`] keeps the prompt inside the window; a context
+//! overflow the provider still reports drops the oldest third of the history
+//! and retries once.
 
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::context::{self, ContextLimits, ContextReport, Window};
 use super::dispatch::ToolDispatcher;
 use super::types::{ConversationMessage, ParsedToolCall, ToolResultMessage};
 use crate::providers::{
@@ -36,6 +40,10 @@ pub struct LoopSettings {
     /// Tool choice of the first round (`Required` makes a model without
     /// tool training call one); later rounds are `Auto`.
     pub first_tool_choice: ToolChoice,
+    pub context: ContextLimits,
+    /// Run all calls of one reply at once (`parallel_tools`); otherwise
+    /// one after another.
+    pub parallel_tools: bool,
 }
 
 #[derive(Debug)]
@@ -45,6 +53,12 @@ pub struct LoopOutcome {
     /// What this turn adds to the history, in order.
     pub history: Vec<ConversationMessage>,
     pub iterations: u32,
+    /// What context management did.
+    pub context: ContextReport,
+    /// When management summarised or dropped earlier turns: the history
+    /// (between the system prompt and this turn) as it now stands, for the
+    /// caller to store instead of the old one.
+    pub rewritten_history: Option<Vec<ChatMessage>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,12 +111,24 @@ impl ToolLoop<'_> {
     ) -> Result<LoopOutcome, LoopError> {
         let mut history = Vec::new();
         let mut previous: Vec<(String, Value)> = Vec::new();
+        let mut current = messages.len().saturating_sub(1);
+        let mut report = ContextReport::default();
+        let mut overflow_retried = false;
         // After a repeated call, the next round must answer in text.
         let mut force_answer = false;
         for iteration in 1..=settings.max_iterations {
             if cancel.is_cancelled() {
                 return Err(LoopError::Cancelled);
             }
+            self.manage(
+                conversation,
+                &mut messages,
+                &mut current,
+                settings,
+                &mut report,
+                &cancel,
+            )
+            .await;
             let mut prompt = messages.clone();
             if force_answer {
                 nudge(&mut prompt);
@@ -114,11 +140,41 @@ impl ToolLoop<'_> {
                 (1, _) => settings.first_tool_choice,
                 _ => ToolChoice::Auto,
             };
-            let reply = self
+            let reply = match self
                 .provider
-                .chat(request, cancel.clone())
+                .chat(request.clone(), cancel.clone())
                 .collect_with(|_| {})
-                .await?;
+                .await
+            {
+                Err(ProviderError::ContextOverflow { needed, limit }) if !overflow_retried => {
+                    overflow_retried = true;
+                    let mut window = Window {
+                        messages: &mut messages,
+                        current,
+                    };
+                    let dropped = context::drop_oldest_third(&mut window);
+                    current = window.current;
+                    report.messages_dropped += dropped;
+                    tracing::warn!(
+                        needed,
+                        limit,
+                        dropped,
+                        "context overflow: dropped the oldest third"
+                    );
+                    if dropped == 0 {
+                        return Err(ProviderError::ContextOverflow { needed, limit }.into());
+                    }
+                    request.messages = messages.clone();
+                    if force_answer {
+                        nudge(&mut request.messages);
+                    }
+                    self.provider
+                        .chat(request, cancel.clone())
+                        .collect_with(|_| {})
+                        .await?
+                }
+                other => other?,
+            };
             if reply.finish == crate::providers::FinishReason::Cancelled {
                 return Err(LoopError::Cancelled);
             }
@@ -139,27 +195,36 @@ impl ToolLoop<'_> {
                     text: parsed.text,
                     history,
                     iterations: iteration,
+                    rewritten_history: rewritten(&messages, current, &report),
+                    context: report,
                 });
             }
             let mut results = Vec::new();
             let mut this_round = Vec::new();
-            for call in &parsed.calls {
-                let key = (call.name.clone(), call.arguments.clone());
-                let repeated = previous.contains(&key);
-                force_answer |= repeated;
-                let result = if repeated {
-                    ToolResultMessage {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        content: "This exact call was made in the previous step; use its result above instead of repeating it.".into(),
-                        is_error: true,
-                    }
-                } else {
-                    self.execute(call).await
-                };
-                this_round.push(key);
-                results.push(result);
+            let repeated: Vec<bool> = parsed
+                .calls
+                .iter()
+                .map(|call| previous.contains(&(call.name.clone(), call.arguments.clone())))
+                .collect();
+            force_answer |= repeated.iter().any(|&r| r);
+            let run = parsed
+                .calls
+                .iter()
+                .zip(&repeated)
+                .map(|(call, &repeated)| self.answer(call, repeated));
+            if settings.parallel_tools {
+                results.extend(futures::future::join_all(run).await);
+            } else {
+                for result in run {
+                    results.push(result.await);
+                }
             }
+            this_round.extend(
+                parsed
+                    .calls
+                    .iter()
+                    .map(|call| (call.name.clone(), call.arguments.clone())),
+            );
             for (i, problem) in parsed.malformed.iter().enumerate() {
                 results.push(ToolResultMessage {
                     call_id: format!("malformed_{}", i + 1),
@@ -192,7 +257,49 @@ impl ToolLoop<'_> {
             text,
             history,
             iterations: settings.max_iterations,
+            rewritten_history: rewritten(&messages, current, &report),
+            context: report,
         })
+    }
+
+    /// Keeps the prompt inside the window (see [`super::context`]). A
+    /// failed summary is logged and the cheap steps stand.
+    async fn manage(
+        &self,
+        conversation: &str,
+        messages: &mut Vec<ChatMessage>,
+        current: &mut usize,
+        settings: &LoopSettings,
+        report: &mut ContextReport,
+        cancel: &CancellationToken,
+    ) {
+        let limits = &settings.context;
+        let mut window = Window {
+            messages,
+            current: *current,
+        };
+        report.tool_results_cut +=
+            context::trim_old_tool_results(&mut window, limits.old_tool_result_chars);
+        report.messages_dropped += context::trim_budget(&mut window, limits.char_budget);
+        match context::compress(self.provider, conversation, &mut window, limits, cancel).await {
+            Ok(done) => report.compressed |= done,
+            Err(e) => tracing::warn!("history compression failed, keeping the history: {e}"),
+        }
+        *current = window.current;
+    }
+
+    /// The result of one call: run it, or a note when it repeats the
+    /// previous round.
+    async fn answer(&self, call: &ParsedToolCall, repeated: bool) -> ToolResultMessage {
+        if repeated {
+            return ToolResultMessage {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: "This exact call was made in the previous step; use its result above instead of repeating it.".into(),
+                is_error: true,
+            };
+        }
+        self.execute(call).await
     }
 
     async fn execute(&self, call: &ParsedToolCall) -> ToolResultMessage {
@@ -215,6 +322,24 @@ impl ToolLoop<'_> {
             is_error: result.is_error,
         }
     }
+}
+
+/// The history between the system prompt and the current turn, when
+/// management rewrote it.
+fn rewritten(
+    messages: &[ChatMessage],
+    current: usize,
+    report: &ContextReport,
+) -> Option<Vec<ChatMessage>> {
+    if !report.rewrote_history() {
+        return None;
+    }
+    let start = usize::from(
+        messages
+            .first()
+            .is_some_and(|m| m.role == crate::providers::Role::System),
+    );
+    Some(messages[start..current.max(start)].to_vec())
 }
 
 /// Asks for a plain answer at the end of the last (user-role) message.

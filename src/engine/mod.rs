@@ -31,9 +31,11 @@ mod utf8;
 mod worker;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 
+use llama_cpp_2::model::LlamaModel;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -122,6 +124,9 @@ pub struct Engine {
     jobs: Option<std_mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     info: ModelInfo,
+    /// The loaded model, shared for tokenising only (thread-safe in
+    /// llama.cpp); released before the worker, which frees the backend.
+    model: Option<Arc<LlamaModel>>,
 }
 
 impl Engine {
@@ -138,10 +143,11 @@ impl Engine {
             .spawn(move || worker::run(settings, progress, ready_tx, job_rx))
             .map_err(|e| EngineError::Backend(format!("cannot start the engine thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(info)) => Ok(Self {
+            Ok(Ok((info, model))) => Ok(Self {
                 jobs: Some(jobs),
                 thread: Some(thread),
                 info,
+                model: Some(model),
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -156,6 +162,13 @@ impl Engine {
 
     pub fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    /// Tokens `text` takes with this model's tokenizer (special tokens
+    /// parsed, no BOS added).
+    pub fn count_tokens(&self, text: &str) -> Option<usize> {
+        let model = self.model.as_ref()?;
+        Some(model.vocab().tokenize(text.as_bytes(), false, true).len())
     }
 
     /// Queues a request; its reply streams back on the returned stream.
@@ -184,6 +197,7 @@ impl Engine {
     }
 
     fn stop(&mut self) {
+        self.model = None;
         self.jobs = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -10,6 +10,8 @@ use std::sync::mpsc as std_mpsc;
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
+use std::sync::Arc;
+
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 
@@ -24,7 +26,7 @@ use crate::providers::{FinishReason, StreamEvent, Usage};
 pub(super) fn run(
     settings: EngineSettings,
     progress: Option<ProgressFn>,
-    ready: std_mpsc::SyncSender<Result<ModelInfo, EngineError>>,
+    ready: std_mpsc::SyncSender<Result<(ModelInfo, Arc<LlamaModel>), EngineError>>,
     jobs: std_mpsc::Receiver<Job>,
 ) {
     super::log::route_to_tracing();
@@ -100,7 +102,7 @@ pub(super) fn run(
         },
         fingerprint,
     );
-    if ready.send(Ok(info)).is_err() {
+    if ready.send(Ok((info, Arc::clone(&model)))).is_err() {
         return;
     }
     let generator = Generator::new(
@@ -138,7 +140,7 @@ pub(super) fn run(
     tracing::debug!("engine worker stopped");
 }
 
-type Loaded = (LlamaModel, ChatTemplate, Fit);
+type Loaded = (Arc<LlamaModel>, ChatTemplate, Fit);
 
 fn load(
     backend: &LlamaBackend,
@@ -183,5 +185,5 @@ fn load(
     let bos = piece(vocab.bos());
     let eos = piece(vocab.eos());
     let template = ChatTemplate::new(source, origin, &bos, &eos)?;
-    Ok((model, template, fit))
+    Ok((Arc::new(model), template, fit))
 }

@@ -29,4 +29,12 @@ impl Provider for LocalProvider {
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         self.engine.submit(request, cancel)
     }
+
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.engine.count_tokens(text)
+    }
+
+    fn context_window(&self) -> Option<u32> {
+        Some(self.engine.info().n_ctx)
+    }
 }

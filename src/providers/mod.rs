@@ -30,4 +30,15 @@ pub trait Provider: Send + Sync {
     /// always ends with `Done` or `Error`. Cancelling `cancel` ends it early
     /// with `FinishReason::Cancelled`.
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
+
+    /// Tokens `text` takes, with the provider's own tokenizer where it has
+    /// one; `None` means callers estimate.
+    fn count_tokens(&self, _text: &str) -> Option<usize> {
+        None
+    }
+
+    /// The context window in tokens, where known.
+    fn context_window(&self) -> Option<u32> {
+        None
+    }
 }

@@ -14,6 +14,7 @@ use super::{ChatRequest, ChatStream, FinishReason, Provider, ProviderError, Stre
 pub struct ScriptedProvider {
     replies: Mutex<VecDeque<Result<String, ProviderError>>>,
     requests: Mutex<Vec<ChatRequest>>,
+    context_window: Option<u32>,
 }
 
 impl ScriptedProvider {
@@ -21,7 +22,24 @@ impl ScriptedProvider {
         Self {
             replies: Mutex::new(replies.into_iter().map(|r| Ok(r.into())).collect()),
             requests: Mutex::default(),
+            context_window: None,
         }
+    }
+
+    /// Reports a context window (tokens are estimated), for context
+    /// management tests.
+    pub fn with_context_window(mut self, tokens: u32) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// Queues a text reply after those already queued.
+    pub fn then_reply(self, text: impl Into<String>) -> Self {
+        self.replies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(Ok(text.into()));
+        self
     }
 
     /// Queues an error as the next reply.
@@ -45,6 +63,10 @@ impl ScriptedProvider {
 impl Provider for ScriptedProvider {
     fn name(&self) -> &str {
         "scripted"
+    }
+
+    fn context_window(&self) -> Option<u32> {
+        self.context_window
     }
 
     fn chat(&self, request: ChatRequest, _cancel: CancellationToken) -> ChatStream {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
+use crate::agent::context::ContextLimits;
 use crate::agent::dispatch::XmlToolDispatcher;
 use crate::providers::{Role, ScriptedProvider};
 use crate::security::{Autonomy, Scrubber, SecurityPolicy};
@@ -27,6 +28,8 @@ fn settings(max_iterations: u32) -> LoopSettings {
         timeout: Duration::from_secs(30),
         sampling: SamplingParams::greedy(64),
         first_tool_choice: ToolChoice::Auto,
+        context: ContextLimits::default(),
+        parallel_tools: false,
     }
 }
 
@@ -202,4 +205,114 @@ fn tool_results(outcome: &LoopOutcome) -> Vec<&ToolResultMessage> {
             _ => None,
         })
         .collect()
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+#[test]
+fn a_context_overflow_drops_the_oldest_third_and_retries_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = ToolRegistry::core();
+    let ctx = tools(&dir);
+    let provider = ScriptedProvider::default()
+        .then_fail(ProviderError::ContextOverflow {
+            needed: 900,
+            limit: 512,
+        })
+        .then_reply("Short answer.");
+    let tool_loop = ToolLoop {
+        provider: &provider,
+        dispatcher: &XmlToolDispatcher,
+        registry: &registry,
+        tools: &ctx,
+        before_tool_call: None,
+    };
+    let mut messages = vec![ChatMessage::system("sys")];
+    for i in 0..6 {
+        messages.push(ChatMessage::user(format!("old question {i}")));
+        messages.push(ChatMessage::assistant(format!("old answer {i}")));
+    }
+    messages.push(ChatMessage::user("now"));
+    let outcome =
+        block_on(tool_loop.run("t", messages, &settings(3), CancellationToken::new())).unwrap();
+    assert_eq!(outcome.text, "Short answer.");
+    assert_eq!(outcome.context.messages_dropped, 4);
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "one retry");
+    assert_eq!(requests[1].messages.len(), requests[0].messages.len() - 4);
+    assert_eq!(requests[1].messages[1].content, "old question 2");
+    let kept = outcome
+        .rewritten_history
+        .expect("the caller learns the new history");
+    assert_eq!(kept.len(), 8);
+    assert_eq!(kept[0].content, "old question 2");
+
+    // A second overflow in the same turn is the caller's to handle.
+    let provider = ScriptedProvider::default()
+        .then_fail(ProviderError::ContextOverflow {
+            needed: 9,
+            limit: 5,
+        })
+        .then_fail(ProviderError::ContextOverflow {
+            needed: 9,
+            limit: 5,
+        });
+    let tool_loop = ToolLoop {
+        provider: &provider,
+        ..tool_loop
+    };
+    let messages = vec![
+        ChatMessage::system("sys"),
+        ChatMessage::user("a"),
+        ChatMessage::assistant("b"),
+        ChatMessage::user("now"),
+    ];
+    let err =
+        block_on(tool_loop.run("t", messages, &settings(3), CancellationToken::new())).unwrap_err();
+    assert!(matches!(
+        err,
+        LoopError::Provider(ProviderError::ContextOverflow { .. })
+    ));
+}
+
+#[test]
+fn parallel_tools_run_every_call_of_a_reply_and_keep_their_order() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::write(dir.path().join("ws/a.txt"), "alpha").unwrap();
+    std::fs::write(dir.path().join("ws/b.txt"), "beta").unwrap();
+    let registry = ToolRegistry::core();
+    let ctx = tools(&dir);
+    let provider = ScriptedProvider::new([
+        "<tool_call>{\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}</tool_call>\n<tool_call>{\"name\": \"file_read\", \"arguments\": {\"path\": \"b.txt\"}}</tool_call>",
+        "alpha and beta",
+    ]);
+    let tool_loop = ToolLoop {
+        provider: &provider,
+        dispatcher: &XmlToolDispatcher,
+        registry: &registry,
+        tools: &ctx,
+        before_tool_call: None,
+    };
+    let settings = LoopSettings {
+        parallel_tools: true,
+        ..settings(3)
+    };
+    let messages = vec![ChatMessage::system("sys"), ChatMessage::user("read both")];
+    let outcome =
+        block_on(tool_loop.run("t", messages, &settings, CancellationToken::new())).unwrap();
+    match &outcome.history[1] {
+        ConversationMessage::ToolResults(r) => {
+            let contents: Vec<&str> = r.iter().map(|r| r.content.as_str()).collect();
+            assert_eq!(contents, ["alpha", "beta"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(outcome.text, "alpha and beta");
 }
