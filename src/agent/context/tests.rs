@@ -57,7 +57,7 @@ fn the_budget_drops_whole_old_turns_but_never_the_current_one() {
     let mut m = prompt(10, 1_000);
     let mut w = window(&mut m);
     let dropped = trim_budget(&mut w, 8_000);
-    assert!(dropped >= 6 && dropped % 2 == 0, "{dropped}");
+    assert!(dropped >= 6 && dropped.is_multiple_of(2), "{dropped}");
     assert!(w.chars() <= 8_000);
     assert_eq!(m[0].role, Role::System);
     assert_eq!(m[1].role, Role::User, "history starts at a user turn");
