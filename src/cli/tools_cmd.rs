@@ -32,8 +32,8 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
     })
 }
 
-pub fn list() -> anyhow::Result<ExitCode> {
-    let registry = ToolRegistry::core();
+pub fn list(config: &Config) -> anyhow::Result<ExitCode> {
+    let registry = ToolRegistry::for_config(&config.agent);
     for spec in registry.specs() {
         println!("{:<11} {}", spec.name, spec.description);
         println!("{:<11} arguments: {}", "", spec.parameters);
@@ -50,7 +50,9 @@ pub async fn run(
     let args: serde_json::Value = serde_json::from_str(json)
         .with_context(|| format!("the arguments are not JSON: {json}"))?;
     let ctx = context(config, env)?;
-    let result = ToolRegistry::core().run(name, args, &ctx).await;
+    let result = ToolRegistry::for_config(&config.agent)
+        .run(name, args, &ctx)
+        .await;
     if result.is_error {
         eprintln!("{name}: {}", result.content);
         Ok(ExitCode::FAILURE)

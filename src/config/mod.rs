@@ -81,6 +81,16 @@ pub struct AgentConfig {
     pub tool_output_chars: usize,
     pub max_actions_per_hour: u32,
     pub max_tool_iterations: u32,
+    /// How tool calls travel: `auto` picks native only for providers that
+    /// support it (the local engine uses XML).
+    pub tool_dispatcher: crate::agent::dispatch::DispatcherChoice,
+    /// Run the calls of one reply at once instead of one after another.
+    pub parallel_tools: bool,
+    /// Hosts `http_request` may reach (`example.org` also allows its
+    /// subdomains). Empty: the tool is not offered.
+    pub http_allowed_domains: Vec<String>,
+    /// Bytes of a response body `http_request` reads at most.
+    pub http_max_bytes: usize,
 }
 
 /// The engine's KV cache: one sequence per conversation.
@@ -344,7 +354,42 @@ impl Config {
             tool_output_chars: a.tool_output_chars.unwrap_or(4_000),
             max_actions_per_hour: a.max_actions_per_hour.unwrap_or(120),
             max_tool_iterations: a.max_tool_iterations.unwrap_or(10),
+            tool_dispatcher: match a.tool_dispatcher.as_deref() {
+                None | Some("auto") => crate::agent::dispatch::DispatcherChoice::Auto,
+                Some("xml") => crate::agent::dispatch::DispatcherChoice::Xml,
+                Some("native") => crate::agent::dispatch::DispatcherChoice::Native,
+                Some(other) => {
+                    return Err(ConfigError::invalid(
+                        "agent.tool_dispatcher",
+                        format!("`{other}` is not one of auto, xml, native"),
+                    ));
+                }
+            },
+            parallel_tools: a.parallel_tools.unwrap_or(false),
+            http_allowed_domains: a
+                .http_allowed_domains
+                .unwrap_or_default()
+                .into_iter()
+                .map(|d| d.trim().trim_start_matches("*.").to_ascii_lowercase())
+                .collect(),
+            http_max_bytes: a.http_max_bytes.unwrap_or(1 << 20),
         };
+        if let Some(bad) = agent
+            .http_allowed_domains
+            .iter()
+            .find(|d| d.is_empty() || d.contains(['/', ':', ' ']))
+        {
+            return Err(ConfigError::invalid(
+                "agent.http_allowed_domains",
+                format!("`{bad}` is not a host name (write example.org, no scheme or path)"),
+            ));
+        }
+        if !(1_024..=(64 << 20)).contains(&agent.http_max_bytes) {
+            return Err(ConfigError::invalid(
+                "agent.http_max_bytes",
+                "must be between 1024 and 67108864",
+            ));
+        }
         if agent.tool_timeout_secs == 0 || agent.tool_timeout_secs > 3600 {
             return Err(ConfigError::invalid(
                 "agent.tool_timeout_secs",

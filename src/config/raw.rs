@@ -108,4 +108,8 @@ pub struct RawAgent {
     pub tool_output_chars: Option<usize>,
     pub max_actions_per_hour: Option<u32>,
     pub max_tool_iterations: Option<u32>,
+    pub tool_dispatcher: Option<String>,
+    pub parallel_tools: Option<bool>,
+    pub http_allowed_domains: Option<Vec<String>>,
+    pub http_max_bytes: Option<usize>,
 }

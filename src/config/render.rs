@@ -49,15 +49,24 @@ impl Config {
             crate::security::Autonomy::Full => "full",
         };
         let commands: Vec<String> = a.allowed_commands.iter().map(|c| quote(c)).collect();
+        let domains: Vec<String> = a.http_allowed_domains.iter().map(|d| quote(d)).collect();
+        let dispatcher = match a.tool_dispatcher {
+            crate::agent::dispatch::DispatcherChoice::Auto => "auto",
+            crate::agent::dispatch::DispatcherChoice::Xml => "xml",
+            crate::agent::dispatch::DispatcherChoice::Native => "native",
+        };
         let _ = writeln!(
             out,
-            "[agent]\nworkspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\n",
+            "[agent]\nworkspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\ntool_dispatcher = \"{dispatcher}\"\nparallel_tools = {}\nhttp_allowed_domains = [{}]\nhttp_max_bytes = {}\n",
             quote(&a.workspace.display().to_string()),
             commands.join(", "),
             a.tool_timeout_secs,
             a.tool_output_chars,
             a.max_actions_per_hour,
-            a.max_tool_iterations
+            a.max_tool_iterations,
+            a.parallel_tools,
+            domains.join(", "),
+            a.http_max_bytes
         );
         let g = &self.generation;
         let _ = writeln!(

@@ -31,6 +31,13 @@ pub trait Provider: Send + Sync {
     /// with `FinishReason::Cancelled`.
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
 
+    /// Whether the provider takes tools as structured API fields and returns
+    /// structured calls (cloud APIs). The local engine does not: it reads
+    /// `<tool_call>` tags from the text, under a grammar.
+    fn supports_native_tools(&self) -> bool {
+        false
+    }
+
     /// Tokens `text` takes, with the provider's own tokenizer where it has
     /// one; `None` means callers estimate.
     fn count_tokens(&self, _text: &str) -> Option<usize> {

@@ -7,6 +7,7 @@
 //! should hear about come back as error results, never as crashes.
 
 mod files;
+mod http;
 mod shell;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use files::{FileEdit, FileRead, FileWrite, Glob, ListDir};
+pub use http::HttpRequest;
 pub use shell::Shell;
 
 use crate::agent::dispatch::result;
@@ -96,6 +98,19 @@ impl ToolRegistry {
         r.register(Box::new(FileEdit));
         r.register(Box::new(ListDir));
         r.register(Box::new(Glob));
+        r
+    }
+
+    /// The core tools, plus `http_request` when hosts are allowed.
+    pub fn for_config(agent: &crate::config::AgentConfig) -> Self {
+        let mut r = Self::core();
+        if !agent.http_allowed_domains.is_empty() {
+            r.register(Box::new(HttpRequest::new(
+                agent.http_allowed_domains.clone(),
+                agent.http_max_bytes,
+                Duration::from_secs(agent.tool_timeout_secs),
+            )));
+        }
         r
     }
 

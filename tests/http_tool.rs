@@ -1,0 +1,184 @@
+//! `http_request` against a local HTTP server: the allowlist (redirects
+//! included), the body cap, errors, POST under readonly, and the timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::response::Redirect;
+use axum::routing::{get, post};
+use serde_json::json;
+
+use hearth::security::{Autonomy, Scrubber, SecurityPolicy};
+use hearth::tools::{HttpRequest, ToolContext, ToolRegistry};
+
+async fn server() -> String {
+    let app = Router::new()
+        .route("/hello", get(|| async { "hello from the fake" }))
+        .route("/big", get(|| async { "x".repeat(100_000) }))
+        .route(
+            "/missing",
+            get(|| async { (axum::http::StatusCode::NOT_FOUND, "no such page") }),
+        )
+        .route(
+            "/echo",
+            post(|body: String| async move { format!("got {body}") }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                "late"
+            }),
+        )
+        .route(
+            "/away",
+            get(|| async { Redirect::temporary("http://localhost:9/elsewhere") }),
+        )
+        .route("/around", get(|| async { Redirect::temporary("/hello") }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn setup(dir: &tempfile::TempDir, autonomy: Autonomy) -> (ToolRegistry, ToolContext) {
+    let policy = SecurityPolicy::new(&dir.path().join("ws"), autonomy, Some(dir.path())).unwrap();
+    let mut registry = ToolRegistry::default();
+    registry.register(Box::new(HttpRequest::new(
+        vec!["127.0.0.1".into()],
+        10_000,
+        Duration::from_secs(5),
+    )));
+    let ctx = ToolContext {
+        policy: Arc::new(policy),
+        scrubber: Arc::new(Scrubber::new()),
+        timeout: Duration::from_secs(1),
+        output_cap: 4_000,
+        origin: None,
+    };
+    (registry, ctx)
+}
+
+#[tokio::test]
+async fn gets_an_allowed_page_and_refuses_other_hosts() {
+    let base = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, ctx) = setup(&dir, Autonomy::Supervised);
+
+    let ok = tools
+        .run(
+            "http_request",
+            json!({"url": format!("{base}/hello")}),
+            &ctx,
+        )
+        .await;
+    assert!(!ok.is_error, "{}", ok.content);
+    assert!(ok.content.starts_with("HTTP 200 OK"));
+    assert!(ok.content.ends_with("hello from the fake"));
+
+    let via = tools
+        .run(
+            "http_request",
+            json!({"url": format!("{base}/around")}),
+            &ctx,
+        )
+        .await;
+    assert!(
+        via.content.ends_with("hello from the fake"),
+        "same-host redirect followed"
+    );
+
+    let other = tools
+        .run("http_request", json!({"url": "http://localhost:9/"}), &ctx)
+        .await;
+    assert!(
+        other.is_error && other.content.contains("not allowed"),
+        "{}",
+        other.content
+    );
+
+    let away = tools
+        .run("http_request", json!({"url": format!("{base}/away")}), &ctx)
+        .await;
+    assert!(
+        away.is_error && away.content.contains("request failed"),
+        "{}",
+        away.content
+    );
+
+    let scheme = tools
+        .run("http_request", json!({"url": "file:///etc/passwd"}), &ctx)
+        .await;
+    assert!(scheme.is_error && scheme.content.contains("only http"));
+
+    let junk = tools
+        .run("http_request", json!({"url": "not a url"}), &ctx)
+        .await;
+    assert!(junk.is_error && junk.content.contains("is not a URL"));
+}
+
+#[tokio::test]
+async fn big_bodies_are_cut_and_errors_are_error_results() {
+    let base = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, ctx) = setup(&dir, Autonomy::Supervised);
+
+    let big = tools
+        .run("http_request", json!({"url": format!("{base}/big")}), &ctx)
+        .await;
+    assert!(!big.is_error);
+    // Read up to 10,000 bytes, then capped to 4,000 characters for the model.
+    assert!(
+        big.content.contains("characters cut"),
+        "{}",
+        &big.content[..200]
+    );
+    assert!(big.content.ends_with("[… body cut at 10000 bytes …]"));
+
+    let missing = tools
+        .run(
+            "http_request",
+            json!({"url": format!("{base}/missing")}),
+            &ctx,
+        )
+        .await;
+    assert!(missing.is_error && missing.content.starts_with("HTTP 404"));
+
+    let slow = tools
+        .run("http_request", json!({"url": format!("{base}/slow")}), &ctx)
+        .await;
+    assert!(
+        slow.is_error && slow.content.contains("timed out"),
+        "{}",
+        slow.content
+    );
+}
+
+#[tokio::test]
+async fn post_works_when_supervised_and_is_refused_when_readonly() {
+    let base = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let args = json!({"url": format!("{base}/echo"), "method": "POST", "body": "ping"});
+
+    let (tools, ctx) = setup(&dir, Autonomy::Supervised);
+    let sent = tools.run("http_request", args.clone(), &ctx).await;
+    assert!(sent.content.ends_with("got ping"), "{}", sent.content);
+
+    let (tools, ctx) = setup(&dir, Autonomy::ReadOnly);
+    let refused = tools.run("http_request", args, &ctx).await;
+    assert!(refused.is_error && refused.content.contains("readonly"));
+
+    let bad = tools
+        .run(
+            "http_request",
+            json!({"url": format!("{base}/echo"), "method": "DELETE"}),
+            &ctx,
+        )
+        .await;
+    assert!(
+        bad.is_error,
+        "schema refuses other methods: {}",
+        bad.content
+    );
+}
