@@ -8,6 +8,7 @@
 pub mod context;
 pub mod dispatch;
 pub mod prompt;
+pub mod skills;
 pub mod tool_loop;
 pub mod types;
 

@@ -4,7 +4,7 @@
 //! engine's KV cache can reuse it: it carries the date but never the time,
 //! and nothing that changes per turn (the time and per-turn context ride on
 //! the user's message instead). A `compact` profile for small models keeps
-//! tool descriptions to one line each.
+//! tool descriptions to one line each and lists skills without their bodies.
 
 use std::path::Path;
 
@@ -65,6 +65,14 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
         }
         out.push_str("\n\n");
         out.push_str(SAFETY.trim());
+    }
+    let skills = super::skills::section(
+        &super::skills::load(inputs.workspace),
+        inputs.profile == Profile::Full,
+    );
+    if !skills.is_empty() {
+        out.push_str("\n\n");
+        out.push_str(&skills);
     }
     let context = project_context(inputs.workspace);
     if !context.is_empty() {
