@@ -181,13 +181,11 @@ impl Notifier {
         self.backoff.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Why `source` is skipped this poll, if it is. Half a poll interval of
-    /// slack keeps a slightly early tick from skipping a due retry.
+    /// Why `source` is skipped this poll, if it is.
     fn backing_off(&self, source: &str, now: DateTime<Utc>) -> Option<String> {
-        let slack = chrono::Duration::from_std(self.config.poll_interval / 2).unwrap_or_default();
         let backoff = self.lock_backoff();
         let b = backoff.get(source)?;
-        (now + slack < b.until).then(|| {
+        (now < b.until).then(|| {
             format!(
                 "backing off after {} failure(s) until {}: {}",
                 b.failures,
@@ -198,14 +196,22 @@ impl Notifier {
     }
 
     /// Logs a failed fetch and schedules the retry: the next poll after one
-    /// failure, then skipping 1, 3, 7… polls, or the rate limit's delay.
+    /// failure, then skipping 1, 3, 7… polls (up to [`MAX_BACKOFF`]), or as
+    /// long as a rate limit asked. The retry time falls half an interval
+    /// before the poll that should retry, so a tick that comes a little
+    /// early or late still does.
     fn failed(&self, source: &str, error: &LmsError, now: DateTime<Utc>) -> String {
         let message = error.to_string();
         tracing::warn!(source, "LMS poll failed: {message}");
         let mut backoff = self.lock_backoff();
         let failures = backoff.get(source).map_or(0, |b| b.failures) + 1;
-        let polls = 2u32.saturating_pow(failures - 1).saturating_sub(1);
-        let wait = (self.config.poll_interval.saturating_mul(polls))
+        let skipped = 2u32.saturating_pow(failures - 1).saturating_sub(1);
+        let interval = self.config.poll_interval;
+        let wait = match skipped {
+            0 => Duration::ZERO,
+            n => interval.saturating_mul(n) + interval / 2,
+        };
+        let wait = wait
             .max(error.retry_after().unwrap_or_default())
             .min(MAX_BACKOFF);
         backoff.insert(
