@@ -430,7 +430,15 @@ async fn moodle_invalid_token_is_an_auth_error_and_marks_nothing_seen() {
         &url,
         Some(MOODLE_TOKEN),
     )]);
-    let report = notifier(&good, dir.path(), &clock).poll_once(&sink).await;
+    // As the daemon runs it: on a spawned task (the poll future is Send).
+    let n = Arc::new(notifier(&good, dir.path(), &clock));
+    let sink = Arc::new(sink);
+    let report = tokio::spawn({
+        let (n, sink) = (n.clone(), sink.clone());
+        async move { n.poll_once(sink.as_ref()).await }
+    })
+    .await
+    .unwrap();
     assert_eq!(
         report.sent(),
         5,
