@@ -853,3 +853,25 @@ async fn lms_upcoming_answers_what_is_due_this_week() {
         two_weeks.content
     );
 }
+
+#[tokio::test]
+async fn course_filters_keep_only_the_named_courses() {
+    let fake = moodle_fake();
+    let url = moodle_server(fake.clone()).await;
+    let clock = Arc::new(ManualClock::new(at(NOW)));
+    for (filter, expected) in [
+        ("cs101", 5),
+        ("Introduction to Computer Science", 5),
+        ("7", 5),
+        ("MA200", 0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut uni = source(LmsKind::Moodle, "uni", &url, Some(MOODLE_TOKEN));
+        uni.courses = vec![filter.to_string()];
+        let sink = Recorder::default();
+        let report = notifier(&config(vec![uni]), dir.path(), &clock)
+            .poll_once(&sink)
+            .await;
+        assert_eq!(report.sent(), expected, "filter {filter}");
+    }
+}
