@@ -65,3 +65,54 @@ pub async fn summarise(
         .collect::<String>();
     Some(line)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::providers::{ChatStream, ScriptedProvider, StreamEvent};
+
+    /// An engine busy with someone else: the stream stays open, silent.
+    #[derive(Default)]
+    struct Busy(Mutex<Vec<mpsc::Sender<StreamEvent>>>);
+
+    impl Provider for Busy {
+        fn name(&self) -> &str {
+            "busy"
+        }
+
+        fn chat(&self, _: ChatRequest, _: CancellationToken) -> ChatStream {
+            let (tx, rx) = mpsc::channel(1);
+            self.0.lock().unwrap().push(tx);
+            ChatStream::new(rx)
+        }
+    }
+
+    // Real time, briefly: tokio's `test-util` (paused time) is not enabled.
+    #[tokio::test]
+    async fn a_busy_engine_times_out_to_none() {
+        let started = std::time::Instant::now();
+        let got = summarise(
+            &Busy::default(),
+            "New news",
+            None,
+            Duration::from_millis(100),
+        )
+        .await;
+        assert_eq!(got, None);
+        assert!(started.elapsed() >= Duration::from_millis(100));
+    }
+
+    #[tokio::test]
+    async fn the_first_line_of_a_reply_is_the_summary() {
+        let p = ScriptedProvider::new(["\n  Hand in the essay by Friday.  \nMore."]);
+        let got = summarise(&p, "New assignment", Some("body"), Duration::from_secs(5)).await;
+        assert_eq!(got.as_deref(), Some("Hand in the essay by Friday."));
+        let request = &p.requests()[0];
+        assert_eq!(request.priority, Priority::Background);
+        assert_eq!(request.tool_choice, ToolChoice::None);
+    }
+}
