@@ -11,6 +11,7 @@
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
 //! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
 //! - [`history`]: conversation turns persisted in SQLite.
+//! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`security`]: credential scrubbing (the tool policy is being built).
 //! - [`tools`]: shell and file tools in one registry, under the policy.
 //! - [`cli`]: the `hearth` command line.
@@ -21,6 +22,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod history;
+pub mod lms;
 pub mod memory;
 pub mod providers;
 pub mod security;

@@ -10,6 +10,7 @@
 
 mod environment;
 mod error;
+mod lms;
 mod load;
 mod raw;
 mod render;
@@ -19,6 +20,9 @@ use std::path::PathBuf;
 
 pub use environment::Environment;
 pub use error::ConfigError;
+pub use lms::{
+    LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
+};
 pub use secret::Secret;
 
 /// Where the configuration came from.
@@ -41,6 +45,8 @@ pub struct Config {
     pub log_level: String,
     pub telegram: TelegramConfig,
     pub openai: OpenAiConfig,
+    /// The LMS notifier.
+    pub lms: LmsConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -434,6 +440,7 @@ impl Config {
                     .and_then(|t| t.bot_token),
             ),
         };
+        let lms = LmsConfig::from_raw(raw.lms, env)?;
         let openai = OpenAiConfig {
             api_key: secret(
                 "OPENAI_API_KEY",
@@ -451,6 +458,7 @@ impl Config {
             log_level,
             telegram,
             openai,
+            lms,
         })
     }
 }

@@ -18,6 +18,7 @@ pub struct RawConfig {
     pub log: Option<RawLog>,
     pub channels: Option<RawChannels>,
     pub providers: Option<RawProviders>,
+    pub lms: Option<super::lms::RawLms>,
 }
 
 #[derive(Debug, Default, Deserialize)]

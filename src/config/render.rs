@@ -94,9 +94,10 @@ impl Config {
         );
         let _ = writeln!(
             out,
-            "[providers.openai]\n{}",
+            "[providers.openai]\n{}\n",
             secret_line("api_key", &self.openai.api_key)
         );
+        self.lms.render(&mut out);
         out
     }
 }

@@ -1,0 +1,221 @@
+//! Canvas over its REST API with a bearer token.
+//!
+//! A poll reads the active courses, their announcements, and the planner
+//! items (assignments, quizzes, events with their due dates). Every list is
+//! paginated through the `Link` header's `rel="next"`, followed only on the
+//! site's own origin so the token never travels elsewhere.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use reqwest::Url;
+use serde_json::Value;
+
+use super::item::{course_allowed, plain_text};
+use super::json::{as_array, id_of, iso_of, str_of};
+use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
+use crate::config::LmsSourceConfig;
+use crate::tools::BoxFuture;
+
+/// Pages followed per list, at most.
+const MAX_PAGES: usize = 50;
+/// How far back announcements and planner items are asked for.
+const LOOKBACK_DAYS: i64 = 14;
+
+pub struct Canvas {
+    config: LmsSourceConfig,
+    http: reqwest::Client,
+}
+
+struct Course {
+    name: String,
+    code: String,
+}
+
+impl Canvas {
+    pub fn new(config: LmsSourceConfig, http: reqwest::Client) -> Self {
+        Self { config, http }
+    }
+
+    fn base(&self) -> &str {
+        self.config.url.trim_end_matches('/')
+    }
+
+    /// Every element of a paginated list.
+    async fn list(&self, path_and_query: &str) -> Result<Vec<Value>, LmsError> {
+        let token = self
+            .config
+            .token
+            .as_ref()
+            .map(|t| t.expose().to_string())
+            .unwrap_or_default();
+        let origin = Url::parse(self.base())
+            .map_err(|e| LmsError::Malformed(format!("the source URL: {e}")))?;
+        let mut next = Some(format!("{}{path_and_query}", self.base()));
+        let mut all = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let Some(url) = next.take() else { break };
+            let response = http::send(self.http.get(&url).bearer_auth(&token)).await?;
+            next = response
+                .headers()
+                .get_all(reqwest::header::LINK)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .find_map(next_link)
+                .filter(|n| same_origin(&origin, n));
+            let page = http::json(response).await?;
+            all.extend(as_array(&page, path_and_query)?.iter().cloned());
+        }
+        Ok(all)
+    }
+
+    async fn fetch(&self, now: DateTime<Utc>) -> Result<Vec<LmsItem>, LmsError> {
+        let since =
+            (now - Duration::days(LOOKBACK_DAYS)).to_rfc3339_opts(SecondsFormat::Secs, true);
+        let mut courses = HashMap::new();
+        for c in self
+            .list("/api/v1/courses?enrollment_state=active&per_page=100")
+            .await?
+        {
+            let Some(id) = id_of(&c, "id") else { continue };
+            let course = Course {
+                name: str_of(&c, "name").unwrap_or_default().to_string(),
+                code: str_of(&c, "course_code").unwrap_or_default().to_string(),
+            };
+            if course_allowed(&self.config.courses, &[&id, &course.name, &course.code]) {
+                courses.insert(id, course);
+            }
+        }
+        let mut items = Vec::new();
+        if !courses.is_empty() {
+            let mut ids: Vec<&String> = courses.keys().collect();
+            ids.sort();
+            let contexts: String = ids
+                .iter()
+                .map(|id| format!("&context_codes[]=course_{id}"))
+                .collect();
+            let path = format!("/api/v1/announcements?per_page=50&start_date={since}{contexts}");
+            for a in self.list(&path).await? {
+                let Some(id) = id_of(&a, "id") else { continue };
+                let course_id = str_of(&a, "context_code")
+                    .and_then(|c| c.strip_prefix("course_"))
+                    .unwrap_or_default();
+                let mut item = LmsItem::new(
+                    &self.config.name,
+                    format!("announcement:{id}"),
+                    ItemKind::Announcement,
+                    str_of(&a, "title").unwrap_or("(untitled announcement)"),
+                );
+                item.course = courses.get(course_id).map(|c| c.name.clone());
+                item.url = str_of(&a, "html_url").map(|u| self.absolute(u));
+                item.updated = iso_of(&a, "posted_at");
+                item.detail = str_of(&a, "message")
+                    .map(plain_text)
+                    .filter(|t| !t.is_empty());
+                items.push(item);
+            }
+        }
+        let path = format!("/api/v1/planner/items?per_page=100&start_date={since}");
+        for p in self.list(&path).await? {
+            let kind = match str_of(&p, "plannable_type").unwrap_or("") {
+                "assignment" => ItemKind::Assignment,
+                "quiz" => ItemKind::Quiz,
+                "announcement" => continue, // read above, with their text
+                _ => ItemKind::Event,
+            };
+            let (Some(ptype), Some(pid)) =
+                (str_of(&p, "plannable_type"), id_of(&p, "plannable_id"))
+            else {
+                continue;
+            };
+            let course_id = id_of(&p, "course_id");
+            let course = match &course_id {
+                Some(id) => match courses.get(id) {
+                    Some(c) => Some(c.name.clone()),
+                    None => continue, // filtered out, or a course no longer active
+                },
+                None => str_of(&p, "context_name").map(str::to_string),
+            };
+            let plannable = p.get("plannable").cloned().unwrap_or(Value::Null);
+            let mut item = LmsItem::new(
+                &self.config.name,
+                format!("{ptype}:{pid}"),
+                kind,
+                str_of(&plannable, "title")
+                    .or_else(|| str_of(&plannable, "name"))
+                    .unwrap_or("(untitled)"),
+            );
+            item.course = course;
+            item.url = str_of(&p, "html_url").map(|u| self.absolute(u));
+            item.due = iso_of(&plannable, "due_at").or_else(|| iso_of(&p, "plannable_date"));
+            item.updated = iso_of(&plannable, "updated_at");
+            items.push(item);
+        }
+        Ok(items)
+    }
+
+    /// Planner URLs are relative to the site.
+    fn absolute(&self, url: &str) -> String {
+        if url.starts_with('/') {
+            format!("{}{url}", self.base())
+        } else {
+            url.to_string()
+        }
+    }
+}
+
+impl LmsSource for Canvas {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn poll(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<LmsItem>, LmsError>> {
+        Box::pin(self.fetch(now))
+    }
+}
+
+/// The `rel="next"` target of a `Link` header value.
+fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|part| {
+        let mut pieces = part.split(';');
+        let target = pieces.next()?.trim();
+        let url = target.strip_prefix('<')?.strip_suffix('>')?;
+        pieces
+            .any(|p| {
+                let p = p.trim();
+                p == "rel=\"next\"" || p == "rel=next"
+            })
+            .then(|| url.to_string())
+    })
+}
+
+fn same_origin(origin: &Url, candidate: &str) -> bool {
+    Url::parse(candidate).is_ok_and(|u| {
+        u.scheme() == origin.scheme()
+            && u.host_str() == origin.host_str()
+            && u.port_or_known_default() == origin.port_or_known_default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_header_next() {
+        let h = "<https://c.example/api/v1/courses?page=1>; rel=\"current\", <https://c.example/api/v1/courses?page=2&per_page=10>; rel=\"next\", <https://c.example/api/v1/courses?page=5>; rel=\"last\"";
+        assert_eq!(
+            next_link(h).as_deref(),
+            Some("https://c.example/api/v1/courses?page=2&per_page=10")
+        );
+        assert_eq!(next_link("<https://c.example/x>; rel=\"last\""), None);
+    }
+
+    #[test]
+    fn next_is_followed_only_on_the_same_origin() {
+        let origin = Url::parse("https://c.example").unwrap();
+        assert!(same_origin(&origin, "https://c.example/api/v1/x?page=2"));
+        assert!(!same_origin(&origin, "https://evil.example/api/v1/x"));
+        assert!(!same_origin(&origin, "http://c.example/api/v1/x"));
+    }
+}

@@ -1,0 +1,127 @@
+//! What the user is told, and the seam it leaves through: [`NoticeSink`].
+//!
+//! Notices are short and factual: what happened, the kind and course, the
+//! title, the due date in the user's time zone, the link. The daemon
+//! implements the sink over its channels; a notice counts as sent only when
+//! `deliver` returns `Ok`.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use super::LmsItem;
+use crate::config::{LmsTarget, format_span};
+use crate::tools::BoxFuture;
+
+/// Why a notice is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoticeKind {
+    /// First time this item is seen.
+    New,
+    /// It changed since the user was told (say, a new due date).
+    Changed,
+    /// Its due date is at most this far away.
+    Reminder { before: Duration },
+}
+
+#[derive(Debug, Clone)]
+pub struct Notice {
+    pub kind: NoticeKind,
+    pub item: LmsItem,
+    /// The message text, ready to send.
+    pub text: String,
+    /// `[lms] deliver`, when configured.
+    pub target: Option<LmsTarget>,
+}
+
+/// Where notices go. Return `Ok` only once the channel accepted the message:
+/// on `Err` the notice is tried again on the next poll.
+pub trait NoticeSink: Send + Sync {
+    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// A due date in the user's zone: `Fri 14 Mar 2025 23:59 CET`.
+pub fn format_due(due: DateTime<Utc>, tz: Tz) -> String {
+    due.with_timezone(&tz)
+        .format("%a %-d %b %Y %H:%M %Z")
+        .to_string()
+}
+
+/// The plain notice text.
+pub fn plain(kind: &NoticeKind, item: &LmsItem, previous: Option<&LmsItem>, tz: Tz) -> String {
+    let what = item.kind.as_str();
+    let head = match kind {
+        NoticeKind::New => format!("New {what}"),
+        NoticeKind::Changed => format!("Changed {what}"),
+        NoticeKind::Reminder { before } => format!("Due in {}: {what}", format_span(*before)),
+    };
+    let mut lines = vec![match &item.course {
+        Some(course) => format!("{head} · {course}"),
+        None => format!("{head} · {}", item.source),
+    }];
+    lines.push(item.title.clone());
+    if let Some(old) = previous.filter(|p| p.title != item.title) {
+        lines.push(format!("(was: {})", old.title));
+    }
+    match (item.due, previous.map(|p| p.due)) {
+        (Some(due), Some(old)) if old != Some(due) => lines.push(format!(
+            "Due {} (was {})",
+            format_due(due, tz),
+            old.map(|o| format_due(o, tz))
+                .unwrap_or_else(|| "none".into())
+        )),
+        (Some(due), _) => lines.push(format!("Due {}", format_due(due, tz))),
+        (None, Some(Some(old))) => lines.push(format!(
+            "No due date any more (was {})",
+            format_due(old, tz)
+        )),
+        (None, _) => {}
+    }
+    if let Some(url) = &item.url {
+        lines.push(url.clone());
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lms::ItemKind;
+
+    #[test]
+    fn plain_notices_are_short_and_local() {
+        let mut item = LmsItem::new("uni", "assign:1", ItemKind::Assignment, "Essay 1");
+        item.course = Some("CS101".into());
+        item.url = Some("https://m.example/a/1".into());
+        item.due = DateTime::from_timestamp(1_741_993_140, 0); // 2025-03-14 22:59 UTC
+        let tz = chrono_tz::Europe::Berlin;
+        assert_eq!(
+            plain(&NoticeKind::New, &item, None, tz),
+            "New assignment · CS101\nEssay 1\nDue Fri 14 Mar 2025 23:59 CET\nhttps://m.example/a/1"
+        );
+        let mut old = item.clone();
+        old.due = DateTime::from_timestamp(1_741_906_740, 0);
+        let changed = plain(&NoticeKind::Changed, &item, Some(&old), tz);
+        assert!(
+            changed.starts_with("Changed assignment · CS101\n"),
+            "{changed}"
+        );
+        assert!(
+            changed.contains("(was Thu 13 Mar 2025 23:59 CET)"),
+            "{changed}"
+        );
+        let reminder = plain(
+            &NoticeKind::Reminder {
+                before: Duration::from_secs(3600),
+            },
+            &item,
+            None,
+            tz,
+        );
+        assert!(
+            reminder.starts_with("Due in 1h: assignment · CS101"),
+            "{reminder}"
+        );
+    }
+}
