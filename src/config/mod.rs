@@ -11,14 +11,18 @@
 mod environment;
 mod error;
 mod load;
+mod memory;
 mod raw;
 mod render;
+mod scheduler;
 mod secret;
 
 use std::path::PathBuf;
 
 pub use environment::Environment;
 pub use error::ConfigError;
+pub use memory::MemoryConfig;
+pub use scheduler::SchedulerConfig;
 pub use secret::Secret;
 
 /// Where the configuration came from.
@@ -41,6 +45,8 @@ pub struct Config {
     pub log_level: String,
     pub telegram: TelegramConfig,
     pub openai: OpenAiConfig,
+    pub memory: MemoryConfig,
+    pub scheduler: SchedulerConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -396,6 +402,9 @@ impl Config {
             ),
         };
 
+        let memory = MemoryConfig::from_raw(raw.memory)?;
+        let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
+
         Ok(Self {
             source,
             model,
@@ -406,6 +415,8 @@ impl Config {
             log_level,
             telegram,
             openai,
+            memory,
+            scheduler,
         })
     }
 }

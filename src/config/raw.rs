@@ -18,6 +18,8 @@ pub struct RawConfig {
     pub log: Option<RawLog>,
     pub channels: Option<RawChannels>,
     pub providers: Option<RawProviders>,
+    pub memory: Option<super::memory::RawMemory>,
+    pub scheduler: Option<super::scheduler::RawScheduler>,
 }
 
 #[derive(Debug, Default, Deserialize)]
