@@ -10,6 +10,7 @@
 //! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
 //! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
+//! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`security`]: credential scrubbing (the tool policy is being built).
 //! - [`tools`]: shell and file tools in one registry, under the policy.
@@ -23,5 +24,6 @@ pub mod engine;
 pub mod history;
 pub mod memory;
 pub mod providers;
+pub mod scheduler;
 pub mod security;
 pub mod tools;
