@@ -213,6 +213,16 @@ impl MemoryStore {
         Ok(rows.into_iter().flatten().collect())
     }
 
+    /// Every scope that holds an entry.
+    pub fn scopes(&self) -> Result<Vec<String>, MemoryError> {
+        self.with(|c| {
+            let mut stmt =
+                c.prepare_cached("SELECT DISTINCT scope FROM memories ORDER BY scope")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect()
+        })
+    }
+
     fn with<T>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
