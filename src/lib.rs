@@ -10,6 +10,7 @@
 //! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
 //! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
 //! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
+//! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`security`]: credential scrubbing (the tool policy is being built).
@@ -25,5 +26,6 @@ pub mod history;
 pub mod lms;
 pub mod memory;
 pub mod providers;
+pub mod scheduler;
 pub mod security;
 pub mod tools;

@@ -5,8 +5,10 @@ pub mod bench;
 mod chat;
 mod config_check;
 mod conversation;
+mod cron_cmd;
 mod doctor;
 mod logging;
+mod memory_cmd;
 mod startup;
 mod tools_cmd;
 
@@ -70,6 +72,16 @@ pub enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// What hearth remembers: list, search, forget.
+    Memory {
+        #[command(subcommand)]
+        command: memory_cmd::MemoryCommand,
+    },
+    /// Scheduled jobs and reminders: list, add, remove.
+    Cron {
+        #[command(subcommand)]
+        command: cron_cmd::CronCommand,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
@@ -123,6 +135,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     tools_cmd::run(&config, &env, &name, &arguments).await
                 }
             }
+        }
+        Command::Memory { command } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            memory_cmd::run(&config, command)
+        }
+        Command::Cron { command } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            cron_cmd::run(&config, command)
         }
         Command::Chat { session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

@@ -12,8 +12,10 @@ mod environment;
 mod error;
 mod lms;
 mod load;
+mod memory;
 mod raw;
 mod render;
+mod scheduler;
 mod secret;
 
 use std::path::PathBuf;
@@ -23,6 +25,8 @@ pub use error::ConfigError;
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
 };
+pub use memory::MemoryConfig;
+pub use scheduler::SchedulerConfig;
 pub use secret::Secret;
 
 /// Where the configuration came from.
@@ -47,6 +51,8 @@ pub struct Config {
     pub openai: OpenAiConfig,
     /// The LMS notifier.
     pub lms: LmsConfig,
+    pub memory: MemoryConfig,
+    pub scheduler: SchedulerConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -448,6 +454,9 @@ impl Config {
             ),
         };
 
+        let memory = MemoryConfig::from_raw(raw.memory)?;
+        let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
+
         Ok(Self {
             source,
             model,
@@ -459,6 +468,8 @@ impl Config {
             telegram,
             openai,
             lms,
+            memory,
+            scheduler,
         })
     }
 }

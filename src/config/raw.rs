@@ -19,6 +19,8 @@ pub struct RawConfig {
     pub channels: Option<RawChannels>,
     pub providers: Option<RawProviders>,
     pub lms: Option<super::lms::RawLms>,
+    pub memory: Option<super::memory::RawMemory>,
+    pub scheduler: Option<super::scheduler::RawScheduler>,
 }
 
 #[derive(Debug, Default, Deserialize)]

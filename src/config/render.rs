@@ -87,6 +87,8 @@ impl Config {
             quote(&self.data_dir.display().to_string())
         );
         let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
+        self.memory.render(&mut out);
+        self.scheduler.render(&mut out);
         let _ = writeln!(
             out,
             "[channels.telegram]\n{}\n",

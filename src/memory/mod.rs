@@ -2,7 +2,31 @@
 //!
 //! The message pipeline talks to memory through one narrow seam,
 //! [`TurnMemory`]: recall context for a message before the reply, and note
-//! the turn afterwards. [`NoMemory`] is the seam when memory is off.
+//! the turn afterwards. [`NoMemory`] is the seam when memory is off;
+//! [`StoreMemory`] is the real one, over the SQLite [`MemoryStore`].
+//!
+//! - [`store`]: entries in SQLite, searched with FTS5 and BM25.
+//! - [`query`]: user text made into a query that cannot fail.
+//! - [`scope`]: whose memory a message or tool call uses.
+//! - [`context`]: the capped memory context of one turn.
+//! - [`consolidate`]: durable facts the user stated, kept as `core`.
+//! - [`turn`]: [`StoreMemory`], the seam's implementation.
+//! - [`tools`]: `memory_store`, `memory_recall`, `memory_forget`.
+
+pub mod consolidate;
+pub mod context;
+mod entry;
+pub mod query;
+pub mod scope;
+mod store;
+mod tools;
+mod turn;
+
+pub use entry::{Category, MemoryEntry, Recalled};
+pub use scope::{LOCAL_SCOPE, Scopes};
+pub use store::{MemoryError, MemoryStore, relevance};
+pub use tools::{MemoryForgetTool, MemoryRecallTool, MemoryStoreTool, memory_tools};
+pub use turn::StoreMemory;
 
 use crate::channels::ChannelMessage;
 use crate::tools::BoxFuture;
@@ -38,3 +62,6 @@ impl TurnMemory for NoMemory {
         Box::pin(async {})
     }
 }
+
+#[cfg(test)]
+mod tests;

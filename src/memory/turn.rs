@@ -1,0 +1,177 @@
+//! [`StoreMemory`]: the [`TurnMemory`] seam backed by the SQLite store.
+//!
+//! Before a reply it recalls from the sender's scope (and the group's, in a
+//! group chat) and builds the capped context; when a message arrives it
+//! auto-saves it; after a reply it starts consolidation in the background.
+
+use std::sync::Arc;
+
+use super::context::{self, ContextLimits};
+use super::scope::Scopes;
+use super::{Category, MemoryStore, TurnMemory, consolidate};
+use crate::channels::ChannelMessage;
+use crate::config::MemoryConfig;
+use crate::providers::Provider;
+use crate::tools::BoxFuture;
+
+/// Memory for the message pipeline.
+pub struct StoreMemory {
+    store: Arc<MemoryStore>,
+    config: MemoryConfig,
+    /// Where consolidation asks for facts; `None` turns it off.
+    provider: Option<Arc<dyn Provider>>,
+}
+
+impl StoreMemory {
+    pub fn new(store: Arc<MemoryStore>, config: MemoryConfig) -> Self {
+        Self {
+            store,
+            config,
+            provider: None,
+        }
+    }
+
+    /// Consolidates turns through `provider` (when `[memory] consolidate`).
+    pub fn with_consolidation(mut self, provider: Arc<dyn Provider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    pub fn store(&self) -> &Arc<MemoryStore> {
+        &self.store
+    }
+
+    /// The key a message is auto-saved under:
+    /// `{channel}_{thread_ts}_{sender}_{id}` (an empty thread when none).
+    pub fn auto_save_key(message: &ChannelMessage) -> String {
+        format!(
+            "{}_{}_{}_{}",
+            message.channel,
+            message.thread_ts.as_deref().unwrap_or(""),
+            message.sender,
+            message.id
+        )
+    }
+
+    fn limits(&self) -> ContextLimits {
+        ContextLimits {
+            min_relevance: self.config.min_relevance,
+            max_entries: self.config.context_entries,
+            entry_chars: self.config.context_entry_chars,
+            total_chars: self.config.context_chars,
+        }
+    }
+
+    /// The memory context for `message` (see [`context::build`]). The
+    /// message's own auto-saved entry is never recalled back to it.
+    pub fn context_for(&self, message: &ChannelMessage) -> Option<String> {
+        if !self.config.enabled || self.config.context_entries == 0 {
+            return None;
+        }
+        let own_key = Self::auto_save_key(message);
+        let scopes = Scopes::of_message(message);
+        let mut recalled = Vec::new();
+        for scope in scopes.all() {
+            match self
+                .store
+                .recall(&message.content, self.config.recall_limit, scope)
+            {
+                Ok(found) => recalled.extend(found.into_iter().filter(|r| r.entry.key != own_key)),
+                Err(e) => tracing::warn!(scope, "memory recall failed: {e}"),
+            }
+        }
+        context::build(recalled, &self.limits())
+    }
+
+    /// Auto-saves `message` when it is long enough; whether it was saved.
+    pub fn save_message(&self, message: &ChannelMessage) -> bool {
+        let text = message.content.trim();
+        if !self.config.enabled
+            || !self.config.auto_save
+            || text.chars().count() < self.config.auto_save_min_chars
+        {
+            return false;
+        }
+        let scope = Scopes::of_message(message).sender;
+        match self.store.store(
+            &scope,
+            &Self::auto_save_key(message),
+            text,
+            Category::Conversation,
+        ) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("memory auto-save failed: {e}");
+                false
+            }
+        }
+    }
+
+    /// Extracts the facts the user stated in `message` and stores them as
+    /// `core` memories in the sender's scope; how many were stored. The
+    /// reply is not consulted: what the assistant said is never a fact.
+    pub async fn consolidate(&self, message: &ChannelMessage) -> usize {
+        match &self.provider {
+            Some(p) => consolidate_into(&self.store, p.as_ref(), &self.config, message).await,
+            None => 0,
+        }
+    }
+}
+
+async fn consolidate_into(
+    store: &MemoryStore,
+    provider: &dyn Provider,
+    config: &MemoryConfig,
+    message: &ChannelMessage,
+) -> usize {
+    let text = message.content.trim();
+    if text.chars().count() < config.auto_save_min_chars || text.contains("[IMAGE:") {
+        return 0;
+    }
+    let facts = match consolidate::extract(provider, text, config.consolidate_max_tokens).await {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::debug!("memory consolidation skipped: {e}");
+            return 0;
+        }
+    };
+    let scope = Scopes::of_message(message).sender;
+    facts
+        .iter()
+        .filter(|fact| {
+            store
+                .store(&scope, &consolidate::fact_key(fact), fact, Category::Core)
+                .map_err(|e| tracing::warn!("storing a consolidated fact failed: {e}"))
+                .is_ok()
+        })
+        .count()
+}
+
+impl TurnMemory for StoreMemory {
+    fn recall_context<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move { self.context_for(message) })
+    }
+
+    fn on_user_message<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.save_message(message);
+        })
+    }
+
+    fn after_turn<'a>(&'a self, message: &'a ChannelMessage, _reply: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(provider) = self.provider.clone() else {
+                return;
+            };
+            if !self.config.enabled || !self.config.consolidate {
+                return;
+            }
+            let store = Arc::clone(&self.store);
+            let config = self.config.clone();
+            let message = message.clone();
+            tokio::spawn(async move {
+                consolidate_into(&store, provider.as_ref(), &config, &message).await;
+            });
+        })
+    }
+}

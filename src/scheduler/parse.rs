@@ -1,0 +1,150 @@
+//! Times and durations as people and models write them.
+//!
+//! Durations: `90s`, `15m`, `2h`, `1d`, `1h30m` (a bare number is seconds).
+//! Times: RFC 3339 with an offset (`2025-06-02T09:00:00+09:00`), or a local
+//! date and time in the job's zone (`2025-06-02 09:00`, `2025-06-02T09:00`),
+//! or a time of day alone (`09:00`: the next such time).
+
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use chrono_tz::Tz;
+
+/// A duration such as `1h30m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim().to_lowercase();
+    if t.is_empty() {
+        return Err("an empty duration".into());
+    }
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total: u64 = 0;
+    let mut number = String::new();
+    for c in t.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        if c.is_whitespace() {
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3_600,
+            'd' => 86_400,
+            'w' => 604_800,
+            _ => {
+                return Err(format!(
+                    "`{text}` is not a duration (try 90s, 15m, 2h, 1d, 1h30m)"
+                ));
+            }
+        };
+        let n: u64 = number
+            .parse()
+            .map_err(|_| format!("`{text}` is not a duration (a number must precede `{c}`)"))?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| format!("`{text}` is too long"))?;
+        number.clear();
+    }
+    if !number.is_empty() {
+        return Err(format!("`{text}` ends without a unit (s, m, h, d, w)"));
+    }
+    Ok(Duration::from_secs(total))
+}
+
+/// `d` as `1h30m`-style text.
+pub fn format_duration(d: Duration) -> String {
+    let mut s = d.as_secs();
+    if s == 0 {
+        return "0s".into();
+    }
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+        if s >= size {
+            out.push_str(&format!("{}{unit}", s / size));
+            s %= size;
+        }
+    }
+    out
+}
+
+/// An instant from `text`, read in `tz` unless it carries an offset; a
+/// time of day alone is the next such time after `now`.
+pub fn parse_at(text: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let t = text.trim();
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Ok(dt.with_timezone(&Utc));
+    }
+    let local = |naive: NaiveDateTime| -> Result<DateTime<Utc>, String> {
+        tz.from_local_datetime(&naive)
+            .earliest()
+            .map(|d| d.with_timezone(&Utc))
+            .ok_or_else(|| format!("{naive} does not exist in {} (a clock change)", tz.name()))
+    };
+    for format in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(naive) = NaiveDateTime::parse_from_str(t, format) {
+            return local(naive);
+        }
+    }
+    for format in ["%H:%M", "%H:%M:%S"] {
+        if let Ok(time) = NaiveTime::parse_from_str(t, format) {
+            let today: NaiveDate = now.with_timezone(&tz).date_naive();
+            let candidate = local(today.and_time(time))?;
+            if candidate > now {
+                return Ok(candidate);
+            }
+            let tomorrow = today.succ_opt().ok_or("the date is out of range")?;
+            return local(tomorrow.and_time(time));
+        }
+    }
+    Err(format!(
+        "`{text}` is not a time (try 2025-06-02 09:00, 2025-06-02T09:00:00+09:00, or 09:00)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s").unwrap().as_secs(), 90);
+        assert_eq!(parse_duration("1h30m").unwrap().as_secs(), 5_400);
+        assert_eq!(parse_duration("2D").unwrap().as_secs(), 172_800);
+        assert_eq!(parse_duration("45").unwrap().as_secs(), 45);
+        for bad in ["", "h", "5x", "3h5", "99999999999999999999w"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(format_duration(Duration::from_secs(5_400)), "1h30m");
+    }
+
+    #[test]
+    fn times_in_a_zone() {
+        let seoul = chrono_tz::Asia::Seoul;
+        let now = Utc.with_ymd_and_hms(2025, 6, 1, 3, 0, 0).unwrap(); // 12:00 in Seoul
+        let at = parse_at("2025-06-02 09:00", seoul, now).unwrap();
+        assert_eq!(at, Utc.with_ymd_and_hms(2025, 6, 2, 0, 0, 0).unwrap());
+        assert_eq!(parse_at("2025-06-02T09:00", seoul, now).unwrap(), at);
+        let offset = parse_at("2025-06-02T09:00:00+00:00", seoul, now).unwrap();
+        assert_eq!(offset, Utc.with_ymd_and_hms(2025, 6, 2, 9, 0, 0).unwrap());
+        // 09:00 has passed today in Seoul: tomorrow's.
+        assert_eq!(parse_at("09:00", seoul, now).unwrap(), at);
+        // 15:00 is still ahead today.
+        assert_eq!(
+            parse_at("15:00", seoul, now).unwrap(),
+            Utc.with_ymd_and_hms(2025, 6, 1, 6, 0, 0).unwrap()
+        );
+        assert!(parse_at("tomorrow-ish", seoul, now).is_err());
+        // 02:30 does not exist in Berlin on the spring change.
+        assert!(parse_at("2025-03-30 02:30", chrono_tz::Europe::Berlin, now).is_err());
+    }
+}

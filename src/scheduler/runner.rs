@@ -1,0 +1,205 @@
+//! The scheduler: fires due jobs through a [`JobSink`] and sleeps until the
+//! next one.
+//!
+//! A due job is rescheduled *before* it fires (at most once per due time,
+//! even if the daemon dies while it runs) to the first scheduled time after
+//! now, so a job missed while the daemon was down runs once at start, not
+//! once per missed tick. A one-shot is removed as it fires. Each fire runs
+//! in its own task: a slow agent prompt does not hold up other jobs.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::clock::Clock;
+use super::job::{Job, NewJob, Schedule, ScheduleError};
+use super::store::{JobStore, StoreError};
+use crate::config::SchedulerConfig;
+use crate::tools::BoxFuture;
+
+/// Where fired jobs go. The daemon implements it: an agent prompt runs
+/// through the pipeline and its reply is sent to the job's delivery target;
+/// an LMS poll runs the notifier.
+pub trait JobSink: Send + Sync {
+    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), String>>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error("there are already {0} jobs, the most `[scheduler] max_jobs` allows; remove one first")]
+    Full(usize),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The longest sleep: the wall clock is checked at least this often, so a
+/// clock change, a suspend or a job added by the command line is noticed.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+
+pub struct Scheduler {
+    store: Arc<JobStore>,
+    clock: Arc<dyn Clock>,
+    config: SchedulerConfig,
+    wake: Notify,
+}
+
+impl Scheduler {
+    /// Opens the job database at `path`.
+    pub fn open(
+        path: &Path,
+        config: SchedulerConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, SchedulerError> {
+        Ok(Self {
+            store: Arc::new(JobStore::open(path)?),
+            clock,
+            config,
+            wake: Notify::new(),
+        })
+    }
+
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Adds a job; refused when its schedule never runs (a time that has
+    /// passed) or the job limit is reached.
+    pub fn add(&self, job: NewJob) -> Result<Job, SchedulerError> {
+        if let Schedule::Every(d) = &job.schedule
+            && *d < super::job::MIN_INTERVAL
+        {
+            return Err(ScheduleError::TooShort.into());
+        }
+        if job.delivery.channel.trim().is_empty() || job.delivery.to.trim().is_empty() {
+            return Err(SchedulerError::Invalid(
+                "a job needs a delivery channel and chat".into(),
+            ));
+        }
+        let count = self.store.count()?;
+        if count >= self.config.max_jobs {
+            return Err(SchedulerError::Full(count));
+        }
+        let now = self.clock.now();
+        let next =
+            job.schedule
+                .next_after(now, job.timezone)?
+                .ok_or_else(|| match &job.schedule {
+                    Schedule::At(t) => ScheduleError::InThePast(t.to_rfc3339()),
+                    other => ScheduleError::NeverRuns {
+                        expression: other.parts().1,
+                    },
+                })?;
+        let id = self.store.insert(
+            job.name.as_deref(),
+            &job.schedule,
+            job.timezone,
+            &job.payload,
+            &job.delivery,
+            next,
+            now,
+        )?;
+        self.wake.notify_one();
+        self.store
+            .get(id)?
+            .ok_or_else(|| SchedulerError::Invalid("the job vanished as it was added".into()))
+    }
+
+    pub fn list(&self) -> Result<Vec<Job>, SchedulerError> {
+        Ok(self.store.list()?)
+    }
+
+    pub fn get(&self, id: i64) -> Result<Option<Job>, SchedulerError> {
+        Ok(self.store.get(id)?)
+    }
+
+    pub fn remove(&self, id: i64) -> Result<bool, SchedulerError> {
+        let removed = self.store.remove(id)?;
+        self.wake.notify_one();
+        Ok(removed)
+    }
+
+    /// Fires every job due now (each in its own task) and reschedules it;
+    /// the fired jobs.
+    pub fn tick(&self, sink: &Arc<dyn JobSink>) -> Vec<Job> {
+        let now = self.clock.now();
+        let due = match self.store.due(now) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!("cannot read scheduled jobs: {e}");
+                return Vec::new();
+            }
+        };
+        let mut fired = Vec::new();
+        for job in due {
+            let advanced = match job.schedule.following(job.next_run, now, job.timezone) {
+                Ok(Some(next)) => self.store.reschedule(job.id, next, now),
+                Ok(None) => self.store.remove(job.id).map(|_| ()),
+                Err(e) => {
+                    tracing::warn!(job = job.id, "job has a bad schedule, removing it: {e}");
+                    self.store.remove(job.id).map(|_| ())
+                }
+            };
+            if let Err(e) = advanced {
+                // Not rescheduled: firing now would fire it again next tick.
+                tracing::warn!(job = job.id, "cannot reschedule a due job: {e}");
+                continue;
+            }
+            let sink = Arc::clone(sink);
+            let store = Arc::clone(&self.store);
+            let running = job.clone();
+            tokio::spawn(async move {
+                let result = sink.fire(&running).await;
+                if let Err(e) = &result {
+                    tracing::warn!(job = running.id, "scheduled job failed: {e}");
+                }
+                // A one-shot is gone already; nothing to record then.
+                let _ = store.record_result(running.id, result.err().as_deref());
+            });
+            fired.push(job);
+        }
+        fired
+    }
+
+    /// Runs jobs until `shutdown` is cancelled.
+    pub async fn run(&self, sink: Arc<dyn JobSink>, shutdown: CancellationToken) {
+        loop {
+            self.tick(&sink);
+            let wait = self.until_next();
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// How long to sleep: until the soonest job, at least a moment (a job
+    /// that could not be rescheduled must not spin the loop) and at most
+    /// [`MAX_SLEEP`].
+    fn until_next(&self) -> Duration {
+        let now = self.clock.now();
+        match self.store.earliest() {
+            Ok(Some(next)) => (next - now)
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+                .clamp(Duration::from_millis(500), MAX_SLEEP),
+            Ok(None) => MAX_SLEEP,
+            Err(e) => {
+                tracing::warn!("cannot read scheduled jobs: {e}");
+                MAX_SLEEP
+            }
+        }
+    }
+}

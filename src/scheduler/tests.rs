@@ -1,0 +1,371 @@
+//! The scheduler under paused tokio time and a test clock: jobs fire at
+//! their times, missed ones once, and reminders go back to their chat.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::config::SchedulerConfig;
+use crate::security::{Autonomy, Scrubber, SecurityPolicy};
+use crate::tools::{BoxFuture, ToolContext, ToolOrigin, ToolRegistry};
+
+/// Records every fire with the (test) wall-clock time it happened.
+struct Recorder {
+    clock: Arc<TestClock>,
+    fired: Mutex<Vec<(Job, DateTime<Utc>)>>,
+}
+
+impl Recorder {
+    fn new(clock: &Arc<TestClock>) -> Arc<Self> {
+        Arc::new(Self {
+            clock: Arc::clone(clock),
+            fired: Mutex::default(),
+        })
+    }
+
+    fn times_of(&self, id: i64) -> Vec<DateTime<Utc>> {
+        self.fired
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(j, _)| j.id == id)
+            .map(|(_, t)| *t)
+            .collect()
+    }
+
+    fn jobs(&self) -> Vec<Job> {
+        self.fired
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(j, _)| j.clone())
+            .collect()
+    }
+}
+
+impl JobSink for Recorder {
+    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.fired
+                .lock()
+                .unwrap()
+                .push((job.clone(), self.clock.now()));
+            Ok(())
+        })
+    }
+}
+
+fn utc(d: u32, h: u32, m: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2025, 1, d, h, m, 0).unwrap()
+}
+
+fn to(chat: &str) -> Delivery {
+    Delivery {
+        channel: "telegram".into(),
+        to: chat.into(),
+        thread: None,
+    }
+}
+
+fn prompt(p: &str) -> Payload {
+    Payload::AgentPrompt { prompt: p.into() }
+}
+
+fn open(dir: &tempfile::TempDir, clock: &Arc<TestClock>) -> Arc<Scheduler> {
+    Arc::new(
+        Scheduler::open(
+            &JobStore::path_in(dir.path()),
+            SchedulerConfig::default(),
+            Arc::clone(clock) as Arc<dyn Clock>,
+        )
+        .unwrap(),
+    )
+}
+
+/// Runs `scheduler` for `span` of paused time.
+async fn run_for(scheduler: &Arc<Scheduler>, sink: &Arc<Recorder>, span: Duration) {
+    let stop = CancellationToken::new();
+    let task = {
+        let s = Arc::clone(scheduler);
+        let sink = Arc::clone(sink) as Arc<dyn JobSink>;
+        let stop = stop.clone();
+        tokio::spawn(async move { s.run(sink, stop).await })
+    };
+    tokio::time::sleep(span).await;
+    stop.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cron_job_fires_at_its_times_and_a_one_shot_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 7, 0)));
+    let s = open(&dir, &clock);
+    let berlin = chrono_tz::Europe::Berlin;
+    // 09:00 in Berlin is 08:00 UTC in January.
+    let daily = s
+        .add(NewJob {
+            name: Some("morning".into()),
+            schedule: Schedule::cron("0 9 * * *").unwrap(),
+            timezone: berlin,
+            payload: prompt("good morning"),
+            delivery: to("1"),
+        })
+        .unwrap();
+    assert_eq!(daily.next_run, utc(6, 8, 0));
+    let once = s
+        .add(NewJob {
+            name: None,
+            schedule: Schedule::At(utc(6, 8, 30)),
+            timezone: berlin,
+            payload: prompt("once"),
+            delivery: to("1"),
+        })
+        .unwrap();
+    let every = s
+        .add(NewJob {
+            name: None,
+            schedule: Schedule::Every(Duration::from_secs(6 * 3600)),
+            timezone: berlin,
+            payload: Payload::LmsPoll { source: None },
+            delivery: to("1"),
+        })
+        .unwrap();
+    let sink = Recorder::new(&clock);
+    run_for(&s, &sink, Duration::from_secs(3 * 86_400 + 60)).await;
+
+    assert_eq!(
+        sink.times_of(daily.id),
+        [utc(6, 8, 0), utc(7, 8, 0), utc(8, 8, 0)]
+    );
+    assert_eq!(sink.times_of(once.id), [utc(6, 8, 30)]);
+    let polls = sink.times_of(every.id);
+    assert_eq!(polls.len(), 12, "{polls:?}");
+    assert_eq!(polls[0], utc(6, 13, 0));
+    assert_eq!(polls[11], utc(9, 7, 0));
+    let left: Vec<i64> = s.list().unwrap().iter().map(|j| j.id).collect();
+    assert_eq!(left, [daily.id, every.id], "the one-shot is gone");
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_downtime_a_missed_job_runs_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 8, 30)));
+    let (hourly, once) = {
+        let before = open(&dir, &clock);
+        let hourly = before
+            .add(NewJob {
+                name: None,
+                schedule: Schedule::cron("0 * * * *").unwrap(),
+                timezone: chrono_tz::UTC,
+                payload: prompt("hourly"),
+                delivery: to("1"),
+            })
+            .unwrap();
+        let once = before
+            .add(NewJob {
+                name: None,
+                schedule: Schedule::At(utc(6, 10, 0)),
+                timezone: chrono_tz::UTC,
+                payload: prompt("once"),
+                delivery: to("1"),
+            })
+            .unwrap();
+        (hourly.id, once.id)
+        // The daemon stops here.
+    };
+    // Down for five hours: five hourly ticks and the one-shot are missed.
+    clock.jump(chrono::Duration::hours(5));
+    let after = open(&dir, &clock);
+    let sink = Recorder::new(&clock);
+    run_for(&after, &sink, Duration::from_secs(20 * 60)).await;
+    assert_eq!(sink.times_of(hourly), [utc(6, 13, 30)], "once at start");
+    assert_eq!(sink.times_of(once), [utc(6, 13, 30)]);
+    assert_eq!(after.get(hourly).unwrap().unwrap().next_run, utc(6, 14, 0));
+    run_for(&after, &sink, Duration::from_secs(60 * 60)).await;
+    assert_eq!(sink.times_of(hourly), [utc(6, 13, 30), utc(6, 14, 0)]);
+    assert_eq!(sink.times_of(once).len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_jobs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 8, 0)));
+    let s = open(&dir, &clock);
+    let job = |schedule| NewJob {
+        name: None,
+        schedule,
+        timezone: chrono_tz::UTC,
+        payload: prompt("x"),
+        delivery: to("1"),
+    };
+    assert!(matches!(
+        s.add(job(Schedule::At(utc(6, 7, 0)))),
+        Err(SchedulerError::Schedule(ScheduleError::InThePast(_)))
+    ));
+    assert!(matches!(
+        s.add(job(Schedule::Every(Duration::from_secs(5)))),
+        Err(SchedulerError::Schedule(ScheduleError::TooShort))
+    ));
+    let mut nowhere = job(Schedule::At(utc(6, 9, 0)));
+    nowhere.delivery.to = " ".into();
+    assert!(s.add(nowhere).is_err());
+    let small = Scheduler::open(
+        &dir.path().join("small.sqlite3"),
+        SchedulerConfig {
+            max_jobs: 1,
+            ..SchedulerConfig::default()
+        },
+        Arc::clone(&clock) as Arc<dyn Clock>,
+    )
+    .unwrap();
+    small.add(job(Schedule::At(utc(6, 9, 0)))).unwrap();
+    assert!(matches!(
+        small.add(job(Schedule::At(utc(6, 9, 0)))),
+        Err(SchedulerError::Full(1))
+    ));
+}
+
+fn tool_ctx(dir: &tempfile::TempDir, origin: Option<ToolOrigin>) -> ToolContext {
+    ToolContext {
+        policy: Arc::new(
+            SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
+        ),
+        scrubber: Arc::new(Scrubber::new()),
+        timeout: Duration::from_secs(5),
+        output_cap: 4_000,
+        origin,
+    }
+}
+
+fn chat(chat: &str, thread: Option<&str>) -> Option<ToolOrigin> {
+    Some(ToolOrigin {
+        channel: "telegram".into(),
+        reply_target: chat.into(),
+        sender: "42".into(),
+        thread_ts: thread.map(str::to_string),
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn cron_add_from_a_chat_delivers_to_that_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    // 16:00 in Seoul on the 6th.
+    let clock = Arc::new(TestClock::new(utc(6, 7, 0)));
+    let s = open(&dir, &clock);
+    let mut reg = ToolRegistry::default();
+    for t in cron_tools(Arc::clone(&s)) {
+        reg.register(t);
+    }
+    let here = tool_ctx(&dir, chat("555", Some("12")));
+    let other = tool_ctx(&dir, chat("777", None));
+
+    // "Remind me tomorrow at 9" in Seoul.
+    let r = reg
+        .run(
+            "cron_add",
+            json!({"prompt": "Remind me to take out the bins", "at": "2025-01-07 09:00", "tz": "Asia/Seoul"}),
+            &here,
+        )
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    let r = reg
+        .run(
+            "cron_add",
+            json!({"prompt": "x", "in": "1h", "channel": "telegram", "to": "777"}),
+            &here,
+        )
+        .await;
+    assert!(r.is_error, "a chat cannot aim a job elsewhere: {r:?}");
+    let r = reg
+        .run(
+            "cron_add",
+            json!({"prompt": "x", "in": "1h", "every": "1h"}),
+            &here,
+        )
+        .await;
+    assert!(r.is_error, "{r:?}");
+    let r = reg
+        .run(
+            "cron_add",
+            json!({"prompt": "x", "in": "1h"}),
+            &tool_ctx(&dir, None),
+        )
+        .await;
+    assert!(r.is_error && r.content.contains("`channel`"), "{r:?}");
+
+    let listed = reg.run("cron_list", json!({}), &here).await;
+    assert!(listed.content.contains("bins"), "{listed:?}");
+    let elsewhere = reg.run("cron_list", json!({}), &other).await;
+    assert_eq!(elsewhere.content, "no jobs are scheduled");
+    let id = s.list().unwrap()[0].id;
+    let r = reg.run("cron_remove", json!({"id": id}), &other).await;
+    assert!(r.is_error, "another chat cannot remove it: {r:?}");
+
+    let sink = Recorder::new(&clock);
+    run_for(&s, &sink, Duration::from_secs(86_400)).await;
+    let fired = sink.jobs();
+    assert_eq!(fired.len(), 1);
+    assert_eq!(sink.times_of(id), [utc(7, 0, 0)], "09:00 in Seoul");
+    assert_eq!(
+        fired[0].delivery,
+        Delivery {
+            channel: "telegram".into(),
+            to: "555".into(),
+            thread: Some("12".into()),
+        }
+    );
+    assert_eq!(fired[0].payload, prompt("Remind me to take out the bins"));
+    assert!(s.list().unwrap().is_empty());
+
+    let r = reg
+        .run(
+            "cron_add",
+            json!({"prompt": "stretch", "every": "2h"}),
+            &here,
+        )
+        .await;
+    assert!(!r.is_error, "{r:?}");
+    let id = s.list().unwrap()[0].id;
+    let r = reg.run("cron_remove", json!({"id": id}), &here).await;
+    assert!(!r.is_error, "{r:?}");
+    assert!(s.list().unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_sink_is_recorded_and_the_job_keeps_its_schedule() {
+    struct Failing;
+    impl JobSink for Failing {
+        fn fire<'a>(&'a self, _: &'a Job) -> BoxFuture<'a, Result<(), String>> {
+            Box::pin(async { Err("telegram is down".to_string()) })
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 8, 59)));
+    let s = open(&dir, &clock);
+    let job = s
+        .add(NewJob {
+            name: None,
+            schedule: Schedule::cron("0 * * * *").unwrap(),
+            timezone: chrono_tz::UTC,
+            payload: prompt("x"),
+            delivery: to("1"),
+        })
+        .unwrap();
+    let stop = CancellationToken::new();
+    let task = {
+        let s = Arc::clone(&s);
+        let stop = stop.clone();
+        tokio::spawn(async move { s.run(Arc::new(Failing), stop).await })
+    };
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    stop.cancel();
+    task.await.unwrap();
+    let after = s.get(job.id).unwrap().unwrap();
+    assert_eq!(after.last_error.as_deref(), Some("telegram is down"));
+    assert_eq!(after.next_run, utc(6, 10, 0));
+}
