@@ -14,12 +14,14 @@ mod load;
 mod raw;
 mod render;
 mod secret;
+mod telegram;
 
 use std::path::PathBuf;
 
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use secret::Secret;
+pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
 
 /// Where the configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,11 +158,6 @@ pub struct GenerationConfig {
     /// Fixed sampling seed; `None` draws a new one per reply.
     pub seed: Option<u32>,
     pub system_prompt: String,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct TelegramConfig {
-    pub bot_token: Option<Secret>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -381,14 +378,7 @@ impl Config {
                 .or(file.filter(|s| !s.is_empty()))
                 .map(Secret::new)
         };
-        let telegram = TelegramConfig {
-            bot_token: secret(
-                "HEARTH_TELEGRAM_TOKEN",
-                raw.channels
-                    .and_then(|c| c.telegram)
-                    .and_then(|t| t.bot_token),
-            ),
-        };
+        let telegram = TelegramConfig::from_raw(raw.channels.and_then(|c| c.telegram), env)?;
         let openai = OpenAiConfig {
             api_key: secret(
                 "OPENAI_API_KEY",

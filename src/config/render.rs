@@ -78,11 +78,7 @@ impl Config {
             quote(&self.data_dir.display().to_string())
         );
         let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
-        let _ = writeln!(
-            out,
-            "[channels.telegram]\n{}\n",
-            secret_line("bot_token", &self.telegram.bot_token)
-        );
+        let _ = writeln!(out, "{}", self.telegram.render());
         let _ = writeln!(
             out,
             "[providers.openai]\n{}",
