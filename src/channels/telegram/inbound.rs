@@ -1,0 +1,125 @@
+//! What arrives besides plain text: mentions in groups, and photos and
+//! documents, saved into the workspace and handed on as markers.
+
+use std::future::IntoFuture;
+use std::path::PathBuf;
+
+use teloxide::net::Download;
+use teloxide::prelude::Requester;
+use teloxide::types::{FileId, Message, UserId};
+
+use super::TelegramChannel;
+use super::error::{channel_error, download_error};
+use super::media::safe_file_name;
+use crate::channels::ChannelError;
+
+/// Received files go here, under the workspace.
+pub const INBOX: &str = "telegram";
+
+/// Who the bot is, to tell whether a group message is meant for it.
+#[derive(Debug, Clone)]
+pub(super) struct Addressing {
+    pub bot_id: UserId,
+    pub username: Option<String>,
+}
+
+impl Addressing {
+    /// The text without the bot's @mention, if the message mentions the bot
+    /// or replies to one of its messages; `None` if it is not addressed to it.
+    pub fn strip(&self, message: &Message, text: &str) -> Option<String> {
+        let replied = message
+            .reply_to_message()
+            .and_then(|r| r.from.as_ref())
+            .is_some_and(|u| u.id == self.bot_id);
+        let mention = self
+            .username
+            .as_ref()
+            .map(|u| format!("@{u}").to_lowercase());
+        let lower = text.to_lowercase();
+        let at = mention
+            .as_ref()
+            .and_then(|m| lower.find(m.as_str()).map(|i| (i, m.len())));
+        match at {
+            // Lower-casing keeps ASCII usernames' byte offsets.
+            Some((i, len)) if text.is_char_boundary(i) && text.is_char_boundary(i + len) => Some(
+                format!("{}{}", &text[..i], &text[i + len..])
+                    .trim()
+                    .to_string(),
+            ),
+            _ if replied => Some(text.trim().to_string()),
+            _ => None,
+        }
+    }
+}
+
+impl TelegramChannel {
+    /// Markers for the message's photo or document, after saving them. A file
+    /// Telegram will not hand out (too big, gone) becomes a note instead; a
+    /// network failure is an error, so the update is fetched again later.
+    pub(super) async fn receive_media(&self, message: &Message) -> Result<String, ChannelError> {
+        let chat = message.chat.id.0;
+        let id = message.id.0;
+        let (file_id, name, marker) = if let Some(sizes) = message.photo() {
+            let Some(largest) = sizes
+                .iter()
+                .max_by_key(|p| u64::from(p.width) * u64::from(p.height))
+            else {
+                return Ok(String::new());
+            };
+            (
+                largest.file.id.clone(),
+                format!("{chat}_{id}_photo"),
+                "IMAGE",
+            )
+        } else if let Some(doc) = message.document() {
+            let original = doc.file_name.as_deref().unwrap_or("document");
+            (
+                doc.file.id.clone(),
+                format!("{chat}_{id}_{}", safe_file_name(original)),
+                "DOCUMENT",
+            )
+        } else {
+            return Ok(String::new());
+        };
+        match self.download(&file_id, &name).await {
+            Ok(path) => Ok(format!("[{marker}:{}]", path.display())),
+            Err(ChannelError::Rejected(why)) => {
+                tracing::warn!("telegram: could not fetch a received file: {why}");
+                Ok(format!(
+                    "(a file was attached but could not be fetched: {why})"
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn download(&self, file_id: &FileId, name: &str) -> Result<PathBuf, ChannelError> {
+        let file = self
+            .bot
+            .get_file(file_id.clone())
+            .into_future()
+            .await
+            .map_err(channel_error)?;
+        let dir = self.settings.workspace.join(INBOX);
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(|e| ChannelError::Other(format!("cannot create {}: {e}", dir.display())))?;
+        // Photos have no name of their own: keep Telegram's extension.
+        let mut name = name.to_string();
+        if !name.contains('.')
+            && let Some(ext) = file.path.rsplit('.').next().filter(|e| *e != file.path)
+        {
+            name = format!("{name}.{}", safe_file_name(ext));
+        }
+        let path = dir.join(name);
+        let mut out = tokio::fs::File::create(&path)
+            .await
+            .map_err(|e| ChannelError::Other(format!("cannot write {}: {e}", path.display())))?;
+        if let Err(e) = self.bot.download_file(&file.path, &mut out).await {
+            drop(out);
+            let _ = tokio::fs::remove_file(&path).await;
+            return Err(download_error(e));
+        }
+        Ok(path)
+    }
+}
