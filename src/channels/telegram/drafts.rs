@@ -111,7 +111,11 @@ impl TelegramChannel {
     ) -> Result<(), ChannelError> {
         let to = Target::parse(recipient, message.thread_ts.as_deref())?;
         let id = parse_message_id(draft_id)?;
-        self.drafts.with(|d| d.remove(&key(to.chat, id)));
+        // The final edit keeps the spacing too.
+        let last = self.drafts.with(|d| d.remove(&key(to.chat, id)));
+        if let Some(last) = last {
+            tokio::time::sleep_until(last.last_edit + self.settings.draft_interval).await;
+        }
         let (text, media) = extract_media(&message.content, &self.settings.workspace);
         let mut parts = split_message(&text, MAX_MESSAGE_UTF16).into_iter();
         match parts.next() {
