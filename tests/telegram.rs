@@ -481,3 +481,55 @@ async fn refused_formatting_falls_back_to_plain_text() {
     assert_eq!((calls[1].status, calls[1].str("parse_mode")), (200, None));
     assert_eq!(calls[1].str("text").as_deref(), Some("**bold** and 1 < 2"));
 }
+
+#[tokio::test]
+async fn a_long_poll_outlasts_the_http_clients_default_timeout() {
+    // teloxide's default client stops any request after 17 s; a 25 s long
+    // poll must not fail at that point.
+    let fake = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(&fake, dir.path(), &["42"]);
+    s.poll_timeout = Duration::from_secs(25);
+    let ch = Arc::new(TelegramChannel::new(s).unwrap());
+    let (mut rx, listener) = listen(&ch, 10);
+    tokio::time::sleep(Duration::from_secs(18)).await;
+    assert!(
+        !listener.is_finished(),
+        "listen ended during a quiet long poll"
+    );
+    // The fake logs a call when it answers: the first poll is still open.
+    assert!(fake.calls_of("getUpdates").is_empty());
+    fake.inject(Incoming::text(42, "late"));
+    assert_eq!(recv(&mut rx).await.content, "late");
+    assert_eq!(
+        fake.calls_of("getUpdates").len(),
+        1,
+        "the same poll delivered it"
+    );
+}
+
+#[tokio::test]
+async fn a_burst_of_200_messages_from_20_users_reaches_the_bus_once_each_in_order() {
+    let fake = FakeTelegram::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ch = channel(&fake, dir.path(), &["*"]);
+    let mut last = 0;
+    for i in 0..200 {
+        last = fake
+            .inject(Incoming::text(100 + i % 20, &format!("message {i}")))
+            .0;
+    }
+    let (mut rx, _listener) = listen(&ch, 100);
+    let mut seen = Vec::new();
+    for _ in 0..200 {
+        seen.push(recv(&mut rx).await);
+    }
+    confirmed(&fake, last).await;
+    assert!(rx.try_recv().is_err(), "nothing twice");
+    for (i, m) in seen.iter().enumerate() {
+        assert_eq!(m.content, format!("message {i}"));
+        assert_eq!(m.sender, (100 + i % 20).to_string());
+    }
+    // More than one batch (Telegram hands out at most 100 updates per poll).
+    assert!(fake.ok_calls_of("getUpdates").len() >= 2);
+}

@@ -15,6 +15,8 @@ pub enum TelegramError {
     NoToken,
     #[error("channels.telegram.api_url `{0}` is not a valid URL")]
     BadApiUrl(String),
+    #[error("cannot set up an HTTP client for Telegram: {0}")]
+    Client(String),
     #[error("cannot use {path}: {source}")]
     State {
         path: std::path::PathBuf,

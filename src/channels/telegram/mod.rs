@@ -25,6 +25,7 @@ mod split;
 use std::collections::HashSet;
 use std::future::IntoFuture;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use teloxide::payloads::{SendChatActionSetters, SetMessageReactionSetters};
 use teloxide::prelude::{Bot, Requester};
@@ -59,7 +60,13 @@ impl TelegramChannel {
             .ok()
             .filter(|u| !u.cannot_be_a_base())
             .ok_or_else(|| TelegramError::BadApiUrl(settings.api_url.clone()))?;
-        let bot = Bot::new(settings.token.expose()).set_api_url(url);
+        // teloxide's default client gives up after 17 s, even on a long poll
+        // (its per-request timeout hint is not applied): leave room for one.
+        let client = teloxide::net::default_reqwest_settings()
+            .timeout(settings.poll_timeout + Duration::from_secs(30))
+            .build()
+            .map_err(|e| TelegramError::Client(e.to_string()))?;
+        let bot = Bot::with_client(settings.token.expose(), client).set_api_url(url);
         let offset = offset::OffsetStore::open(&settings.state_dir)?;
         if settings.allowlist.allows_everyone() {
             tracing::warn!(

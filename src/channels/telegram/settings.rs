@@ -54,3 +54,39 @@ impl TelegramSettings {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::Environment;
+
+    fn config(text: &str, env: &Environment) -> Config {
+        Config::parse(text, Path::new("test.toml"), env).unwrap()
+    }
+
+    #[test]
+    fn built_from_the_config_with_state_under_the_data_dir() {
+        let env = Environment::with_home("/home/u").set("HEARTH_TELEGRAM_TOKEN", "1:abc");
+        let c = config(
+            "[data]\ndir = \"/srv/hearth\"\n[channels.telegram]\nallowed_users = [\"42\"]\nstream_mode = \"partial\"\ndraft_update_interval_ms = 500\nack_reactions = false\n",
+            &env,
+        );
+        let s = TelegramSettings::from_config(&c).unwrap();
+        assert_eq!(s.token.expose(), "1:abc");
+        assert!(s.allowlist.allows(42, None) && !s.allowlist.allows(43, None));
+        assert_eq!(s.stream_mode, StreamMode::Partial);
+        assert_eq!(s.draft_interval, Duration::from_millis(500));
+        assert!(!s.ack_reactions);
+        assert_eq!(s.state_dir, Path::new("/srv/hearth/telegram"));
+        assert_eq!(s.workspace, Path::new("/srv/hearth/workspace"));
+    }
+
+    #[test]
+    fn no_token_is_a_clear_error() {
+        let c = config("", &Environment::with_home("/home/u"));
+        let e = TelegramSettings::from_config(&c).unwrap_err().to_string();
+        assert!(e.contains("HEARTH_TELEGRAM_TOKEN"), "{e}");
+    }
+}
