@@ -312,6 +312,15 @@ async fn drafts_are_edited_at_most_once_per_interval_and_end_with_the_whole_repl
         .unwrap();
     assert!(utf16_len(&shown) <= 4096);
     assert_eq!(format!("{shown} {rest}"), long.trim());
+
+    // The user deleted the draft meanwhile: the reply comes as a new message.
+    let draft = ch.send_draft(&SendMessage::new("42", "…")).await.unwrap();
+    fake.user_deletes(42, draft.parse().unwrap());
+    ch.finalize_draft("42", &draft, &SendMessage::new("42", "still here"))
+        .await
+        .unwrap();
+    let last = fake.ok_calls_of("sendMessage").last().unwrap().str("text");
+    assert_eq!(last.as_deref(), Some("still here"));
 }
 
 #[tokio::test]
@@ -403,6 +412,9 @@ async fn topics_group_mentions_typing_and_reactions() {
     asked.chat_id = Some(group);
     asked.thread_id = Some(77);
     fake.inject(asked);
+    let mut other_bot = Incoming::text(42, &format!("@{BOT_USERNAME}2 not us"));
+    other_bot.chat_id = Some(group);
+    fake.inject(other_bot);
     let mut reply = Incoming::text(42, "and tomorrow?");
     reply.chat_id = Some(group);
     reply.reply_to_bot = Some(1);

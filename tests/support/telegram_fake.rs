@@ -294,6 +294,11 @@ impl FakeTelegram {
             .map(|m| shown_text(&m.text, m.parse_mode.as_deref()))
     }
 
+    /// The user deletes a message of the bot's (edits of it fail from now on).
+    pub fn user_deletes(&self, chat_id: i64, message_id: i64) {
+        self.shared.lock().messages.remove(&(chat_id, message_id));
+    }
+
     /// The next `count` Bot API calls (getUpdates and getMe excepted) answer
     /// 429 with `retry_after` seconds.
     pub fn rate_limit(&self, retry_after: u64, count: u32) {

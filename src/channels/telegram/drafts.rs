@@ -119,7 +119,16 @@ impl TelegramChannel {
         let (text, media) = extract_media(&message.content, &self.settings.workspace);
         let mut parts = split_message(&text, MAX_MESSAGE_UTF16).into_iter();
         match parts.next() {
-            Some(first) => self.edit_part(to.chat, id, &first, true).await?,
+            Some(first) => match self.edit_part(to.chat, id, &first, true).await {
+                // The draft is gone (deleted by the user): the reply still arrives.
+                Err(ChannelError::Rejected(why)) => {
+                    tracing::info!(
+                        "telegram: draft {draft_id} cannot be edited ({why}); sending anew"
+                    );
+                    self.send_text(to, &first).await?;
+                }
+                other => other?,
+            },
             None => self.delete(to.chat, id).await?,
         }
         for part in parts {

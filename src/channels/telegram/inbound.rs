@@ -31,25 +31,45 @@ impl Addressing {
             .reply_to_message()
             .and_then(|r| r.from.as_ref())
             .is_some_and(|u| u.id == self.bot_id);
-        let mention = self
-            .username
+        let mention = self.username.as_ref().map(|u| format!("@{u}"));
+        let found = mention
             .as_ref()
-            .map(|u| format!("@{u}").to_lowercase());
-        let lower = text.to_lowercase();
-        let at = mention
-            .as_ref()
-            .and_then(|m| lower.find(m.as_str()).map(|i| (i, m.len())));
-        match at {
-            // Lower-casing keeps ASCII usernames' byte offsets.
-            Some((i, len)) if text.is_char_boundary(i) && text.is_char_boundary(i + len) => Some(
-                format!("{}{}", &text[..i], &text[i + len..])
-                    .trim()
-                    .to_string(),
-            ),
-            _ if replied => Some(text.trim().to_string()),
-            _ => None,
+            .and_then(|m| find_mention(text, m).map(|i| (i, m.len())));
+        match found {
+            Some((i, len)) => {
+                let rest = format!("{}{}", &text[..i], &text[i + len..]);
+                Some(self.strip_command_suffix(rest.trim()))
+            }
+            None if replied => Some(self.strip_command_suffix(text.trim())),
+            None => None,
         }
     }
+
+    /// `/new@this_bot args` → `/new args`; other text unchanged.
+    pub fn strip_command_suffix(&self, text: &str) -> String {
+        let (Some(name), true) = (&self.username, text.starts_with('/')) else {
+            return text.to_string();
+        };
+        let (command, rest) = text.split_at(text.find(char::is_whitespace).unwrap_or(text.len()));
+        match command.split_once('@') {
+            Some((cmd, bot)) if bot.eq_ignore_ascii_case(name) => format!("{cmd}{rest}"),
+            _ => text.to_string(),
+        }
+    }
+}
+
+/// Where `@name` occurs in `text` as a whole name (any case).
+fn find_mention(text: &str, mention: &str) -> Option<usize> {
+    text.char_indices().map(|(i, _)| i).find(|&i| {
+        let here = text
+            .get(i..i + mention.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(mention));
+        let whole = text
+            .get(i + mention.len()..)
+            .and_then(|after| after.chars().next())
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        here && whole
+    })
 }
 
 impl TelegramChannel {
@@ -121,5 +141,24 @@ impl TelegramChannel {
             return Err(download_error(e));
         }
         Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_addressed_to_this_bot_lose_the_suffix() {
+        let a = Addressing {
+            bot_id: UserId(1),
+            username: Some("hearth_bot".into()),
+        };
+        assert_eq!(a.strip_command_suffix("/new@Hearth_Bot now"), "/new now");
+        assert_eq!(a.strip_command_suffix("/new@other_bot"), "/new@other_bot");
+        assert_eq!(
+            a.strip_command_suffix("mail me@hearth_bot"),
+            "mail me@hearth_bot"
+        );
     }
 }

@@ -19,8 +19,13 @@ use super::inbound::Addressing;
 use super::outbound::Target;
 use crate::channels::{ChannelError, ChannelMessage};
 
-/// The bus closed: the daemon is stopping.
-struct BusClosed;
+/// What became of one update.
+enum Handled {
+    /// On the bus, or deliberately dropped: acknowledge it.
+    Done,
+    /// The bus closed: the daemon is stopping.
+    BusClosed,
+}
 
 impl TelegramChannel {
     pub(super) async fn poll(&self, tx: mpsc::Sender<ChannelMessage>) -> Result<(), ChannelError> {
@@ -71,7 +76,7 @@ impl TelegramChannel {
                 if id < offset.next() {
                     continue;
                 }
-                if self.handle(update, &addressing, &tx).await?.is_err() {
+                if let Handled::BusClosed = self.handle(update, &addressing, &tx).await? {
                     return Ok(());
                 }
                 offset.confirm(id).map_err(|e| {
@@ -82,13 +87,12 @@ impl TelegramChannel {
     }
 
     /// Pushes what `update` carries onto the bus, if anything.
-    /// `Ok(Err(BusClosed))` when the bus is gone.
     async fn handle(
         &self,
         update: Update,
         addressing: &Addressing,
         tx: &mpsc::Sender<ChannelMessage>,
-    ) -> Result<Result<(), BusClosed>, ChannelError> {
+    ) -> Result<Handled, ChannelError> {
         let message = match update.kind {
             UpdateKind::Message(m) => m,
             other => {
@@ -96,13 +100,16 @@ impl TelegramChannel {
                     update = update.id.0,
                     "telegram: ignoring an update of another kind: {other:?}"
                 );
-                return Ok(Ok(()));
+                return Ok(Handled::Done);
             }
         };
         let Some(incoming) = self.accept(&message, addressing).await? else {
-            return Ok(Ok(()));
+            return Ok(Handled::Done);
         };
-        Ok(tx.send(incoming).await.map_err(|_| BusClosed))
+        Ok(match tx.send(incoming).await {
+            Ok(()) => Handled::Done,
+            Err(_) => Handled::BusClosed,
+        })
     }
 
     /// The message for the bus, or `None` for one that is not for us.
@@ -132,7 +139,7 @@ impl TelegramChannel {
                 }
             }
         } else {
-            raw_text.trim().to_string()
+            addressing.strip_command_suffix(raw_text.trim())
         };
         if !self
             .settings
