@@ -321,6 +321,12 @@ async fn drafts_are_edited_at_most_once_per_interval_and_end_with_the_whole_repl
         .unwrap();
     let last = fake.ok_calls_of("sendMessage").last().unwrap().str("text");
     assert_eq!(last.as_deref(), Some("still here"));
+
+    // A cancelled reply takes its draft away.
+    let draft = ch.send_draft(&SendMessage::new("42", "…")).await.unwrap();
+    ch.cancel_draft("42", &draft).await.unwrap();
+    assert_eq!(fake.ok_calls_of("deleteMessage").len(), 1);
+    assert_eq!(fake.message_text(42, draft.parse().unwrap()), None);
 }
 
 #[tokio::test]
