@@ -8,7 +8,9 @@
 mod channel;
 mod error;
 mod message;
+pub mod telegram;
 
 pub use channel::{Channel, ChannelPolicy};
 pub use error::ChannelError;
 pub use message::{ChannelMessage, SendMessage};
+pub use telegram::TelegramChannel;

@@ -9,6 +9,7 @@ mod cron_cmd;
 mod doctor;
 mod logging;
 mod memory_cmd;
+mod service;
 mod startup;
 mod tools_cmd;
 
@@ -87,6 +88,24 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Run hearth in the background as a systemd user service.
+    Service {
+        #[command(subcommand)]
+        command: ServiceCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Write ~/.config/systemd/user/hearth.service (runs `hearth daemon`) and enable it.
+    Install {
+        /// Print the unit instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// Write the unit but do not call systemctl.
+        #[arg(long)]
+        no_enable: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,6 +144,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             logging::init(cli.verbose, "warn");
             config_check::run(path.as_deref().or(cli.config.as_deref()), &env)
+        }
+        Command::Service {
+            command: ServiceCommand::Install { print, no_enable },
+        } => {
+            logging::init(cli.verbose, "warn");
+            service::install(&env, cli.config.as_deref(), print, !no_enable)
         }
         Command::Tools { command } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

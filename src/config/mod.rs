@@ -17,6 +17,7 @@ mod raw;
 mod render;
 mod scheduler;
 mod secret;
+mod telegram;
 
 use std::path::PathBuf;
 
@@ -28,6 +29,7 @@ pub use lms::{
 pub use memory::MemoryConfig;
 pub use scheduler::SchedulerConfig;
 pub use secret::Secret;
+pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
 
 /// Where the configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,11 +180,6 @@ pub struct GenerationConfig {
     /// Fixed sampling seed; `None` draws a new one per reply.
     pub seed: Option<u32>,
     pub system_prompt: String,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct TelegramConfig {
-    pub bot_token: Option<Secret>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -438,14 +435,7 @@ impl Config {
                 .or(file.filter(|s| !s.is_empty()))
                 .map(Secret::new)
         };
-        let telegram = TelegramConfig {
-            bot_token: secret(
-                "HEARTH_TELEGRAM_TOKEN",
-                raw.channels
-                    .and_then(|c| c.telegram)
-                    .and_then(|t| t.bot_token),
-            ),
-        };
+        let telegram = TelegramConfig::from_raw(raw.channels.and_then(|c| c.telegram), env)?;
         let lms = LmsConfig::from_raw(raw.lms, env)?;
         let openai = OpenAiConfig {
             api_key: secret(

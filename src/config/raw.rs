@@ -7,6 +7,8 @@
 
 use serde::Deserialize;
 
+pub use super::telegram::RawTelegram;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
@@ -81,12 +83,6 @@ pub struct RawLog {
 #[serde(deny_unknown_fields)]
 pub struct RawChannels {
     pub telegram: Option<RawTelegram>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTelegram {
-    pub bot_token: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

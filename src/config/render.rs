@@ -89,11 +89,7 @@ impl Config {
         let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
         self.memory.render(&mut out);
         self.scheduler.render(&mut out);
-        let _ = writeln!(
-            out,
-            "[channels.telegram]\n{}\n",
-            secret_line("bot_token", &self.telegram.bot_token)
-        );
+        let _ = writeln!(out, "{}", self.telegram.render());
         let _ = writeln!(
             out,
             "[providers.openai]\n{}\n",

@@ -1,0 +1,211 @@
+//! Long polling: `getUpdates` with a persisted offset, updates turned into
+//! [`ChannelMessage`]s, strangers refused.
+//!
+//! Each update is acknowledged (the offset raised and saved) only after it
+//! was pushed onto the bus or deliberately dropped, so a crash or a network
+//! failure replays at most the update in hand, and a restart loses nothing.
+
+use std::future::IntoFuture;
+
+use teloxide::RequestError;
+use teloxide::payloads::GetUpdatesSetters;
+use teloxide::prelude::Requester;
+use teloxide::types::{AllowedUpdate, Message, Update, UpdateKind};
+use tokio::sync::mpsc;
+
+use super::TelegramChannel;
+use super::error::channel_error;
+use super::inbound::Addressing;
+use super::outbound::Target;
+use crate::channels::{ChannelError, ChannelMessage};
+
+/// What became of one update.
+enum Handled {
+    /// On the bus, or deliberately dropped: acknowledge it.
+    Done,
+    /// The bus closed: the daemon is stopping.
+    BusClosed,
+}
+
+impl TelegramChannel {
+    pub(super) async fn poll(&self, tx: mpsc::Sender<ChannelMessage>) -> Result<(), ChannelError> {
+        // One listener at a time per channel; the offset is its state.
+        let mut offset = self.offset.lock().await;
+        self.bot
+            .delete_webhook()
+            .into_future()
+            .await
+            .map_err(channel_error)?;
+        let me = self
+            .bot
+            .get_me()
+            .into_future()
+            .await
+            .map_err(channel_error)?;
+        let addressing = Addressing {
+            bot_id: me.user.id,
+            username: me.user.username.clone(),
+        };
+        tracing::info!(
+            "telegram: listening as @{} from update {}",
+            addressing.username.as_deref().unwrap_or("?"),
+            offset.next()
+        );
+        let timeout = self.settings.poll_timeout.as_secs().min(u32::MAX as u64) as u32;
+        loop {
+            if tx.is_closed() {
+                return Ok(());
+            }
+            let request = self
+                .bot
+                .get_updates()
+                .offset(offset.next().clamp(0, i32::MAX as i64) as i32)
+                .timeout(timeout)
+                .allowed_updates([AllowedUpdate::Message]);
+            let updates = match request.into_future().await {
+                Ok(updates) => updates,
+                Err(RequestError::RetryAfter(wait)) => {
+                    tracing::warn!("telegram: getUpdates rate-limited for {}s", wait.seconds());
+                    tokio::time::sleep(wait.duration()).await;
+                    continue;
+                }
+                Err(e) => return Err(channel_error(e)),
+            };
+            for update in updates {
+                let id = i64::from(update.id.0);
+                if id < offset.next() {
+                    continue;
+                }
+                if let Handled::BusClosed = self.handle(update, &addressing, &tx).await? {
+                    return Ok(());
+                }
+                offset.confirm(id).map_err(|e| {
+                    ChannelError::Other(format!("cannot save the Telegram update offset: {e}"))
+                })?;
+            }
+        }
+    }
+
+    /// Pushes what `update` carries onto the bus, if anything.
+    async fn handle(
+        &self,
+        update: Update,
+        addressing: &Addressing,
+        tx: &mpsc::Sender<ChannelMessage>,
+    ) -> Result<Handled, ChannelError> {
+        let message = match update.kind {
+            UpdateKind::Message(m) => m,
+            other => {
+                tracing::debug!(
+                    update = update.id.0,
+                    "telegram: ignoring an update of another kind: {other:?}"
+                );
+                return Ok(Handled::Done);
+            }
+        };
+        let Some(incoming) = self.accept(&message, addressing).await? else {
+            return Ok(Handled::Done);
+        };
+        Ok(match tx.send(incoming).await {
+            Ok(()) => Handled::Done,
+            Err(_) => Handled::BusClosed,
+        })
+    }
+
+    /// The message for the bus, or `None` for one that is not for us.
+    async fn accept(
+        &self,
+        message: &Message,
+        addressing: &Addressing,
+    ) -> Result<Option<ChannelMessage>, ChannelError> {
+        let Some(user) = message.from.as_ref() else {
+            tracing::debug!("telegram: ignoring a message without a sender");
+            return Ok(None);
+        };
+        if user.is_bot {
+            return Ok(None);
+        }
+        let group = message.chat.is_group() || message.chat.is_supergroup();
+        let raw_text = message.text().or(message.caption()).unwrap_or_default();
+        let text = if group && self.settings.mention_only {
+            match addressing.strip(message, raw_text) {
+                Some(text) => text,
+                None => {
+                    tracing::debug!(
+                        chat = message.chat.id.0,
+                        "telegram: group message not addressed to the bot"
+                    );
+                    return Ok(None);
+                }
+            }
+        } else {
+            addressing.strip_command_suffix(raw_text.trim())
+        };
+        if !self
+            .settings
+            .allowlist
+            .allows(user.id.0, user.username.as_deref())
+        {
+            self.refuse(message, user.id.0, user.username.as_deref())
+                .await;
+            return Ok(None);
+        }
+        let media = self.receive_media(message).await?;
+        let content = match (media.is_empty(), text.is_empty()) {
+            (true, true) => {
+                tracing::debug!(
+                    message = message.id.0,
+                    "telegram: ignoring a message with neither text nor a photo or document"
+                );
+                return Ok(None);
+            }
+            (true, false) => text,
+            (false, true) => media,
+            (false, false) => format!("{media}\n{text}"),
+        };
+        let chat = message.chat.id.0;
+        let thread = message.thread_id.map(|t| t.0.0.to_string());
+        Ok(Some(ChannelMessage {
+            id: format!("{chat}:{}", message.id.0),
+            sender: user.id.0.to_string(),
+            reply_target: chat.to_string(),
+            content,
+            channel: "telegram".to_string(),
+            timestamp: message.date.timestamp().max(0) as u64,
+            interruption_scope_id: Some(match &thread {
+                Some(t) => format!("{chat}:{t}"),
+                None => chat.to_string(),
+            }),
+            thread_ts: thread,
+        }))
+    }
+
+    /// One polite refusal per stranger (per run), showing the id to allow.
+    async fn refuse(&self, message: &Message, user_id: u64, username: Option<&str>) {
+        tracing::warn!(
+            user_id,
+            username = username.unwrap_or(""),
+            chat = message.chat.id.0,
+            "telegram: message from a user not in allowed_users dropped"
+        );
+        let first_time = self
+            .refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(user_id);
+        if !first_time {
+            return;
+        }
+        let to = Target {
+            chat: message.chat.id,
+            thread: message.thread_id,
+        };
+        let text = format!(
+            "Sorry, this is a private assistant and I can only talk to people its owner has allowed.\n\
+             Your Telegram user id is {user_id}. If you know the owner, ask them to add it to allowed_users."
+        );
+        if let Err(e) = self.post(to, &text, None).await {
+            tracing::warn!("telegram: could not send the refusal to {user_id}: {e}");
+        }
+    }
+}

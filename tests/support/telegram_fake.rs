@@ -1,0 +1,342 @@
+//! A fake Telegram Bot API server (axum on 127.0.0.1:0) for tests.
+//!
+//! It speaks the real protocol (`/bot<token>/<method>`, JSON or multipart in,
+//! `{"ok":…}` out) for what hearth uses: getMe, getWebhookInfo, deleteWebhook,
+//! getUpdates (offset, long-poll timeout), sendMessage, editMessageText,
+//! deleteMessage, sendChatAction, setMessageReaction, sendPhoto, sendDocument,
+//! sendVoice, getFile and file downloads. It checks what Telegram checks
+//! (text length in UTF-16 units, HTML well-formedness, allowed reaction
+//! emoji, unchanged edits) and can misbehave on demand: a 429 with
+//! `retry_after` for the next K calls, a 502 "down" mode, refused entities.
+//!
+//! Tests inject user messages with [`FakeTelegram::inject`] and read what the
+//! bot did, in order, with [`FakeTelegram::calls`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::{any, get};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+mod server;
+
+pub use server::{shown_text, visible};
+
+pub const BOT_ID: i64 = 999_000;
+pub const BOT_USERNAME: &str = "hearth_test_bot";
+pub const TOKEN: &str = "123456:TEST-token";
+
+/// One request the bot made.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub method: String,
+    /// JSON fields; for multipart, text fields as strings and each file as
+    /// `{"file_name": …, "size": …}`.
+    pub params: Value,
+    /// The HTTP status the fake answered.
+    pub status: u16,
+    pub at: Instant,
+}
+
+impl Call {
+    pub fn str(&self, key: &str) -> Option<String> {
+        match self.params.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+
+    pub fn i64(&self, key: &str) -> Option<i64> {
+        match self.params.get(key)? {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn ok(&self) -> bool {
+        self.status == 200
+    }
+}
+
+/// A user message to inject.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    pub user_id: i64,
+    pub username: Option<String>,
+    /// Defaults to the user's private chat (same id as the user).
+    pub chat_id: Option<i64>,
+    pub text: Option<String>,
+    pub thread_id: Option<i64>,
+    /// A photo's bytes (served through getFile).
+    pub photo: Option<Vec<u8>>,
+    /// A document's name and bytes.
+    pub document: Option<(String, Vec<u8>)>,
+    pub caption: Option<String>,
+    /// The message replies to this message of the bot.
+    pub reply_to_bot: Option<i64>,
+}
+
+impl Incoming {
+    pub fn text(user_id: i64, text: &str) -> Self {
+        Self {
+            user_id,
+            username: None,
+            chat_id: None,
+            text: Some(text.to_string()),
+            thread_id: None,
+            photo: None,
+            document: None,
+            caption: None,
+            reply_to_bot: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Stored {
+    text: String,
+    parse_mode: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub method: String,
+    pub chat_id: i64,
+    pub file_name: String,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Updates not yet confirmed, in id order.
+    updates: Vec<Value>,
+    next_update_id: i64,
+    next_message_id: i64,
+    calls: Vec<Call>,
+    messages: HashMap<(i64, i64), Stored>,
+    /// file_id → (file_path, bytes)
+    files: HashMap<String, (String, Vec<u8>)>,
+    uploads: Vec<Upload>,
+    /// (retry_after seconds, calls left to refuse)
+    rate_limit: Option<(u64, u32)>,
+    down: bool,
+    reject_entities: bool,
+    /// The highest offset a getUpdates asked for.
+    confirmed: i64,
+}
+
+struct Shared {
+    inner: Mutex<Inner>,
+    news: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The running fake; it stops when dropped.
+pub struct FakeTelegram {
+    /// The base URL to give the channel as `api_url`.
+    pub url: String,
+    shared: Arc<Shared>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FakeTelegram {
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner {
+                next_update_id: 1000,
+                next_message_id: 1,
+                ..Inner::default()
+            }),
+            news: Notify::new(),
+        });
+        let app = Router::new()
+            .route("/file/{bot}/{*path}", get(server::download))
+            .route("/{bot}/{method}", any(server::method))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url: format!("http://{addr}"),
+            shared,
+            server,
+        }
+    }
+
+    /// Queues a user message as an update; returns (update id, message id).
+    pub fn inject(&self, m: Incoming) -> (i64, i64) {
+        let mut s = self.shared.lock();
+        let update_id = s.next_update_id;
+        s.next_update_id += 1;
+        let message_id = s.next_message_id;
+        s.next_message_id += 1;
+        let chat_id = m.chat_id.unwrap_or(m.user_id);
+        let mut from = json!({"id": m.user_id, "is_bot": false, "first_name": "User"});
+        if let Some(u) = &m.username {
+            from["username"] = json!(u);
+        }
+        let chat = if chat_id < 0 {
+            json!({"id": chat_id, "type": "supergroup", "title": "Group", "is_forum": m.thread_id.is_some()})
+        } else {
+            json!({"id": chat_id, "type": "private", "first_name": "User"})
+        };
+        let mut msg = json!({
+            "message_id": message_id,
+            "date": 1_700_000_000,
+            "chat": chat,
+            "from": from,
+        });
+        if let Some(t) = &m.text {
+            msg["text"] = json!(t);
+        }
+        if let Some(t) = m.thread_id {
+            msg["message_thread_id"] = json!(t);
+            msg["is_topic_message"] = json!(true);
+        }
+        if let Some(c) = &m.caption {
+            msg["caption"] = json!(c);
+        }
+        if let Some(bytes) = m.photo {
+            let small = add_file(
+                &mut s,
+                "photos/small.jpg",
+                bytes[..bytes.len().min(4)].to_vec(),
+            );
+            let big = add_file(&mut s, &format!("photos/file_{message_id}.jpg"), bytes);
+            msg["photo"] = json!([
+                {"file_id": small, "file_unique_id": format!("u{small}"), "width": 90, "height": 90},
+                {"file_id": big, "file_unique_id": format!("u{big}"), "width": 1280, "height": 960},
+            ]);
+        }
+        if let Some((name, bytes)) = m.document {
+            let id = add_file(&mut s, &format!("documents/file_{message_id}"), bytes);
+            msg["document"] =
+                json!({"file_id": id, "file_unique_id": format!("u{id}"), "file_name": name});
+        }
+        if let Some(bot_msg) = m.reply_to_bot {
+            msg["reply_to_message"] = json!({
+                "message_id": bot_msg, "date": 1_700_000_000, "chat": msg["chat"].clone(),
+                "from": {"id": BOT_ID, "is_bot": true, "first_name": "hearth", "username": BOT_USERNAME},
+                "text": "earlier reply",
+            });
+        }
+        s.updates
+            .push(json!({"update_id": update_id, "message": msg}));
+        drop(s);
+        self.shared.news.notify_waiters();
+        (update_id, message_id)
+    }
+
+    /// Queues any update body (e.g. `{"edited_message": …}`); returns its id.
+    pub fn inject_raw(&self, mut body: Value) -> i64 {
+        let mut s = self.shared.lock();
+        let id = s.next_update_id;
+        s.next_update_id += 1;
+        body["update_id"] = json!(id);
+        s.updates.push(body);
+        drop(s);
+        self.shared.news.notify_waiters();
+        id
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.shared.lock().calls.clone()
+    }
+
+    pub fn calls_of(&self, method: &str) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| c.method == method)
+            .collect()
+    }
+
+    /// The successful calls of `method`.
+    pub fn ok_calls_of(&self, method: &str) -> Vec<Call> {
+        self.calls_of(method).into_iter().filter(Call::ok).collect()
+    }
+
+    /// Files the bot uploaded.
+    pub fn uploads(&self) -> Vec<Upload> {
+        self.shared.lock().uploads.clone()
+    }
+
+    /// The current text of a message the bot sent, as a reader sees it.
+    pub fn message_text(&self, chat_id: i64, message_id: i64) -> Option<String> {
+        self.shared
+            .lock()
+            .messages
+            .get(&(chat_id, message_id))
+            .map(|m| shown_text(&m.text, m.parse_mode.as_deref()))
+    }
+
+    /// The user deletes a message of the bot's (edits of it fail from now on).
+    pub fn user_deletes(&self, chat_id: i64, message_id: i64) {
+        self.shared.lock().messages.remove(&(chat_id, message_id));
+    }
+
+    /// The next `count` Bot API calls (getUpdates and getMe excepted) answer
+    /// 429 with `retry_after` seconds.
+    pub fn rate_limit(&self, retry_after: u64, count: u32) {
+        self.shared.lock().rate_limit = Some((retry_after, count));
+    }
+
+    /// Down: every call answers 502 with an HTML page, as a broken proxy does.
+    pub fn set_down(&self, down: bool) {
+        self.shared.lock().down = down;
+        self.shared.news.notify_waiters();
+    }
+
+    /// Refuse every message sent with a parse_mode ("can't parse entities").
+    pub fn reject_entities(&self, reject: bool) {
+        self.shared.lock().reject_entities = reject;
+    }
+
+    /// The offset of the latest getUpdates (updates below it are confirmed).
+    pub fn confirmed_offset(&self) -> i64 {
+        self.shared.lock().confirmed
+    }
+
+    /// Waits until at least `count` successful calls of `method` were made.
+    pub async fn wait_for(&self, method: &str, count: usize, within: Duration) -> Vec<Call> {
+        let deadline = Instant::now() + within;
+        loop {
+            let calls = self.ok_calls_of(method);
+            if calls.len() >= count {
+                return calls;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {count} {method} calls; got {}: {:?}",
+                calls.len(),
+                self.calls().iter().map(|c| &c.method).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn add_file(s: &mut Inner, path: &str, bytes: Vec<u8>) -> String {
+    let id = format!("file{}", s.files.len() + 1);
+    s.files.insert(id.clone(), (path.to_string(), bytes));
+    id
+}
