@@ -8,6 +8,7 @@
 //! `$HEARTH_CONFIG`, then `~/.config/hearth/config.toml`, else the built-in
 //! defaults, which work out of the box with the model that `make chat` fetches.
 
+mod daemon;
 mod environment;
 mod error;
 mod load;
@@ -17,6 +18,7 @@ mod secret;
 
 use std::path::PathBuf;
 
+pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use secret::Secret;
@@ -41,6 +43,8 @@ pub struct Config {
     pub log_level: String,
     pub telegram: TelegramConfig,
     pub openai: OpenAiConfig,
+    pub daemon: DaemonConfig,
+    pub routing: RoutingConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -396,6 +400,8 @@ impl Config {
             ),
         };
 
+        let (daemon, routing) = daemon::validate(raw.daemon, raw.routing)?;
+
         Ok(Self {
             source,
             model,
@@ -406,6 +412,8 @@ impl Config {
             log_level,
             telegram,
             openai,
+            daemon,
+            routing,
         })
     }
 }

@@ -18,6 +18,8 @@ pub struct RawConfig {
     pub log: Option<RawLog>,
     pub channels: Option<RawChannels>,
     pub providers: Option<RawProviders>,
+    pub daemon: Option<super::daemon::RawDaemon>,
+    pub routing: Option<super::daemon::RawRouting>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -88,6 +88,8 @@ impl Config {
             "[providers.openai]\n{}",
             secret_line("api_key", &self.openai.api_key)
         );
+        out.push('\n');
+        super::daemon::render(&mut out, &self.daemon, &self.routing);
         out
     }
 }
