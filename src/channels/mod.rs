@@ -7,8 +7,10 @@
 
 mod channel;
 mod error;
+pub mod in_memory;
 mod message;
 
 pub use channel::{Channel, ChannelPolicy};
 pub use error::ChannelError;
+pub use in_memory::{ChannelEvent, InMemoryChannel};
 pub use message::{ChannelMessage, SendMessage};
