@@ -5,6 +5,7 @@ pub mod bench;
 mod chat;
 mod config_check;
 mod conversation;
+mod daemon;
 mod doctor;
 mod logging;
 mod startup;
@@ -50,6 +51,8 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
     },
+    /// Run the assistant: every configured channel, until SIGINT/SIGTERM.
+    Daemon,
     /// Check this machine, the config and the model, one line each.
     Doctor,
     /// Measure speed and what the KV cache saves; prints a table, writes JSON.
@@ -133,6 +136,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
             bench::run(&config, &json, speed_only).await
+        }
+        Command::Daemon => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            daemon::run(config, &env).await
         }
         Command::Ask { question, session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

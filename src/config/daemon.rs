@@ -229,8 +229,7 @@ pub(super) fn render(out: &mut String, daemon: &DaemonConfig, routing: &RoutingC
 /// A bare TOML key where it may be one, else quoted.
 fn key(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
         s.to_string()
@@ -250,7 +249,11 @@ mod tests {
     use crate::config::{Config, Environment};
 
     fn parse(text: &str) -> Result<Config, crate::config::ConfigError> {
-        Config::parse(text, Path::new("/c.toml"), &Environment::with_home("/home/u"))
+        Config::parse(
+            text,
+            Path::new("/c.toml"),
+            &Environment::with_home("/home/u"),
+        )
     }
 
     #[test]
@@ -265,7 +268,10 @@ mod tests {
         assert_eq!(rule.provider, "local");
         assert_eq!(rule.model.as_deref(), Some("coder"));
         let shown = c.render();
-        assert!(shown.contains("[[routing.rules]]\nhint = \"code\""), "{shown}");
+        assert!(
+            shown.contains("[[routing.rules]]\nhint = \"code\""),
+            "{shown}"
+        );
         assert!(shown.contains("coder = \"qwen.gguf\""), "{shown}");
     }
 
