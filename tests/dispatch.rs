@@ -48,6 +48,22 @@ async fn two_senders_are_answered_at_the_same_time() {
     daemon.stop().await;
 }
 
+/// Holds the first message in its received hook for 5 s, before its user
+/// turn is saved: a second message that did not wait for the first to end
+/// would save its turn first.
+struct SlowStart;
+
+impl Hook for SlowStart {
+    fn on_message_received(&self, m: ChannelMessage) -> BoxFuture<'_, HookAction<ChannelMessage>> {
+        Box::pin(async move {
+            if m.content == "book a table" {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            HookAction::Continue(m)
+        })
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_second_message_interrupts_the_first_and_history_merges_them() {
     let home = tempfile::tempdir().unwrap();
@@ -55,10 +71,10 @@ async fn a_second_message_interrupts_the_first_and_history_merges_them() {
     let data_dir = cfg.data_dir.clone();
     let provider = SlowEcho::new("echo", Duration::from_secs(10));
     let channel = Arc::new(InMemoryChannel::new("mem"));
-    let (daemon, mut rx) = start(builder(cfg, local(provider.clone())), channel.clone());
-    let started = provider.started.notified();
+    let b = builder(cfg, local(provider.clone())).hook(Arc::new(SlowStart));
+    let (daemon, mut rx) = start(b, channel.clone());
     let first = channel.inject_text("ada", "book a table");
-    started.await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let second = channel.inject_text("ada", "for two people");
     let done = reports(&mut rx, 2).await;
     let by_id: HashMap<_, _> = done
@@ -73,9 +89,10 @@ async fn a_second_message_interrupts_the_first_and_history_merges_them() {
         ["echo: book a table\n\nfor two people"]
     );
     let requests = provider.requests();
-    let last = requests.last().unwrap();
+    assert_eq!(requests.len(), 1, "the first never reached the model");
     assert_eq!(
-        last.messages
+        requests[0]
+            .messages
             .iter()
             .filter(|m| m.role == Role::User)
             .count(),
@@ -98,6 +115,31 @@ async fn a_second_message_interrupts_the_first_and_history_merges_them() {
             (Role::Assistant, "echo: book a table\n\nfor two people")
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_reply_in_progress_is_cut_off() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    let started = provider.started.notified();
+    let t0 = tokio::time::Instant::now();
+    channel.inject_text("ada", "one");
+    started.await;
+    channel.inject_text("ada", "two");
+    let done = reports(&mut rx, 2).await;
+    assert_eq!(done[0].outcome, Outcome::Superseded);
+    assert_eq!(done[1].outcome, Outcome::Replied);
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "the first ran to its end"
+    );
+    assert_eq!(texts(&channel, "ada"), ["echo: one\n\ntwo"]);
+    daemon.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
