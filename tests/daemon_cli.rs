@@ -47,7 +47,10 @@ fn sigterm_stops_the_daemon_with_exit_0() {
     });
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !seen.iter().any(|l: &String| l.contains("listening on loopback")) {
+    while !seen
+        .iter()
+        .any(|l: &String| l.contains("listening on loopback"))
+    {
         let line = rx
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
             .unwrap_or_else(|_| panic!("the daemon did not start: {seen:?}"));

@@ -30,8 +30,11 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     let preload = models.clone();
     let model_file = config.model.path.clone();
     tokio::spawn(async move {
-        if let Err(e) = preload.ensure(&model_file).await {
-            tracing::error!(error = %e, "cannot load the model; replies will fail until it loads");
+        match preload.ensure(&model_file).await {
+            Ok(_) => tracing::info!(model = model_file, "model loaded"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot load the model; replies will fail until it loads")
+            }
         }
     });
     let names: Vec<String> = runtime.channels().map(|c| c.name().to_string()).collect();
