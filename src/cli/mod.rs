@@ -37,9 +37,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Talk to the local model; replies stream as they are generated.
+    /// Talk to the assistant (history, commands and tools); replies stream as they are written.
     Chat {
-        /// Continue (and save) a named conversation.
+        /// The conversation to continue (default: `default`).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
     },
@@ -130,7 +130,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
-            chat::run(&config, session).await
+            chat::run(&config, &env, session).await
         }
         Command::Bench { json, speed_only } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

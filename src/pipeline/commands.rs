@@ -46,7 +46,9 @@ impl Runtime {
             Command::New => {
                 self.chosen_models().remove(key);
                 match self.sessions.clear(key) {
-                    Ok(()) => "Started a new conversation.".to_string(),
+                    Ok(()) => {
+                        "(new conversation) I have forgotten our earlier messages.".to_string()
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "cannot clear history");
                         "I could not forget this conversation: the history store failed."
