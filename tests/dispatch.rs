@@ -284,7 +284,9 @@ async fn hooks_cancel_and_modify() {
     let home = tempfile::tempdir().unwrap();
     let provider = SlowEcho::new("echo", Duration::from_millis(10));
     let channel = Arc::new(InMemoryChannel::new("mem"));
-    let b = builder(config(home.path()), local(provider.clone())).hook(Arc::new(Moderator));
+    let cfg = config(home.path());
+    let data_dir = cfg.data_dir.clone();
+    let b = builder(cfg, local(provider.clone())).hook(Arc::new(Moderator));
     let (daemon, mut rx) = start(b, channel.clone());
     channel.inject_text("ada", "buy spam now");
     assert_eq!(
@@ -305,6 +307,11 @@ async fn hooks_cancel_and_modify() {
     );
     assert!(texts(&channel, "bob").is_empty());
     daemon.stop().await;
+    let bob = HistoryStore::open(&HistoryStore::path_in(&data_dir))
+        .unwrap()
+        .load("mem_bob_bob", 50)
+        .unwrap();
+    assert_eq!(bob.len(), 1, "a withheld reply is not saved: {bob:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -117,15 +117,19 @@ impl Runtime {
                 } else {
                     text
                 };
+                let outcome = self
+                    .reply(channel, message, draft, text.clone(), Outcome::Replied)
+                    .await;
+                if matches!(outcome, Outcome::HookCancelled(_)) {
+                    return outcome;
+                }
+                // Saved even when delivery failed: the model did answer.
                 if let Err(e) = self
                     .sessions
                     .append(key, &[ChatMessage::assistant(text.clone())])
                 {
                     tracing::error!(error = %e, "cannot save the reply");
                 }
-                let outcome = self
-                    .reply(channel, message, draft, text.clone(), Outcome::Replied)
-                    .await;
                 self.memory.after_turn(message, &text).await;
                 outcome
             }
