@@ -626,3 +626,113 @@ async fn background_jobs_deliver_and_run_prompts() {
     );
     daemon.stop().await;
 }
+
+/// Remembers one fact and notes every turn.
+#[derive(Default)]
+struct FactMemory {
+    turns: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+impl hearth::memory::TurnMemory for FactMemory {
+    fn recall_context<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { Some("Ada prefers tea.".to_string()) })
+    }
+
+    fn on_user_message<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    fn after_turn<'a>(&'a self, m: &'a ChannelMessage, reply: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.turns
+                .lock()
+                .unwrap()
+                .push((m.content.clone(), reply.to_string()));
+        })
+    }
+}
+
+/// Says which chat its call came from.
+struct WhereAmI;
+
+impl hearth::tools::Tool for WhereAmI {
+    fn name(&self) -> &str {
+        "where_am_i"
+    }
+
+    fn description(&self) -> &str {
+        "Which chat this is."
+    }
+
+    fn schema(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {}})
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _args: serde_json::Value,
+        ctx: &'a hearth::tools::ToolContext,
+    ) -> BoxFuture<'a, hearth::tools::ToolResult> {
+        Box::pin(async move {
+            match &ctx.origin {
+                Some(o) => hearth::tools::ToolResult::ok(format!(
+                    "origin {}/{}/{}",
+                    o.channel, o.reply_target, o.sender
+                )),
+                None => hearth::tools::ToolResult::error("no origin"),
+            }
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn memory_context_rides_the_user_turn_and_tools_know_the_chat() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = config(home.path());
+    let data_dir = cfg.data_dir.clone();
+    let scripted = Arc::new(ScriptedProvider::new([
+        "<tool_call>{\"name\": \"where_am_i\", \"arguments\": {}}</tool_call>",
+        "You are in a chat.",
+    ]));
+    let memory = Arc::new(FactMemory::default());
+    let mut registry = hearth::tools::ToolRegistry::default();
+    registry.register(Box::new(WhereAmI));
+    let b = builder(cfg, local(scripted.clone()))
+        .memory(memory.clone())
+        .tools(Arc::new(registry));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(b, channel.clone());
+    channel.inject_text("ada", "what do I drink?");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    daemon.stop().await;
+    let requests = scripted.requests();
+    let first_user = last_user(&requests[0]);
+    assert!(first_user.contains("Ada prefers tea."), "{first_user}");
+    assert!(first_user.ends_with("what do I drink?"), "{first_user}");
+    assert!(
+        !requests[0].messages[0].content.contains("Ada prefers tea."),
+        "the system prompt stays stable"
+    );
+    let second = &requests[1].messages;
+    assert!(
+        second
+            .iter()
+            .any(|m| m.content.contains("origin mem/ada/ada")),
+        "{second:#?}"
+    );
+    assert_eq!(
+        memory.turns.lock().unwrap().as_slice(),
+        [(
+            "what do I drink?".to_string(),
+            "You are in a chat.".to_string()
+        )]
+    );
+    let stored = HistoryStore::open(&HistoryStore::path_in(&data_dir))
+        .unwrap()
+        .load("mem_ada_ada", 50)
+        .unwrap();
+    assert_eq!(
+        stored[0].content, "what do I drink?",
+        "memory context is never stored"
+    );
+}
