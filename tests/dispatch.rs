@@ -736,3 +736,24 @@ async fn memory_context_rides_the_user_turn_and_tools_know_the_chat() {
         "memory context is never stored"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn typing_is_refreshed_every_four_seconds_while_working() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider)),
+        channel.clone(),
+    );
+    channel.inject_text("ada", "think hard");
+    reports(&mut rx, 1).await;
+    let typing = channel
+        .events()
+        .iter()
+        .filter(|e| matches!(e, ChannelEvent::Typing { recipient } if recipient == "ada"))
+        .count();
+    // At 0, 4 and 8 s of a 10 s reply.
+    assert_eq!(typing, 3);
+    daemon.stop().await;
+}
