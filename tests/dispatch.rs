@@ -757,3 +757,57 @@ async fn typing_is_refreshed_every_four_seconds_while_working() {
     assert_eq!(typing, 3);
     daemon.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn status_models_and_help_need_no_model_call() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    cfg.routing
+        .models
+        .insert("coder".into(), "coder.gguf".into());
+    let provider = SlowEcho::new("echo", Duration::from_millis(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(builder(cfg, local(provider.clone())), channel.clone());
+    for command in [
+        "/status",
+        "/models",
+        "/model coder",
+        "/model nope",
+        "/models",
+        "/help",
+    ] {
+        channel.inject_text("ada", command);
+        assert_eq!(
+            reports(&mut rx, 1).await[0].outcome,
+            Outcome::Command,
+            "{command}"
+        );
+    }
+    let sent = texts(&channel, "ada");
+    assert!(sent[0].contains("channel mem: running"), "{}", sent[0]);
+    assert!(
+        sent[0].contains("model for this chat: default"),
+        "{}",
+        sent[0]
+    );
+    assert!(
+        sent[1].contains("• default — SmolLM2-135M-Instruct.Q4_1.gguf (in use)"),
+        "{}",
+        sent[1]
+    );
+    assert!(
+        sent[1].contains("• coder — coder.gguf\n") || sent[1].ends_with("• coder — coder.gguf"),
+        "{}",
+        sent[1]
+    );
+    assert_eq!(sent[2], "This chat now uses coder.");
+    assert!(sent[3].contains("no model named `nope`"), "{}", sent[3]);
+    assert!(
+        sent[4].contains("• coder — coder.gguf (in use)"),
+        "{}",
+        sent[4]
+    );
+    assert!(sent[5].contains("/stop"), "{}", sent[5]);
+    assert!(provider.requests().is_empty());
+    daemon.stop().await;
+}
