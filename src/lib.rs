@@ -15,16 +15,22 @@
 //! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`security`]: credential scrubbing (the tool policy is being built).
 //! - [`tools`]: shell and file tools in one registry, under the policy.
+//! - [`dispatch`]: the bus, supervised listeners, in-flight limits, interruption.
+//! - [`pipeline`]: one message's phases, from hooks to the persisted reply.
+//! - [`daemon`]: `hearth daemon`: channels, providers and the dispatcher together.
 //! - [`cli`]: the `hearth` command line.
 
 pub mod agent;
 pub mod channels;
 pub mod cli;
 pub mod config;
+pub mod daemon;
+pub mod dispatch;
 pub mod engine;
 pub mod history;
 pub mod lms;
 pub mod memory;
+pub mod pipeline;
 pub mod providers;
 pub mod scheduler;
 pub mod security;

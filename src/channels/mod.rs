@@ -6,11 +6,15 @@
 //! providers; the dispatcher and the pipeline sit between.
 
 mod channel;
+pub mod cli;
 mod error;
+pub mod in_memory;
 mod message;
 pub mod telegram;
 
 pub use channel::{Channel, ChannelPolicy};
+pub use cli::CliChannel;
 pub use error::ChannelError;
+pub use in_memory::{ChannelEvent, InMemoryChannel};
 pub use message::{ChannelMessage, SendMessage};
 pub use telegram::TelegramChannel;

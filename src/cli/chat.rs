@@ -1,102 +1,71 @@
-//! `hearth chat`: an interactive conversation with the local model.
+//! `hearth chat`: a conversation in the terminal, through the same
+//! dispatcher and pipeline as the daemon (history, commands, tools).
 //!
-//! Replies stream to stdout token by token. Ctrl-C while a reply is being
-//! written cancels that reply and returns to the prompt; at the prompt it
-//! leaves. When stdin is not a terminal, each line is one message and only
-//! the replies are printed.
+//! Replies stream to stdout as they are written. Ctrl-C while a reply is
+//! being written stops it; at the prompt it leaves. When stdin is not a
+//! terminal, each line is one message and only the replies are printed;
+//! the command ends once every line is answered. The conversation is kept
+//! under the session name (`default` unless `--session`); `/new` forgets it.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::mpsc;
 
-use super::conversation::Conversation;
-use super::startup;
-use crate::config::Config;
-use crate::providers::FinishReason;
+use crate::channels::CliChannel;
+use crate::config::{Config, Environment};
+use crate::daemon::{Daemon, LocalModels};
+use crate::pipeline::RuntimeBuilder;
 
-const HELP: &str = "commands: /new  start a new conversation\n          /help show this\n          /quit leave (also Ctrl-D)\nCtrl-C stops a reply that is being written.";
-
-pub async fn run(config: &Config, session: Option<String>) -> anyhow::Result<ExitCode> {
-    let provider = startup::local_provider(config).await?;
-    let mut conversation = Conversation::open(config, session.as_deref())?;
+pub async fn run(
+    config: &Config,
+    env: &Environment,
+    session: Option<String>,
+) -> anyhow::Result<ExitCode> {
     let interactive = std::io::stdin().is_terminal();
+    let models = Arc::new(LocalModels::new(config.clone()));
     if interactive {
-        let info = provider.engine().info();
-        eprintln!(
-            "hearth chat — {} ({} tokens of context). /help for commands.",
-            info.path
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default(),
-            info.n_ctx
-        );
-        if !conversation.turns().is_empty() {
-            eprintln!(
-                "(continuing session with {} earlier messages)",
-                conversation.turns().len()
-            );
-        }
+        eprintln!("loading {}…", config.model.path);
     }
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    models.ensure(&config.model.path).await?;
+    let session = session.unwrap_or_else(|| "default".to_string());
+    let channel = Arc::new(CliChannel::new(&session, interactive));
+    let tool_context = super::tools_cmd::context(config, env)?;
+    let runtime = RuntimeBuilder::new(config.clone(), models.clone(), tool_context)
+        .channel(channel.clone())
+        .build()?;
+    if interactive {
+        eprintln!("hearth chat — session `{session}`. /help for commands.");
+    }
+    let (tx, mut reports) = mpsc::unbounded_channel();
+    let daemon = Daemon::start(runtime.clone(), Some(tx));
+    let mut handled = 0;
     loop {
-        if interactive {
-            print!("> ");
-            std::io::stdout().flush()?;
+        if channel.ended().is_cancelled() && handled >= channel.forwarded() {
+            break;
         }
-        let line = tokio::select! {
-            line = lines.next_line() => line?,
-            _ = tokio::signal::ctrl_c() => {
-                println!();
-                break;
-            }
-        };
-        let Some(line) = line else { break };
-        let message = line.trim();
-        match message {
-            "" => continue,
-            "/quit" | "/exit" => break,
-            "/help" => {
-                println!("{HELP}");
-                continue;
-            }
-            "/new" => {
-                conversation.reset()?;
-                println!("(new conversation)");
-                continue;
-            }
-            cmd if cmd.starts_with('/') && !cmd.contains(' ') => {
-                println!("unknown command {cmd}; /help lists them");
-                continue;
-            }
-            _ => {}
-        }
-        let cancel = CancellationToken::new();
-        let mut stdout = std::io::stdout();
-        let reply = conversation.send(&provider, message, cancel.clone(), |delta| {
-            let _ = stdout.write_all(delta.as_bytes());
-            let _ = stdout.flush();
-        });
-        tokio::pin!(reply);
-        let result = loop {
-            tokio::select! {
-                result = &mut reply => break result,
-                _ = tokio::signal::ctrl_c() => cancel.cancel(),
-            }
-        };
-        match result {
-            Ok(reply) => match reply.finish {
-                FinishReason::Cancelled => println!("\n(stopped)"),
-                FinishReason::Length => println!("\n(reply cut at the token limit)"),
-                FinishReason::Repetition => println!("\n(reply stopped: it was repeating itself)"),
-                FinishReason::Stop => println!(),
+        tokio::select! {
+            report = reports.recv() => match report {
+                Some(r) if r.message_id.starts_with("cli-") && r.message_id != "cli-0" => {
+                    handled += 1;
+                    channel.handled();
+                }
+                Some(_) => {}
+                None => break,
             },
-            Err(e) => {
-                println!();
-                eprintln!("error: {e}");
+            _ = channel.ended().cancelled(), if !channel.ended().is_cancelled() => {}
+            _ = tokio::signal::ctrl_c() => {
+                if runtime.status().in_flight() > 0 {
+                    channel.stop_reply().await;
+                } else {
+                    println!();
+                    break;
+                }
             }
         }
     }
+    daemon.stop().await;
+    models.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -47,19 +47,6 @@ impl Conversation {
         })
     }
 
-    pub fn turns(&self) -> &[ChatMessage] {
-        &self.turns
-    }
-
-    /// Starts over: forgets the turns (and the saved session).
-    pub fn reset(&mut self) -> Result<(), HistoryError> {
-        self.turns.clear();
-        if let Some(store) = &self.store {
-            store.clear(&self.key)?;
-        }
-        Ok(())
-    }
-
     /// Sends a user message and streams the reply to `on_text`. A finished
     /// reply is recorded (and saved); a cancelled one is not. When the
     /// conversation outgrows the context window, the oldest turns are dropped

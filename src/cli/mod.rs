@@ -6,6 +6,7 @@ mod chat;
 mod config_check;
 mod conversation;
 mod cron_cmd;
+mod daemon;
 mod doctor;
 mod logging;
 mod memory_cmd;
@@ -39,9 +40,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Talk to the local model; replies stream as they are generated.
+    /// Talk to the assistant (history, commands and tools); replies stream as they are written.
     Chat {
-        /// Continue (and save) a named conversation.
+        /// The conversation to continue (default: `default`).
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
     },
@@ -53,6 +54,8 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
     },
+    /// Run the assistant: every configured channel, until SIGINT/SIGTERM.
+    Daemon,
     /// Check this machine, the config and the model, one line each.
     Doctor,
     /// Measure speed and what the KV cache saves; prints a table, writes JSON.
@@ -174,12 +177,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat { session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
-            chat::run(&config, session).await
+            chat::run(&config, &env, session).await
         }
         Command::Bench { json, speed_only } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
             bench::run(&config, &json, speed_only).await
+        }
+        Command::Daemon => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            daemon::run(config, &env).await
         }
         Command::Ask { question, session } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

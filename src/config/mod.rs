@@ -8,6 +8,7 @@
 //! `$HEARTH_CONFIG`, then `~/.config/hearth/config.toml`, else the built-in
 //! defaults, which work out of the box with the model that `make chat` fetches.
 
+mod daemon;
 mod environment;
 mod error;
 mod lms;
@@ -21,6 +22,7 @@ mod telegram;
 
 use std::path::PathBuf;
 
+pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use lms::{
@@ -55,6 +57,8 @@ pub struct Config {
     pub lms: LmsConfig,
     pub memory: MemoryConfig,
     pub scheduler: SchedulerConfig,
+    pub daemon: DaemonConfig,
+    pub routing: RoutingConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -446,6 +450,7 @@ impl Config {
 
         let memory = MemoryConfig::from_raw(raw.memory)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
+        let (daemon, routing) = daemon::validate(raw.daemon, raw.routing)?;
 
         Ok(Self {
             source,
@@ -460,6 +465,8 @@ impl Config {
             lms,
             memory,
             scheduler,
+            daemon,
+            routing,
         })
     }
 }

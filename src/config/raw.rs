@@ -23,6 +23,8 @@ pub struct RawConfig {
     pub lms: Option<super::lms::RawLms>,
     pub memory: Option<super::memory::RawMemory>,
     pub scheduler: Option<super::scheduler::RawScheduler>,
+    pub daemon: Option<super::daemon::RawDaemon>,
+    pub routing: Option<super::daemon::RawRouting>,
 }
 
 #[derive(Debug, Default, Deserialize)]

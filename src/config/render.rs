@@ -96,6 +96,8 @@ impl Config {
             secret_line("api_key", &self.openai.api_key)
         );
         self.lms.render(&mut out);
+        out.push('\n');
+        super::daemon::render(&mut out, &self.daemon, &self.routing);
         out
     }
 }

@@ -1,5 +1,10 @@
-//! Fakes of the services hearth talks to, shared by the integration tests
-//! (`mod support;` in a test file). Each speaks the real protocol on 127.0.0.1.
+//! Shared by the integration tests (`mod support;` in a test file): fakes of
+//! the services hearth talks to, each speaking the real protocol on
+//! 127.0.0.1, and helpers that build a runtime for the pipeline tests.
 #![allow(dead_code)]
 
+pub mod pipeline;
 pub mod telegram_fake;
+
+#[allow(unused_imports)]
+pub use pipeline::*;

@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 
 mod server;
 
+#[allow(unused_imports)]
 pub use server::{shown_text, visible};
 
 pub const BOT_ID: i64 = 999_000;

@@ -1,0 +1,254 @@
+//! The terminal as a channel: stdin lines in, replies streamed to stdout.
+//!
+//! `hearth chat` runs this channel through the same dispatcher and
+//! pipeline as the daemon, so the CLI has history, commands and tools.
+//! Messages queue rather than interrupt each other (piped input is read
+//! faster than it is answered); Ctrl-C sends `/stop`. `/quit`, `/help` and
+//! unknown `/words` are answered here, without the pipeline.
+
+use std::io::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
+use crate::tools::BoxFuture;
+
+const CLI_HELP: &str = "/quit — leave (also Ctrl-D)\nCtrl-C stops a reply that is being written.";
+const SENDER: &str = "user";
+
+pub struct CliChannel {
+    /// The chat: the session name.
+    session: String,
+    interactive: bool,
+    /// What the current draft has printed.
+    printed: Mutex<String>,
+    forwarded: AtomicUsize,
+    /// Messages whose handling ended (counted by the caller, see `handled`).
+    answered: AtomicUsize,
+    caught_up: tokio::sync::Notify,
+    ended: CancellationToken,
+    bus: Mutex<Option<mpsc::Sender<ChannelMessage>>>,
+}
+
+impl CliChannel {
+    pub fn new(session: &str, interactive: bool) -> Self {
+        Self {
+            session: session.to_string(),
+            interactive,
+            printed: Mutex::default(),
+            forwarded: AtomicUsize::new(0),
+            answered: AtomicUsize::new(0),
+            caught_up: tokio::sync::Notify::new(),
+            ended: CancellationToken::new(),
+            bus: Mutex::default(),
+        }
+    }
+
+    /// Messages handed to the pipeline so far.
+    pub fn forwarded(&self) -> usize {
+        self.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// Records that one forwarded message has been handled to its end.
+    pub fn handled(&self) {
+        self.answered.fetch_add(1, Ordering::SeqCst);
+        self.caught_up.notify_waiters();
+    }
+
+    /// Waits until every forwarded message was handled, so that what this
+    /// channel answers itself (`/help`) prints after the replies before it.
+    async fn catch_up(&self) {
+        loop {
+            let notified = self.caught_up.notified();
+            if self.answered.load(Ordering::SeqCst) >= self.forwarded() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Cancelled at end of input or `/quit`.
+    pub fn ended(&self) -> &CancellationToken {
+        &self.ended
+    }
+
+    /// Asks the dispatcher to stop the reply being written.
+    pub async fn stop_reply(&self) {
+        let bus = self.bus.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(bus) = bus {
+            let _ = bus.send(self.message("/stop".into(), 0)).await;
+        }
+    }
+
+    fn message(&self, content: String, n: usize) -> ChannelMessage {
+        ChannelMessage {
+            id: format!("cli-{n}"),
+            sender: SENDER.to_string(),
+            reply_target: self.session.clone(),
+            content,
+            channel: "cli".to_string(),
+            timestamp: chrono::Utc::now().timestamp().max(0) as u64,
+            thread_ts: None,
+            interruption_scope_id: None,
+        }
+    }
+
+    fn print(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    fn prompt(&self) {
+        if self.interactive {
+            self.print("> ");
+        }
+    }
+
+    /// Prints what `text` adds to the draft; a draft that changed earlier
+    /// text (a new model round) starts on a new line.
+    fn extend_draft(&self, text: &str) {
+        let mut printed = self.printed.lock().unwrap_or_else(|e| e.into_inner());
+        match text.strip_prefix(printed.as_str()) {
+            Some(rest) => self.print(rest),
+            None => self.print(&format!("\n{text}")),
+        }
+        *printed = text.to_string();
+    }
+}
+
+impl Channel for CliChannel {
+    fn name(&self) -> &str {
+        "cli"
+    }
+
+    fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.print(&format!("{}\n", message.content.trim_end()));
+            self.prompt();
+            Ok(())
+        })
+    }
+
+    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            *self.bus.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.clone());
+            self.prompt();
+            let mut lines = BufReader::new(tokio::io::stdin()).lines();
+            loop {
+                let line = match lines.next_line().await {
+                    Ok(Some(line)) => line,
+                    Ok(None) => break,
+                    Err(e) => return Err(ChannelError::Other(format!("cannot read stdin: {e}"))),
+                };
+                let text = line.trim();
+                let local = text.is_empty()
+                    || text == "/help"
+                    || (text.starts_with('/') && crate::pipeline::commands::parse(text).is_none());
+                if local {
+                    self.catch_up().await;
+                }
+                match text {
+                    "" => {
+                        self.prompt();
+                        continue;
+                    }
+                    "/quit" | "/exit" => break,
+                    "/help" => {
+                        self.print(&format!(
+                            "{}\n{CLI_HELP}\n",
+                            crate::pipeline::commands::HELP
+                        ));
+                        self.prompt();
+                        continue;
+                    }
+                    cmd if cmd.starts_with('/')
+                        && !cmd.contains(' ')
+                        && crate::pipeline::commands::parse(cmd).is_none() =>
+                    {
+                        self.print(&format!("unknown command {cmd}; /help lists them\n"));
+                        self.prompt();
+                        continue;
+                    }
+                    _ => {}
+                }
+                let n = self.forwarded.fetch_add(1, Ordering::SeqCst) + 1;
+                if tx.send(self.message(text.to_string(), n)).await.is_err() {
+                    return Ok(());
+                }
+            }
+            self.ended.cancel();
+            // Input is over; the daemon side decides when to stop.
+            tx.closed().await;
+            Ok(())
+        })
+    }
+
+    fn policy(&self) -> ChannelPolicy {
+        ChannelPolicy {
+            interrupt_on_new_message: false,
+            show_tool_calls: true,
+            stream_drafts: true,
+        }
+    }
+
+    fn supports_drafts(&self) -> bool {
+        true
+    }
+
+    fn send_draft<'a>(
+        &'a self,
+        message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async move {
+            self.printed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+            self.extend_draft(&message.content);
+            Ok("draft".to_string())
+        })
+    }
+
+    fn update_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.extend_draft(text);
+            Ok(())
+        })
+    }
+
+    fn finalize_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+        message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.extend_draft(message.content.trim_end());
+            self.print("\n");
+            self.prompt();
+            Ok(())
+        })
+    }
+
+    fn cancel_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.print("\n(stopped)\n");
+            self.prompt();
+            Ok(())
+        })
+    }
+}

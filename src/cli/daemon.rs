@@ -1,0 +1,54 @@
+//! `hearth daemon`: run every configured channel until SIGINT/SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::config::{Config, ConfigSource, Environment};
+use crate::daemon::{Daemon, LocalModels, build_channels, signalled};
+use crate::pipeline::{ConfigWatcher, RuntimeBuilder};
+
+pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> {
+    let channels = build_channels(&config)?;
+    if channels.is_empty() {
+        eprintln!(
+            "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN), or [daemon] loopback_channel = true to run without a platform."
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    let tool_context = super::tools_cmd::context(&config, env)?;
+    let models = Arc::new(LocalModels::new(config.clone()));
+    let mut builder =
+        RuntimeBuilder::new(config.clone(), models.clone(), tool_context).channels(channels);
+    if let ConfigSource::File(path) = &config.source {
+        builder = builder.watch(ConfigWatcher::new(PathBuf::from(path), env.clone()));
+    }
+    let runtime = builder.build().context("cannot start the daemon")?;
+    // Load the model now, so the first message does not wait for it.
+    let preload = models.clone();
+    let model_file = config.model.path.clone();
+    tokio::spawn(async move {
+        match preload.ensure(&model_file).await {
+            Ok(_) => tracing::info!(model = model_file, "model loaded"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot load the model; replies will fail until it loads")
+            }
+        }
+    });
+    let names: Vec<String> = runtime.channels().map(|c| c.name().to_string()).collect();
+    eprintln!(
+        "hearth daemon: listening on {}; Ctrl-C stops.",
+        names.join(", ")
+    );
+    let daemon = Daemon::start(runtime, None);
+    signalled().await;
+    eprintln!(
+        "hearth daemon: stopping (in-flight replies get {} s)…",
+        config.daemon.shutdown_grace_secs
+    );
+    daemon.stop().await;
+    models.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}

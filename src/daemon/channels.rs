@@ -1,0 +1,62 @@
+//! The channels `hearth daemon` starts, built from the config in one place.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::channels::telegram::TelegramSettings;
+use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage, TelegramChannel};
+use crate::config::Config;
+use crate::tools::BoxFuture;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("channel `{channel}`: {message}")]
+    Channel { channel: String, message: String },
+}
+
+/// Every channel the config turns on.
+pub fn build_channels(config: &Config) -> Result<Vec<Arc<dyn Channel>>, BuildError> {
+    let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
+    if config.telegram.bot_token.is_some() {
+        let telegram = TelegramSettings::from_config(config)
+            .and_then(TelegramChannel::new)
+            .map_err(|e| BuildError::Channel {
+                channel: "telegram".into(),
+                message: e.to_string(),
+            })?;
+        channels.push(Arc::new(telegram));
+    }
+    if config.daemon.loopback_channel {
+        channels.push(Arc::new(LoopbackChannel));
+    }
+    Ok(channels)
+}
+
+/// A channel that receives nothing and logs what it is sent: the daemon
+/// runs with no platform (benchmarks, smoke tests).
+pub struct LoopbackChannel;
+
+impl Channel for LoopbackChannel {
+    fn name(&self) -> &str {
+        "loopback"
+    }
+
+    fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            tracing::info!(
+                to = message.recipient,
+                chars = message.content.len(),
+                "loopback send"
+            );
+            Ok(())
+        })
+    }
+
+    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            tx.closed().await;
+            Ok(())
+        })
+    }
+}

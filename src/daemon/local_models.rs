@@ -1,0 +1,98 @@
+//! The daemon's providers: the local engine, loaded once and restarted with
+//! another GGUF when a route or `/model` names another model. Only one
+//! model is ever loaded: the old engine is dropped (its `Drop` blocks while
+//! the worker finishes and saves its cache, so inside `spawn_blocking`)
+//! before the new one starts.
+
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use crate::config::Config;
+use crate::engine::{Engine, EngineSettings};
+use crate::pipeline::{ProviderSet, Route};
+use crate::providers::{LocalProvider, Provider, ProviderError};
+use crate::tools::BoxFuture;
+
+/// The provider name of the in-process engine.
+pub const LOCAL: &str = "local";
+
+pub struct LocalModels {
+    /// The config the engine settings come from (the model file varies).
+    base: Config,
+    loaded: Mutex<Option<(String, Arc<LocalProvider>)>>,
+}
+
+impl LocalModels {
+    pub fn new(config: Config) -> Self {
+        Self {
+            base: config,
+            loaded: Mutex::new(None),
+        }
+    }
+
+    /// Loads `model_file` unless it is the loaded one.
+    pub async fn ensure(&self, model_file: &str) -> Result<Arc<LocalProvider>, ProviderError> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some((file, provider)) = loaded.as_ref()
+            && file == model_file
+        {
+            return Ok(provider.clone());
+        }
+        if let Some((file, old)) = loaded.take() {
+            tracing::info!(from = file, to = model_file, "switching the local model");
+            // Wait until replies still using the old engine let go of it,
+            // then drop it off the async threads.
+            tokio::task::spawn_blocking(move || {
+                let mut old = old;
+                loop {
+                    match Arc::try_unwrap(old) {
+                        Ok(provider) => break drop(provider),
+                        Err(still_shared) => {
+                            old = still_shared;
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                        }
+                    }
+                }
+            })
+            .await
+            .map_err(|e| ProviderError::Failed(format!("unloading the model failed: {e}")))?;
+        }
+        let mut config = self.base.clone();
+        config.model.path = model_file.to_string();
+        let settings = EngineSettings::from_config(&config)
+            .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
+        let engine = tokio::task::spawn_blocking(move || Engine::start(settings, None))
+            .await
+            .map_err(|e| ProviderError::Failed(format!("loading the model failed: {e}")))?
+            .map_err(|e| ProviderError::Failed(e.to_string()))?;
+        let provider = Arc::new(LocalProvider::new(engine));
+        *loaded = Some((model_file.to_string(), provider.clone()));
+        Ok(provider)
+    }
+
+    /// Unloads the model, letting the engine save its cache.
+    pub async fn shutdown(&self) {
+        if let Some((_, provider)) = self.loaded.lock().await.take() {
+            let _ = tokio::task::spawn_blocking(move || drop(provider)).await;
+        }
+    }
+}
+
+impl ProviderSet for LocalModels {
+    fn provider<'a>(
+        &'a self,
+        route: &'a Route,
+    ) -> BoxFuture<'a, Result<Arc<dyn Provider>, ProviderError>> {
+        Box::pin(async move {
+            if route.provider != LOCAL {
+                return Err(ProviderError::InvalidRequest(format!(
+                    "provider `{}` is not available (only \"local\" is built)",
+                    route.provider
+                )));
+            }
+            let provider: Arc<dyn Provider> = self.ensure(&route.model_file).await?;
+            Ok(provider)
+        })
+    }
+}

@@ -1,0 +1,103 @@
+//! `hearth daemon`: every configured channel, supervised, feeding one
+//! dispatcher that runs the pipeline; SIGINT/SIGTERM stop it gracefully.
+//!
+//! [`Daemon`] is the assembled whole, also for tests and the bench:
+//! build a [`Runtime`](crate::pipeline::Runtime), hand it to
+//! [`Daemon::start`], and [`Daemon::stop`] it.
+
+pub mod channels;
+pub mod local_models;
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use channels::{BuildError, LoopbackChannel, build_channels};
+pub use local_models::LocalModels;
+
+use crate::dispatch::{Delivery, Dispatcher, Report, bus, supervise};
+use crate::pipeline::Runtime;
+
+/// A running daemon: listeners, the dispatcher, and a delivery handle.
+pub struct Daemon {
+    runtime: Arc<Runtime>,
+    delivery: Delivery,
+    shutdown: CancellationToken,
+    dispatcher: JoinHandle<()>,
+    listeners: Vec<JoinHandle<()>>,
+}
+
+impl Daemon {
+    /// Starts a supervised listener per channel and the dispatch loop.
+    pub fn start(runtime: Arc<Runtime>, reports: Option<mpsc::UnboundedSender<Report>>) -> Self {
+        let (tx, rx) = bus();
+        let shutdown = CancellationToken::new();
+        let listeners = runtime
+            .channels()
+            .map(|channel| {
+                tokio::spawn(supervise(
+                    channel.clone(),
+                    tx.clone(),
+                    runtime.status().clone(),
+                    shutdown.clone(),
+                ))
+            })
+            .collect();
+        let mut dispatcher = Dispatcher::new(runtime.clone());
+        if let Some(reports) = reports {
+            dispatcher = dispatcher.with_reports(reports);
+        }
+        let dispatcher = tokio::spawn(dispatcher.run(rx, shutdown.clone()));
+        Self {
+            delivery: Delivery::new(runtime.clone(), tx),
+            runtime,
+            shutdown,
+            dispatcher,
+            listeners,
+        }
+    }
+
+    /// For background jobs: deliver texts and run prompts into chats.
+    pub fn delivery(&self) -> Delivery {
+        self.delivery.clone()
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// Stops taking messages, lets in-flight replies finish within the
+    /// configured grace, and waits for everything to end.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = self.dispatcher.await;
+        for listener in self.listeners {
+            let _ = listener.await;
+        }
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn signalled() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

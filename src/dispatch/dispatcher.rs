@@ -1,0 +1,177 @@
+//! The dispatch loop: takes messages off the bus and runs each in its own
+//! task, at most `channels × 4` (8..64) at once.
+//!
+//! A message from a sender whose previous message is still running (same
+//! channel and scope) cancels it when the channel's policy says
+//! `interrupt_on_new_message`, waits for it to end, then starts; without
+//! that policy it queues behind it. `/stop` cancels at once. On shutdown
+//! the loop stops taking messages, gives in-flight replies a bounded wait,
+//! then cancels what is left.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::tracker::{CancelReason, Tracker, scope_key};
+use crate::channels::{ChannelMessage, SendMessage};
+use crate::pipeline::commands::{self, Command};
+use crate::pipeline::{Outcome, Runtime};
+
+/// The in-flight limit for this many channels.
+pub fn in_flight_limit(channels: usize) -> usize {
+    (channels.saturating_mul(4)).clamp(8, 64)
+}
+
+/// How one message ended, for observers (tests, the bench).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub message_id: String,
+    pub channel: String,
+    pub sender: String,
+    pub outcome: Outcome,
+}
+
+pub struct Dispatcher {
+    runtime: Arc<Runtime>,
+    limit: usize,
+    grace: Duration,
+    reports: Option<mpsc::UnboundedSender<Report>>,
+}
+
+impl Dispatcher {
+    /// A dispatcher with the limit for the runtime's channels and the
+    /// configured shutdown grace.
+    pub fn new(runtime: Arc<Runtime>) -> Self {
+        let limit = in_flight_limit(runtime.channels().count());
+        let grace = Duration::from_secs(runtime.config().daemon.shutdown_grace_secs);
+        Self {
+            runtime,
+            limit,
+            grace,
+            reports: None,
+        }
+    }
+
+    /// Sends a [`Report`] for every message taken off the bus.
+    pub fn with_reports(mut self, reports: mpsc::UnboundedSender<Report>) -> Self {
+        self.reports = Some(reports);
+        self
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Runs until `shutdown` is cancelled or the bus closes, then drains.
+    pub async fn run(self, mut bus: mpsc::Receiver<ChannelMessage>, shutdown: CancellationToken) {
+        let semaphore = Arc::new(Semaphore::new(self.limit));
+        let tracker = Arc::new(Tracker::default());
+        let abort = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        loop {
+            while tasks.try_join_next().is_some() {}
+            let message = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                m = bus.recv() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            self.runtime.reload_if_changed();
+            let key = scope_key(&message);
+            if commands::parse(&message.content) == Some(Command::Stop) {
+                let text = if tracker.stop(&key) {
+                    "Stopped."
+                } else {
+                    "Nothing is running."
+                };
+                let reply = SendMessage::reply_to(&message, text);
+                let outcome = match self.runtime.deliver(&message.channel, reply).await {
+                    Ok(_) => Outcome::Command,
+                    Err(e) => Outcome::Undelivered(e.to_string()),
+                };
+                report(&self.reports, &message, outcome);
+                continue;
+            }
+            let interrupt = self
+                .runtime
+                .channel(&message.channel)
+                .is_none_or(|c| c.policy().interrupt_on_new_message);
+            let (run, previous) = tracker.begin(&key, &abort);
+            if interrupt && let Some(previous) = &previous {
+                previous.cancel(CancelReason::Superseded);
+            }
+            let permit = tokio::select! {
+                p = semaphore.clone().acquire_owned() => p.ok(),
+                _ = shutdown.cancelled() => None,
+            };
+            let Some(permit) = permit else {
+                tracker.end(&key, &run);
+                report(&self.reports, &message, Outcome::Cancelled);
+                break;
+            };
+            let runtime = self.runtime.clone();
+            let tracker = tracker.clone();
+            let reports = self.reports.clone();
+            tasks.spawn(async move {
+                let _permit = permit;
+                if let Some(previous) = previous {
+                    previous.done.cancelled().await;
+                }
+                runtime.status().started();
+                let outcome = runtime.process(message.clone(), run.cancel.clone()).await;
+                let outcome = match (outcome, run.reason()) {
+                    (Outcome::Cancelled, Some(CancelReason::Superseded)) => Outcome::Superseded,
+                    (o, _) => o,
+                };
+                runtime.status().finished();
+                tracker.end(&key, &run);
+                report(&reports, &message, outcome);
+            });
+        }
+        drop(bus);
+        let drained = tokio::time::timeout(self.grace, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                left = tasks.len(),
+                "replies still running after the shutdown grace; cancelling them"
+            );
+            abort.cancel();
+            while tasks.join_next().await.is_some() {}
+        }
+    }
+}
+
+fn report(
+    reports: &Option<mpsc::UnboundedSender<Report>>,
+    message: &ChannelMessage,
+    outcome: Outcome,
+) {
+    tracing::debug!(id = message.id, ?outcome, "message handled");
+    if let Some(tx) = reports {
+        let _ = tx.send(Report {
+            message_id: message.id.clone(),
+            channel: message.channel.clone(),
+            sender: message.sender.clone(),
+            outcome,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn limit_is_four_per_channel_within_8_and_64() {
+        assert_eq!(super::in_flight_limit(0), 8);
+        assert_eq!(super::in_flight_limit(1), 8);
+        assert_eq!(super::in_flight_limit(3), 12);
+        assert_eq!(super::in_flight_limit(40), 64);
+    }
+}

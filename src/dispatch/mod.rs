@@ -1,0 +1,24 @@
+//! The dispatcher: every channel's messages through one bounded bus into a
+//! loop that runs them concurrently, within limits.
+//!
+//! - [`bus`]: the bounded queue (100) between listeners and the loop;
+//! - [`supervisor`]: keeps each listener running, with backoff, and records
+//!   its health for `/status` ([`health`]);
+//! - [`tracker`]: the running message of each sender and scope, for
+//!   interruption and `/stop`;
+//! - [`dispatcher`]: the loop itself, the in-flight limit and graceful
+//!   shutdown;
+//! - [`delivery`]: how background jobs reach a chat.
+
+pub mod bus;
+pub mod delivery;
+pub mod dispatcher;
+pub mod health;
+pub mod supervisor;
+pub mod tracker;
+
+pub use bus::{BUS_CAPACITY, bus};
+pub use delivery::{Delivery, DeliveryError};
+pub use dispatcher::{Dispatcher, Report, in_flight_limit};
+pub use health::{ListenerHealth, ListenerState, StatusBoard};
+pub use supervisor::{Backoff, supervise};

@@ -1,0 +1,119 @@
+//! Listener supervision: a listener that fails is restarted after 2 s,
+//! then 4, 8, … up to 60 s; a run that stayed up for a minute resets the
+//! wait. While it runs, a heartbeat checks the platform every 30 s. Every
+//! change is written to the [`StatusBoard`] for `/status`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::health::{ListenerState, StatusBoard};
+use crate::channels::{Channel, ChannelMessage};
+
+pub const BACKOFF_START: Duration = Duration::from_secs(2);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// A run this long counts as healthy: the next failure waits 2 s again.
+pub const HEALTHY_RUN: Duration = Duration::from_secs(60);
+pub const HEARTBEAT: Duration = Duration::from_secs(30);
+
+/// The growing wait between restarts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            next: BACKOFF_START,
+        }
+    }
+}
+
+impl Backoff {
+    /// The wait before the next restart; doubles the one after it.
+    pub fn next_wait(&mut self) -> Duration {
+        let wait = self.next;
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        wait
+    }
+
+    pub fn reset(&mut self) {
+        self.next = BACKOFF_START;
+    }
+}
+
+/// Runs `channel.listen` until `shutdown` or until the bus closes,
+/// restarting it with backoff whenever it fails.
+pub async fn supervise(
+    channel: Arc<dyn Channel>,
+    bus: mpsc::Sender<ChannelMessage>,
+    status: Arc<StatusBoard>,
+    shutdown: CancellationToken,
+) {
+    let name = channel.name().to_string();
+    let mut backoff = Backoff::default();
+    loop {
+        status.update(&name, |h| h.state = ListenerState::Running);
+        let started = tokio::time::Instant::now();
+        let result = tokio::select! {
+            r = channel.listen(bus.clone()) => r,
+            _ = heartbeat(channel.as_ref(), &name, &status) => Ok(()),
+            _ = shutdown.cancelled() => break,
+        };
+        if started.elapsed() >= HEALTHY_RUN {
+            backoff.reset();
+        }
+        let error = match result {
+            Ok(()) if bus.is_closed() => break,
+            Ok(()) => "the listener stopped on its own".to_string(),
+            Err(e) => e.to_string(),
+        };
+        let wait = backoff.next_wait();
+        tracing::warn!(
+            channel = name,
+            error,
+            wait_secs = wait.as_secs(),
+            "listener failed; restarting"
+        );
+        status.update(&name, |h| {
+            h.state = ListenerState::Backoff {
+                wait_secs: wait.as_secs(),
+            };
+            h.restarts += 1;
+            h.last_error = Some(error);
+        });
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.cancelled() => break,
+        }
+    }
+    status.update(&name, |h| h.state = ListenerState::Stopped);
+}
+
+/// Checks the platform every 30 s; never ends.
+async fn heartbeat(channel: &dyn Channel, name: &str, status: &StatusBoard) {
+    let mut tick = tokio::time::interval(HEARTBEAT);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let reachable = channel.health_check().await;
+        status.update(name, |h| h.reachable = reachable);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_to_sixty_and_resets() {
+        let mut b = Backoff::default();
+        let waits: Vec<u64> = (0..7).map(|_| b.next_wait().as_secs()).collect();
+        assert_eq!(waits, [2, 4, 8, 16, 32, 60, 60]);
+        b.reset();
+        assert_eq!(b.next_wait().as_secs(), 2);
+    }
+}

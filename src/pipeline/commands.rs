@@ -1,0 +1,132 @@
+//! Runtime commands, answered without an LLM call: `/new`, `/model NAME`,
+//! `/models`, `/stop`, `/status`, `/help`.
+
+use super::Runtime;
+use crate::channels::ChannelMessage;
+
+pub const HELP: &str = "Commands:\n/new — start a new conversation\n/model NAME — answer with another model (/model default to go back)\n/models — list the models\n/stop — stop the reply being written\n/status — channels, load and the model in use\n/help — this list";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    New,
+    Model(String),
+    Models,
+    Stop,
+    Status,
+    Help,
+}
+
+/// The command in `content`, if it is one. `/cmd@botname` counts (group
+/// chats address bots that way); unknown `/words` are ordinary messages.
+pub fn parse(content: &str) -> Option<Command> {
+    let text = content.trim();
+    let rest = text.strip_prefix('/')?;
+    let (word, argument) = match rest.split_once(char::is_whitespace) {
+        Some((w, a)) => (w, a.trim()),
+        None => (rest, ""),
+    };
+    let word = word.split('@').next().unwrap_or(word).to_ascii_lowercase();
+    match word.as_str() {
+        "new" | "reset" => Some(Command::New),
+        "model" if argument.is_empty() => Some(Command::Models),
+        "model" => Some(Command::Model(argument.to_string())),
+        "models" => Some(Command::Models),
+        "stop" => Some(Command::Stop),
+        "status" => Some(Command::Status),
+        "help" | "start" => Some(Command::Help),
+        _ => None,
+    }
+}
+
+impl Runtime {
+    /// The answer to a command.
+    pub(super) fn answer(&self, command: Command, message: &ChannelMessage, key: &str) -> String {
+        let config = self.config();
+        match command {
+            Command::New => {
+                self.chosen_models().remove(key);
+                match self.sessions.clear(key) {
+                    Ok(()) => {
+                        "(new conversation) I have forgotten our earlier messages.".to_string()
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot clear history");
+                        "I could not forget this conversation: the history store failed."
+                            .to_string()
+                    }
+                }
+            }
+            Command::Models => {
+                let current = self
+                    .chosen_models()
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| "default".to_string());
+                let mut lines = vec![format!("default — {}", config.model.path)];
+                lines.extend(
+                    config
+                        .routing
+                        .models
+                        .iter()
+                        .map(|(name, file)| format!("{name} — {file}")),
+                );
+                let marked: Vec<String> = lines
+                    .into_iter()
+                    .map(|l| {
+                        if l.split(" — ").next() == Some(current.as_str()) {
+                            format!("• {l} (in use)")
+                        } else {
+                            format!("• {l}")
+                        }
+                    })
+                    .collect();
+                format!("Models:\n{}", marked.join("\n"))
+            }
+            Command::Model(name) => {
+                if name == "default" {
+                    self.chosen_models().remove(key);
+                    format!("Back to the default model ({}).", config.model.path)
+                } else if config.routing.models.contains_key(&name) {
+                    self.chosen_models().insert(key.to_string(), name.clone());
+                    format!("This chat now uses {name}.")
+                } else {
+                    format!("There is no model named `{name}`. /models lists them.")
+                }
+            }
+            Command::Stop => "Nothing is running.".to_string(),
+            Command::Status => {
+                let model = self
+                    .chosen_models()
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| "default".to_string());
+                let messages = self.sessions.load(key).map(|h| h.len()).unwrap_or(0);
+                format!(
+                    "{}\nprovider: {}; model for this chat: {model}; {messages} messages in this conversation (channel {}).",
+                    self.status.render(),
+                    config.routing.default_provider,
+                    message.channel
+                )
+            }
+            Command::Help => HELP.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands_and_leaves_the_rest() {
+        assert_eq!(parse(" /new "), Some(Command::New));
+        assert_eq!(
+            parse("/model@hearth_bot coder"),
+            Some(Command::Model("coder".into()))
+        );
+        assert_eq!(parse("/models"), Some(Command::Models));
+        assert_eq!(parse("/STOP"), Some(Command::Stop));
+        assert_eq!(parse("/etc/hosts is a file"), None);
+        assert_eq!(parse("hello /new"), None);
+    }
+}

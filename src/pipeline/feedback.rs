@@ -1,0 +1,152 @@
+//! What the user sees while a reply is being made: "typing…" refreshed
+//! every 4 s, the reply streaming into a draft where the channel supports
+//! it, and `show_tool_calls` notices.
+//!
+//! The provider is wrapped ([`Tee`]) so text deltas reach the draft as they
+//! arrive; tool notices come from the loop's `before_tool_call` hook. Both
+//! feed one task per message, which owns every channel call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::sanitize;
+use crate::channels::{Channel, ChannelMessage, SendMessage};
+use crate::providers::{ChatRequest, ChatStream, Provider, StreamEvent};
+
+/// How often "typing…" is refreshed (platforms expire it after ~5 s).
+pub const TYPING_REFRESH: Duration = Duration::from_secs(4);
+
+/// Something that happened while the reply was being made.
+#[derive(Debug)]
+pub enum Progress {
+    /// A model round began: the draft restarts from empty.
+    RoundStarted,
+    Text(String),
+    /// A tool is about to run.
+    Tool(String),
+}
+
+/// A provider whose text also goes to a progress channel.
+pub struct Tee {
+    pub inner: Arc<dyn Provider>,
+    pub progress: mpsc::UnboundedSender<Progress>,
+}
+
+impl Provider for Tee {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn supports_native_tools(&self) -> bool {
+        self.inner.supports_native_tools()
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.inner.count_tokens(text)
+    }
+
+    fn context_window(&self) -> Option<u32> {
+        self.inner.context_window()
+    }
+
+    fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if crate::agent::context::is_summary_request(&request) {
+            // History compression: nothing the user should see.
+            return self.inner.chat(request, cancel);
+        }
+        let mut upstream = self.inner.chat(request, cancel);
+        let progress = self.progress.clone();
+        let _ = progress.send(Progress::RoundStarted);
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Some(event) = upstream.next().await {
+                if let StreamEvent::TextDelta(text) = &event {
+                    let _ = progress.send(Progress::Text(text.clone()));
+                }
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+        });
+        ChatStream::new(rx)
+    }
+}
+
+/// The live feedback of one message, running until [`Feedback::finish`].
+pub struct Feedback {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Option<String>>,
+}
+
+impl Feedback {
+    /// Starts typing, drafts (when the channel streams them) and notices.
+    pub fn start(
+        channel: Arc<dyn Channel>,
+        message: &ChannelMessage,
+        mut progress: mpsc::UnboundedReceiver<Progress>,
+    ) -> Self {
+        let stop = CancellationToken::new();
+        let policy = channel.policy();
+        let drafts = policy.stream_drafts && channel.supports_drafts();
+        let recipient = message.reply_target.clone();
+        let thread = message.thread_ts.clone();
+        let done = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut draft: Option<String> = None;
+            let mut text = String::new();
+            let mut shown = String::new();
+            let mut typing = tokio::time::interval(TYPING_REFRESH);
+            loop {
+                tokio::select! {
+                    _ = done.cancelled() => break,
+                    _ = typing.tick() => {
+                        let _ = channel.start_typing(&recipient, thread.as_deref()).await;
+                    }
+                    event = progress.recv() => match event {
+                        None => break,
+                        Some(Progress::RoundStarted) => text.clear(),
+                        Some(Progress::Tool(name)) if policy.show_tool_calls => {
+                            let mut notice = SendMessage::new(recipient.clone(), format!("🔧 {name}…"));
+                            notice.thread_ts = thread.clone();
+                            let _ = channel.send(&notice).await;
+                        }
+                        Some(Progress::Tool(_)) => {}
+                        Some(Progress::Text(delta)) if drafts => {
+                            text.push_str(&delta);
+                            let visible = sanitize::reply(&text);
+                            if visible.is_empty() || visible == shown {
+                                continue;
+                            }
+                            match &draft {
+                                None => {
+                                    let mut first = SendMessage::new(recipient.clone(), visible.clone());
+                                    first.thread_ts = thread.clone();
+                                    if let Ok(id) = channel.send_draft(&first).await {
+                                        draft = Some(id);
+                                    }
+                                }
+                                Some(id) => {
+                                    let _ = channel.update_draft(&recipient, id, &visible).await;
+                                }
+                            }
+                            shown = visible;
+                        }
+                        Some(Progress::Text(_)) => {}
+                    }
+                }
+            }
+            let _ = channel.stop_typing(&recipient).await;
+            draft
+        });
+        Self { stop, task }
+    }
+
+    /// Stops typing and notices; returns the draft's id, if one was posted.
+    pub async fn finish(self) -> Option<String> {
+        self.stop.cancel();
+        self.task.await.ok().flatten()
+    }
+}

@@ -1,0 +1,260 @@
+//! The per-message pipeline: one message in, at most one reply out.
+//!
+//! Phases, one module each, in the order [`Runtime::process`] runs them:
+//!
+//! 1. [`hooks`]: `on_message_received` may change or stop the message;
+//! 2. [`commands`]: `/new`, `/model`, `/models`, `/stop`, `/status`, `/help`;
+//! 3. [`routing`]: keyword rules → hint → provider and model;
+//! 4. [`session`]: the history key, history restored from SQLite;
+//! 5. [`normalize`]: merged turns, stale tool results and images out;
+//! 6. memory context (the [`TurnMemory`] seam) and [`prompt`];
+//! 7. [`feedback`]: typing, drafts, tool notices while [`ToolLoop`] runs
+//!    within the [`budget`];
+//! 8. [`sanitize`], the `on_message_sending` hook, send;
+//! 9. the assistant turn appended; failures end as an [`Outcome`].
+//!
+//! [`reload`] swaps in an edited config between messages; `turn` runs
+//! phases 3–9 in order.
+
+pub mod budget;
+pub mod commands;
+pub mod feedback;
+pub mod hooks;
+pub mod normalize;
+pub mod outcome;
+pub mod prompt;
+pub mod reload;
+pub mod routing;
+pub mod sanitize;
+pub mod session;
+mod turn;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio_util::sync::CancellationToken;
+
+pub use hooks::{Hook, HookAction};
+pub use outcome::Outcome;
+pub use reload::{ConfigWatcher, Reload};
+pub use routing::{ProviderSet, Route, StaticProviders};
+pub use session::{Sessions, history_key};
+
+use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage};
+use crate::config::Config;
+use crate::dispatch::StatusBoard;
+use crate::history::{HistoryError, HistoryStore};
+use crate::memory::{NoMemory, TurnMemory};
+use crate::tools::{ToolContext, ToolRegistry};
+
+const RECEIVED: &str = "👀";
+const DONE: &str = "✅";
+const WARNING: &str = "⚠️";
+
+/// Everything the pipeline needs, shared by every message in flight.
+pub struct Runtime {
+    config: RwLock<Arc<Config>>,
+    watcher: Option<Mutex<ConfigWatcher>>,
+    channels: BTreeMap<String, Arc<dyn Channel>>,
+    providers: Arc<dyn ProviderSet>,
+    sessions: Sessions,
+    memory: Arc<dyn TurnMemory>,
+    tools: Arc<ToolRegistry>,
+    tool_context: ToolContext,
+    hooks: Vec<Arc<dyn Hook>>,
+    /// `/model` choices by history key.
+    chosen: Mutex<HashMap<String, String>>,
+    status: Arc<StatusBoard>,
+}
+
+/// Why a runtime could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    History(#[from] HistoryError),
+    #[error("two channels are named `{0}`; channel names must be unique")]
+    DuplicateChannel(String),
+}
+
+/// Builds a [`Runtime`]: the config, the providers and a base tool context
+/// are required; channels, memory, tools, hooks and hot reload are added.
+pub struct RuntimeBuilder {
+    config: Config,
+    providers: Arc<dyn ProviderSet>,
+    tool_context: ToolContext,
+    channels: Vec<Arc<dyn Channel>>,
+    memory: Arc<dyn TurnMemory>,
+    tools: Arc<ToolRegistry>,
+    hooks: Vec<Arc<dyn Hook>>,
+    watcher: Option<ConfigWatcher>,
+}
+
+impl RuntimeBuilder {
+    pub fn new(config: Config, providers: Arc<dyn ProviderSet>, tool_context: ToolContext) -> Self {
+        Self {
+            config,
+            providers,
+            tool_context,
+            channels: Vec::new(),
+            memory: Arc::new(NoMemory),
+            tools: Arc::new(ToolRegistry::core()),
+            hooks: Vec::new(),
+            watcher: None,
+        }
+    }
+
+    pub fn channel(mut self, channel: Arc<dyn Channel>) -> Self {
+        self.channels.push(channel);
+        self
+    }
+
+    pub fn channels(mut self, channels: impl IntoIterator<Item = Arc<dyn Channel>>) -> Self {
+        self.channels.extend(channels);
+        self
+    }
+
+    pub fn memory(mut self, memory: Arc<dyn TurnMemory>) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    pub fn tools(mut self, tools: Arc<ToolRegistry>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Re-reads this config file when it changes (see [`reload`]).
+    pub fn watch(mut self, watcher: ConfigWatcher) -> Self {
+        self.watcher = Some(watcher);
+        self
+    }
+
+    /// Opens the history store under the config's data dir.
+    pub fn build(self) -> Result<Arc<Runtime>, RuntimeError> {
+        let store = HistoryStore::open(&HistoryStore::path_in(&self.config.data_dir))?;
+        let mut channels = BTreeMap::new();
+        for channel in self.channels {
+            let name = channel.name().to_string();
+            if channels.insert(name.clone(), channel).is_some() {
+                return Err(RuntimeError::DuplicateChannel(name));
+            }
+        }
+        Ok(Arc::new(Runtime {
+            config: RwLock::new(Arc::new(self.config)),
+            watcher: self.watcher.map(Mutex::new),
+            channels,
+            providers: self.providers,
+            sessions: Sessions::new(store),
+            memory: self.memory,
+            tools: self.tools,
+            tool_context: self.tool_context,
+            hooks: self.hooks,
+            chosen: Mutex::default(),
+            status: Arc::new(StatusBoard::new()),
+        }))
+    }
+}
+
+impl Runtime {
+    /// The config in force now.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn status(&self) -> &Arc<StatusBoard> {
+        &self.status
+    }
+
+    pub fn channel(&self, name: &str) -> Option<&Arc<dyn Channel>> {
+        self.channels.get(name)
+    }
+
+    pub fn channels(&self) -> impl Iterator<Item = &Arc<dyn Channel>> {
+        self.channels.values()
+    }
+
+    fn chosen_models(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.chosen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies an edited config file, if there is one and it is valid.
+    /// Returns whether a new config took effect.
+    pub fn reload_if_changed(&self) -> bool {
+        let Some(watcher) = &self.watcher else {
+            return false;
+        };
+        let result = watcher.lock().unwrap_or_else(|e| e.into_inner()).check();
+        match result {
+            Reload::Unchanged => false,
+            Reload::Changed(config) => {
+                tracing::info!("config file changed; new settings apply from the next message");
+                *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(*config);
+                true
+            }
+            Reload::Invalid(e) => {
+                tracing::warn!(error = %e, "the edited config is invalid; keeping the previous one");
+                false
+            }
+        }
+    }
+
+    /// Sends `message` through `channel` after the sending hooks. `Ok(false)`:
+    /// a hook cancelled it.
+    pub async fn deliver(&self, channel: &str, message: SendMessage) -> Result<bool, ChannelError> {
+        let Some(target) = self.channels.get(channel) else {
+            return Err(ChannelError::Other(format!("no channel named `{channel}`")));
+        };
+        match hooks::sending(&self.hooks, message).await {
+            HookAction::Continue(m) => target.send(&m).await.map(|()| true),
+            HookAction::Cancel(why) => {
+                tracing::info!(why, "a hook cancelled an outgoing message");
+                Ok(false)
+            }
+        }
+    }
+
+    /// Handles one message to its end. `cancel` stops it (nothing is sent).
+    pub async fn process(&self, message: ChannelMessage, cancel: CancellationToken) -> Outcome {
+        let message = match hooks::received(&self.hooks, message).await {
+            HookAction::Continue(m) => m,
+            HookAction::Cancel(why) => return Outcome::HookCancelled(why),
+        };
+        let Some(channel) = self.channels.get(&message.channel).cloned() else {
+            tracing::warn!(
+                channel = message.channel,
+                "a message from an unknown channel"
+            );
+            return Outcome::Undelivered(format!("no channel named `{}`", message.channel));
+        };
+        let key = history_key(&message);
+        if let Some(command) = commands::parse(&message.content) {
+            let answer = self.answer(command, &message, &key);
+            return self
+                .reply(&channel, &message, None, answer, Outcome::Command)
+                .await;
+        }
+        let _ = channel
+            .add_reaction(&message.reply_target, &message.id, RECEIVED)
+            .await;
+        let outcome = self.turn(&channel, &message, &key, cancel).await;
+        let emoji = match outcome {
+            Outcome::Replied => Some(DONE),
+            Outcome::Cancelled | Outcome::Superseded | Outcome::HookCancelled(_) => None,
+            _ => Some(WARNING),
+        };
+        if let Some(emoji) = emoji {
+            let _ = channel
+                .add_reaction(&message.reply_target, &message.id, emoji)
+                .await;
+        }
+        outcome
+    }
+}

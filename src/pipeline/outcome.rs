@@ -1,0 +1,53 @@
+//! How a message ended, and what the user is told when it ended badly:
+//! cancelled (nothing sent), context overflow (history compacted to the
+//! last 12 messages of 600 chars, user told), provider error (`[Task
+//! failed]` turn, sanitised message), timeout (`[Task timed out]`).
+
+use crate::providers::ChatMessage;
+
+/// The end of one message's handling. The dispatcher reports exactly one
+/// per message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A reply was sent.
+    Replied,
+    /// A runtime command was answered.
+    Command,
+    /// A hook stopped the message (or the reply).
+    HookCancelled(String),
+    /// `/stop` or shutdown cancelled it; nothing was sent.
+    Cancelled,
+    /// A newer message from the same sender took its place; nothing was sent.
+    Superseded,
+    /// The conversation did not fit; it was compacted and the user told.
+    Overflow,
+    /// The provider failed; the user was told.
+    Failed,
+    /// The time budget ran out; the user was told.
+    TimedOut,
+    /// The reply could not be delivered.
+    Undelivered(String),
+}
+
+/// The assistant turn recorded for a failure.
+pub fn failed_turn(detail: &str) -> ChatMessage {
+    ChatMessage::assistant(format!("[Task failed] {detail}"))
+}
+
+pub fn timed_out_turn(secs: u64) -> ChatMessage {
+    ChatMessage::assistant(format!("[Task timed out] after {secs} s"))
+}
+
+pub fn overflow_notice(kept: usize) -> String {
+    format!(
+        "This conversation grew too long for the model, so I kept only the last {kept} messages (shortened). Please send your last message again."
+    )
+}
+
+pub fn failed_notice(detail: &str) -> String {
+    format!("Sorry, I could not answer that: {detail}")
+}
+
+pub fn timed_out_notice(secs: u64) -> String {
+    format!("[Task timed out] I could not finish within {secs} s. Try a narrower request.")
+}

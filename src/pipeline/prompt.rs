@@ -1,0 +1,54 @@
+//! The prompt of one turn: the stable system prompt, the restored and
+//! normalised history, and the user's message carrying this turn's memory
+//! context (never the system prompt, so its KV-cache prefix stays reusable).
+
+use crate::agent::prompt::{self, Profile, PromptInputs};
+use crate::config::Config;
+use crate::providers::{ChatMessage, ToolSpec};
+
+/// What the channel can show, for the prompt's runtime line.
+const CAPABILITIES: &str = "plain text; short paragraphs read best";
+
+/// The system prompt for a channel and model. Byte-identical all day.
+pub fn system(config: &Config, tools: &[ToolSpec], channel: &str, model: &str) -> String {
+    let date = chrono::Local::now().format("%Y-%m-%d").to_string();
+    let profile = match config.model.context_size {
+        0 => Profile::Compact,
+        n => Profile::for_context(n),
+    };
+    prompt::build(&PromptInputs {
+        tools,
+        workspace: &config.agent.workspace,
+        channel,
+        channel_capabilities: CAPABILITIES,
+        model,
+        date: &date,
+        profile,
+    })
+}
+
+/// The whole prompt: system, history, then the user turn with the memory
+/// context in front of it.
+pub fn messages(
+    system: String,
+    history: Vec<ChatMessage>,
+    user: &str,
+    memory: Option<String>,
+) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(history.len() + 2);
+    out.push(ChatMessage::system(system));
+    out.extend(history);
+    let content = match memory.filter(|m| !m.trim().is_empty()) {
+        Some(context) => format!("[Memory context]\n{}\n\n{user}", context.trim()),
+        None => user.to_string(),
+    };
+    // A history ending in a user turn (an interrupted message) merges with this one.
+    match out.last_mut() {
+        Some(last) if last.role == crate::providers::Role::User => {
+            last.content.push_str("\n\n");
+            last.content.push_str(&content);
+        }
+        _ => out.push(ChatMessage::user(content)),
+    }
+    out
+}

@@ -1,0 +1,102 @@
+//! What the user may see: a reply without tool-call tags, stray tool JSON
+//! or narration of tool use, and error messages without keys or paths.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::security::Scrubber;
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).unwrap_or_else(|_| {
+        Regex::new(r"[^\s\S]").unwrap_or_else(|_| unreachable!("a valid pattern"))
+    })
+}
+
+/// Tag blocks that never reach the user; an unclosed one runs to the end.
+static TAGS: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?s)<(tool_call|tool_result|think|function_call|tool_response)\b[^>]*>.*?(</(tool_call|tool_result|think|function_call|tool_response)>|\z)",
+    )
+});
+static STRAY_TAG: LazyLock<Regex> =
+    LazyLock::new(|| re(r"</?(tool_call|tool_result|think|function_call|tool_response)\b[^>]*>"));
+/// "Let me check…", "I'll look that up." and the like, alone on a line.
+static NARRATION: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)^\s*(let me|i'll|i will|i am going to|i'm going to|now i'll|first,? i'll)\s+(check|look|search|find|use|call|run|read|see|try|query|open|list|fetch|get)\b[^\n]{0,80}$",
+    )
+});
+/// Absolute paths of two or more components.
+static PATH: LazyLock<Regex> = LazyLock::new(|| re(r"(?:[A-Za-z]:)?(?:/[\w.\-]+){2,}/?"));
+static BLANKS: LazyLock<Regex> = LazyLock::new(|| re(r"\n{3,}"));
+
+/// The reply as the user should see it.
+pub fn reply(text: &str) -> String {
+    let text = TAGS.replace_all(text, "");
+    let text = STRAY_TAG.replace_all(&text, "");
+    let kept: Vec<&str> = text.lines().filter(|l| !is_tool_json(l)).collect();
+    let substantive = kept
+        .iter()
+        .filter(|l| !l.trim().is_empty() && !NARRATION.is_match(l))
+        .count();
+    let kept: Vec<&str> = if substantive > 0 {
+        kept.into_iter()
+            .filter(|l| !NARRATION.is_match(l))
+            .collect()
+    } else {
+        kept
+    };
+    BLANKS
+        .replace_all(kept.join("\n").trim(), "\n\n")
+        .into_owned()
+}
+
+/// A line that is only a tool call written as JSON.
+fn is_tool_json(line: &str) -> bool {
+    let t = line.trim().trim_end_matches(',');
+    if !(t.starts_with('{') && t.ends_with('}')) {
+        return false;
+    }
+    match serde_json::from_str::<serde_json::Value>(t) {
+        Ok(v) => {
+            v.get("name").is_some()
+                && (v.get("arguments").is_some() || v.get("parameters").is_some())
+        }
+        Err(_) => false,
+    }
+}
+
+/// An error as the user may see it: credentials and internal paths removed.
+pub fn error(text: &str, scrubber: &Scrubber) -> String {
+    let scrubbed = scrubber.scrub(text);
+    PATH.replace_all(&scrubbed, "[path]").into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_json_and_narration_go() {
+        let raw = "Let me check the file.\n<tool_call>{\"name\":\"file_read\",\"arguments\":{}}</tool_call>\n{\"name\": \"shell\", \"arguments\": {\"command\": \"ls\"}}\n<think>hmm</think>The answer is 42.";
+        assert_eq!(reply(raw), "The answer is 42.");
+        assert_eq!(reply("Unclosed <tool_call>{\"name\":"), "Unclosed");
+        // Narration alone is kept rather than sending nothing.
+        assert_eq!(reply("Let me check."), "Let me check.");
+        // Ordinary JSON in an answer stays.
+        assert_eq!(reply("{\"a\": 1}"), "{\"a\": 1}");
+    }
+
+    #[test]
+    fn errors_lose_keys_and_paths() {
+        let s = Scrubber::new();
+        let e = error(
+            "request failed: api_key=sk-abcdef0123456789abcdef at /home/ada/.config/hearth/x.toml",
+            &s,
+        );
+        assert!(!e.contains("sk-abcdef"), "{e}");
+        assert!(!e.contains("/home/ada"), "{e}");
+        assert!(e.contains("[path]"), "{e}");
+    }
+}

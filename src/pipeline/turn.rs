@@ -1,0 +1,245 @@
+//! Phases 3–9 of a message that is not a command: route, restore
+//! history, recall memory, build the prompt, run the tool loop with live
+//! feedback within the time budget, then sanitise, send and persist; or end
+//! in one of the error outcomes.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::feedback::{Feedback, Progress, Tee};
+use super::hooks::{self, HookAction};
+use super::{Outcome, Runtime, budget, normalize, outcome, prompt, routing, sanitize};
+use crate::agent::context::ContextLimits;
+use crate::agent::dispatch;
+use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
+use crate::channels::{Channel, ChannelMessage, SendMessage};
+use crate::providers::{ChatMessage, ProviderError, SamplingParams, ToolChoice};
+use crate::tools::{ToolContext, ToolOrigin};
+
+impl Runtime {
+    /// Phases 3–9 for a message that is not a command.
+    pub(super) async fn turn(
+        &self,
+        channel: &Arc<dyn Channel>,
+        message: &ChannelMessage,
+        key: &str,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let config = self.config();
+        let chosen = self.chosen_models().get(key).cloned();
+        let route = routing::route(&config, &message.content, chosen.as_deref());
+        let vision = self.providers.supports_vision(&route.provider);
+
+        let history = match self.sessions.load(key) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot restore history; answering without it");
+                Vec::new()
+            }
+        };
+        let user_turn = ChatMessage::user(message.content.clone());
+        if let Err(e) = self.sessions.append(key, &[user_turn]) {
+            tracing::error!(error = %e, "cannot save the user's message");
+        }
+        self.memory.on_user_message(message).await;
+        let memory = self.memory.recall_context(message).await;
+
+        let history = normalize::history(history, vision);
+        let user_text = if vision {
+            message.content.clone()
+        } else {
+            normalize::strip_images(&message.content)
+        };
+        let specs = self.tools.specs();
+        let system = prompt::system(&config, &specs, &message.channel, &route.model);
+        let messages = prompt::messages(system, history, &user_text, memory);
+
+        let provider = match self.providers.provider(&route).await {
+            Ok(p) => p,
+            Err(e) => {
+                return self
+                    .failed(channel, message, key, None, &e.to_string())
+                    .await;
+            }
+        };
+        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        let feedback = Feedback::start(channel.clone(), message, progress_rx);
+        let tee = Tee {
+            inner: provider,
+            progress: progress_tx.clone(),
+        };
+        let notices = progress_tx;
+        let before_tool_call = move |call: &crate::agent::ParsedToolCall| {
+            let _ = notices.send(Progress::Tool(call.name.clone()));
+            HookDecision::Run
+        };
+        let tool_context = ToolContext {
+            policy: self.tool_context.policy.clone(),
+            scrubber: self.tool_context.scrubber.clone(),
+            timeout: self.tool_context.timeout,
+            output_cap: self.tool_context.output_cap,
+            origin: Some(ToolOrigin {
+                channel: message.channel.clone(),
+                reply_target: message.reply_target.clone(),
+                sender: message.sender.clone(),
+                thread_ts: message.thread_ts.clone(),
+            }),
+        };
+        let dispatcher = dispatch::choose(
+            config.agent.tool_dispatcher,
+            tee.inner.supports_native_tools(),
+        );
+        let tool_loop = ToolLoop {
+            provider: &tee,
+            dispatcher: dispatcher.as_ref(),
+            registry: &self.tools,
+            tools: &tool_context,
+            before_tool_call: Some(&before_tool_call),
+        };
+        let settings = LoopSettings {
+            max_iterations: config.agent.max_tool_iterations,
+            timeout: budget::message_budget(
+                config.daemon.message_timeout_secs,
+                config.agent.max_tool_iterations,
+            ),
+            sampling: SamplingParams::from(&config.generation),
+            first_tool_choice: ToolChoice::Auto,
+            context: ContextLimits::default(),
+            parallel_tools: config.agent.parallel_tools,
+        };
+        let result = tokio::select! {
+            r = tool_loop.run(key, messages, &settings, cancel.clone()) => r,
+            // A provider that ignores cancellation must not hold the message.
+            _ = cancel.cancelled() => Err(LoopError::Cancelled),
+        };
+        let draft = feedback.finish().await;
+
+        match result {
+            Ok(done) => {
+                if let Some(kept) = &done.rewritten_history {
+                    // Context management summarised or dropped old turns:
+                    // store what the model now sees, so it is not redone.
+                    let mut stored = kept.clone();
+                    stored.push(ChatMessage::user(message.content.clone()));
+                    if let Err(e) = self.sessions.replace(key, &stored) {
+                        tracing::error!(error = %e, "cannot store the compacted history");
+                    }
+                }
+                let text = sanitize::reply(&done.text);
+                let text = if text.is_empty() {
+                    "I have no answer to that.".to_string()
+                } else {
+                    text
+                };
+                let outcome = self
+                    .reply(channel, message, draft, text.clone(), Outcome::Replied)
+                    .await;
+                if matches!(outcome, Outcome::HookCancelled(_)) {
+                    return outcome;
+                }
+                // Saved even when delivery failed: the model did answer.
+                if let Err(e) = self
+                    .sessions
+                    .append(key, &[ChatMessage::assistant(text.clone())])
+                {
+                    tracing::error!(error = %e, "cannot save the reply");
+                }
+                self.memory.after_turn(message, &text).await;
+                outcome
+            }
+            Err(LoopError::Cancelled) => {
+                if let Some(id) = draft {
+                    let _ = channel.cancel_draft(&message.reply_target, &id).await;
+                }
+                Outcome::Cancelled
+            }
+            Err(LoopError::Provider(ProviderError::ContextOverflow { .. })) => {
+                let kept = self.sessions.compact(key).unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot compact history");
+                    0
+                });
+                self.reply(
+                    channel,
+                    message,
+                    draft,
+                    outcome::overflow_notice(kept),
+                    Outcome::Overflow,
+                )
+                .await
+            }
+            Err(LoopError::Provider(e)) => {
+                self.failed(channel, message, key, draft, &e.to_string())
+                    .await
+            }
+            Err(LoopError::TimedOut(secs)) => {
+                let _ = self.sessions.append(key, &[outcome::timed_out_turn(secs)]);
+                self.reply(
+                    channel,
+                    message,
+                    draft,
+                    outcome::timed_out_notice(secs),
+                    Outcome::TimedOut,
+                )
+                .await
+            }
+        }
+    }
+
+    async fn failed(
+        &self,
+        channel: &Arc<dyn Channel>,
+        message: &ChannelMessage,
+        key: &str,
+        draft: Option<String>,
+        error: &str,
+    ) -> Outcome {
+        tracing::warn!(error, "the provider failed");
+        let detail = sanitize::error(error, &self.tool_context.scrubber);
+        let _ = self.sessions.append(key, &[outcome::failed_turn(&detail)]);
+        self.reply(
+            channel,
+            message,
+            draft,
+            outcome::failed_notice(&detail),
+            Outcome::Failed,
+        )
+        .await
+    }
+
+    /// Sends `text` as the reply to `message` (into the draft when there is
+    /// one), after the sending hooks; `success` is the outcome if it arrives.
+    pub(super) async fn reply(
+        &self,
+        channel: &Arc<dyn Channel>,
+        message: &ChannelMessage,
+        draft: Option<String>,
+        text: String,
+        success: Outcome,
+    ) -> Outcome {
+        let out = match hooks::sending(&self.hooks, SendMessage::reply_to(message, text)).await {
+            HookAction::Continue(m) => m,
+            HookAction::Cancel(why) => {
+                if let Some(id) = &draft {
+                    let _ = channel.cancel_draft(&message.reply_target, id).await;
+                }
+                return Outcome::HookCancelled(why);
+            }
+        };
+        let sent = match &draft {
+            Some(id) => match channel.finalize_draft(&out.recipient, id, &out).await {
+                Ok(()) => Ok(()),
+                Err(_) => channel.send(&out).await,
+            },
+            None => channel.send(&out).await,
+        };
+        match sent {
+            Ok(()) => success,
+            Err(e) => {
+                tracing::warn!(error = %e, channel = channel.name(), "cannot deliver a reply");
+                Outcome::Undelivered(e.to_string())
+            }
+        }
+    }
+}

@@ -1,0 +1,813 @@
+//! The dispatcher and pipeline end to end: an in-memory channel, scripted
+//! and slow providers, paused clocks. One test per acceptance line of
+//! issue 5.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth::channels::{ChannelEvent, ChannelMessage, ChannelPolicy, InMemoryChannel, SendMessage};
+use hearth::dispatch::{ListenerState, StatusBoard, supervise};
+use hearth::history::HistoryStore;
+use hearth::pipeline::{Hook, HookAction, Outcome};
+use hearth::providers::{ProviderError, Role, ScriptedProvider};
+use hearth::tools::BoxFuture;
+use support::*;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(300);
+
+#[tokio::test(start_paused = true)]
+async fn two_senders_are_answered_at_the_same_time() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    let t0 = tokio::time::Instant::now();
+    channel.inject_text("ada", "hello from ada");
+    channel.inject_text("bob", "hello from bob");
+    let done = reports(&mut rx, 2).await;
+    assert!(
+        done.iter().all(|r| r.outcome == Outcome::Replied),
+        "{done:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "one after the other: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(provider.max_concurrent(), 2);
+    assert_eq!(texts(&channel, "ada"), ["echo: hello from ada"]);
+    assert_eq!(texts(&channel, "bob"), ["echo: hello from bob"]);
+    daemon.stop().await;
+}
+
+/// Holds the first message in its received hook for 5 s, before its user
+/// turn is saved: a second message that did not wait for the first to end
+/// would save its turn first.
+struct SlowStart;
+
+impl Hook for SlowStart {
+    fn on_message_received(&self, m: ChannelMessage) -> BoxFuture<'_, HookAction<ChannelMessage>> {
+        Box::pin(async move {
+            if m.content == "book a table" {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            HookAction::Continue(m)
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_message_interrupts_the_first_and_history_merges_them() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = config(home.path());
+    let data_dir = cfg.data_dir.clone();
+    let provider = SlowEcho::new("echo", Duration::from_secs(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let b = builder(cfg, local(provider.clone())).hook(Arc::new(SlowStart));
+    let (daemon, mut rx) = start(b, channel.clone());
+    let first = channel.inject_text("ada", "book a table");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second = channel.inject_text("ada", "for two people");
+    let done = reports(&mut rx, 2).await;
+    let by_id: HashMap<_, _> = done
+        .iter()
+        .map(|r| (r.message_id.clone(), r.outcome.clone()))
+        .collect();
+    assert_eq!(by_id[&first.id], Outcome::Superseded);
+    assert_eq!(by_id[&second.id], Outcome::Replied);
+    // Nothing was sent for the first; the reply saw both user turns as one.
+    assert_eq!(
+        texts(&channel, "ada"),
+        ["echo: book a table\n\nfor two people"]
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 1, "the first never reached the model");
+    assert_eq!(
+        requests[0]
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .count(),
+        1
+    );
+    daemon.stop().await;
+    let stored = HistoryStore::open(&HistoryStore::path_in(&data_dir))
+        .unwrap()
+        .load("mem_ada_ada", 50)
+        .unwrap();
+    let stored: Vec<(Role, &str)> = stored
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            (Role::User, "book a table"),
+            (Role::User, "for two people"),
+            (Role::Assistant, "echo: book a table\n\nfor two people")
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_reply_in_progress_is_cut_off() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    let started = provider.started.notified();
+    let t0 = tokio::time::Instant::now();
+    channel.inject_text("ada", "one");
+    started.await;
+    channel.inject_text("ada", "two");
+    let done = reports(&mut rx, 2).await;
+    assert_eq!(done[0].outcome, Outcome::Superseded);
+    assert_eq!(done[1].outcome, Outcome::Replied);
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "the first ran to its end"
+    );
+    assert_eq!(texts(&channel, "ada"), ["echo: one\n\ntwo"]);
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_cancels_at_once_and_sends_nothing_else() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(100));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    let started = provider.started.notified();
+    let long = channel.inject_text("ada", "write a novel");
+    started.await;
+    let t0 = tokio::time::Instant::now();
+    channel.inject_text("ada", "/stop");
+    let done = reports(&mut rx, 2).await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(100),
+        "waited for the reply"
+    );
+    let long_outcome = done.iter().find(|r| r.message_id == long.id).unwrap();
+    assert_eq!(long_outcome.outcome, Outcome::Cancelled);
+    assert_eq!(texts(&channel, "ada"), ["Stopped."]);
+    // With nothing running, /stop says so.
+    channel.inject_text("ada", "/stop");
+    reports(&mut rx, 1).await;
+    assert_eq!(
+        texts(&channel, "ada").last().unwrap(),
+        "Nothing is running."
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_forgets_the_conversation() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_millis(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    channel.inject_text("ada", "my name is Ada");
+    reports(&mut rx, 1).await;
+    channel.inject_text("ada", "/new");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Command);
+    channel.inject_text("ada", "what is my name?");
+    reports(&mut rx, 1).await;
+    assert!(texts(&channel, "ada")[1].starts_with("(new conversation)"));
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "/new made no model call");
+    let before = requests[0].messages.len();
+    let after = &requests[1].messages;
+    assert_eq!(after.len(), before, "system + the new message only");
+    assert!(after.iter().all(|m| !m.content.contains("Ada")));
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn five_hundred_queued_messages_within_the_limit_and_none_lost() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(1));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    let mut ids = HashSet::new();
+    let mut last_of: HashMap<String, String> = HashMap::new();
+    for i in 0..500 {
+        let sender = format!("u{}", i % 50);
+        let m = channel.inject_text(&sender, &format!("message {i}"));
+        ids.insert(m.id.clone());
+        last_of.insert(sender, m.id);
+    }
+    let done = reports(&mut rx, 500).await;
+    let seen: HashSet<_> = done.iter().map(|r| r.message_id.clone()).collect();
+    assert_eq!(seen, ids, "every message got exactly one outcome");
+    assert!(
+        done.iter()
+            .all(|r| matches!(r.outcome, Outcome::Replied | Outcome::Superseded)),
+        "{:?}",
+        done.iter()
+            .find(|r| !matches!(r.outcome, Outcome::Replied | Outcome::Superseded))
+    );
+    let replied = done
+        .iter()
+        .filter(|r| r.outcome == Outcome::Replied)
+        .count();
+    assert_eq!(
+        channel.sent().len(),
+        replied,
+        "a reply for each Replied, none for the rest"
+    );
+    for id in last_of.values() {
+        let r = done.iter().find(|r| &r.message_id == id).unwrap();
+        assert_eq!(
+            r.outcome,
+            Outcome::Replied,
+            "a sender's last message is answered"
+        );
+    }
+    assert!(
+        provider.max_concurrent() <= 8,
+        "limit exceeded: {}",
+        provider.max_concurrent()
+    );
+    assert!(provider.max_concurrent() >= 2, "no concurrency at all");
+    daemon.stop().await;
+}
+
+struct Moderator;
+
+impl Hook for Moderator {
+    fn on_message_received(
+        &self,
+        mut m: ChannelMessage,
+    ) -> BoxFuture<'_, HookAction<ChannelMessage>> {
+        Box::pin(async move {
+            if m.content.contains("spam") {
+                return HookAction::Cancel("spam".into());
+            }
+            m.content = m.content.replace("colour", "color");
+            HookAction::Continue(m)
+        })
+    }
+
+    fn on_message_sending(&self, mut m: SendMessage) -> BoxFuture<'_, HookAction<SendMessage>> {
+        Box::pin(async move {
+            if m.content.contains("secret") {
+                return HookAction::Cancel("withheld".into());
+            }
+            m.content.push_str(" —hearth");
+            HookAction::Continue(m)
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn hooks_cancel_and_modify() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_millis(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let cfg = config(home.path());
+    let data_dir = cfg.data_dir.clone();
+    let b = builder(cfg, local(provider.clone())).hook(Arc::new(Moderator));
+    let (daemon, mut rx) = start(b, channel.clone());
+    channel.inject_text("ada", "buy spam now");
+    assert_eq!(
+        reports(&mut rx, 1).await[0].outcome,
+        Outcome::HookCancelled("spam".into())
+    );
+    assert!(
+        provider.requests().is_empty(),
+        "a cancelled message reaches no model"
+    );
+    channel.inject_text("ada", "favourite colour?");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    assert_eq!(texts(&channel, "ada"), ["echo: favourite color? —hearth"]);
+    channel.inject_text("bob", "tell me the secret");
+    assert_eq!(
+        reports(&mut rx, 1).await[0].outcome,
+        Outcome::HookCancelled("withheld".into())
+    );
+    assert!(texts(&channel, "bob").is_empty());
+    daemon.stop().await;
+    let bob = HistoryStore::open(&HistoryStore::path_in(&data_dir))
+        .unwrap()
+        .load("mem_bob_bob", 50)
+        .unwrap();
+    assert_eq!(bob.len(), 1, "a withheld reply is not saved: {bob:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_listener_restarts_with_growing_backoff() {
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    channel.fail_listen(3);
+    let status = Arc::new(StatusBoard::new());
+    let (tx, mut rx) = mpsc::channel(10);
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(supervise(
+        channel.clone(),
+        tx,
+        status.clone(),
+        shutdown.clone(),
+    ));
+    channel.inject_text("ada", "are you there?");
+    let got = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.content, "are you there?");
+    let starts = channel.listen_starts();
+    assert_eq!(starts.len(), 4, "three failures, then a run that lasts");
+    let gaps: Vec<u64> = starts.windows(2).map(|w| (w[1] - w[0]).as_secs()).collect();
+    assert_eq!(gaps, [2, 4, 8]);
+    let health = status.listener("mem").unwrap();
+    assert_eq!(health.restarts, 3);
+    assert_eq!(health.state, ListenerState::Running);
+    assert!(
+        health
+            .last_error
+            .unwrap()
+            .contains("scripted listen failure")
+    );
+    assert!(status.render().contains("channel mem: running (3 restarts"));
+    shutdown.cancel();
+    task.await.unwrap();
+    assert_eq!(
+        status.listener("mem").unwrap().state,
+        ListenerState::Stopped
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn sessions_survive_a_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    {
+        let provider = SlowEcho::new("echo", Duration::from_millis(10));
+        let (daemon, mut rx) = start(
+            builder(config(home.path()), local(provider)),
+            channel.clone(),
+        );
+        for turn in ["one", "two", "three"] {
+            channel.inject_text("ada", turn);
+            reports(&mut rx, 1).await;
+        }
+        daemon.stop().await;
+    }
+    let provider = SlowEcho::new("echo", Duration::from_millis(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    channel.inject_text("ada", "four");
+    reports(&mut rx, 1).await;
+    let request = &provider.requests()[0];
+    let turns: Vec<(Role, &str)> = request.messages[1..]
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            (Role::User, "one"),
+            (Role::Assistant, "echo: one"),
+            (Role::User, "two"),
+            (Role::Assistant, "echo: two"),
+            (Role::User, "three"),
+            (Role::Assistant, "echo: three"),
+            (Role::User, "four"),
+        ]
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_edited_route_applies_to_the_next_message_and_a_bad_edit_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("hearth.toml");
+    let write = |model: &str, note: &str| {
+        std::fs::write(
+            &path,
+            format!(
+                "# {note}\n[routing.models]\na = \"a.gguf\"\nb = \"b.gguf\"\n[[routing.rules]]\nhint = \"code\"\nkeywords = [\"code\"]\nmodel = \"{model}\"\n"
+            ),
+        )
+        .unwrap();
+    };
+    write("a", "first");
+    let env = hearth::config::Environment::with_home(home.path());
+    let cfg = hearth::config::Config::load_file(&path, &env).unwrap();
+    let a = SlowEcho::new("A", Duration::from_millis(10));
+    let b = SlowEcho::new("B", Duration::from_millis(10));
+    let fallback = SlowEcho::new("default", Duration::from_millis(10));
+    let providers = Arc::new(
+        hearth::pipeline::StaticProviders::new()
+            .with("local:a", a.clone())
+            .with("local:b", b.clone())
+            .with("local", fallback.clone()),
+    );
+    let builder =
+        builder(cfg, providers).watch(hearth::pipeline::ConfigWatcher::new(path.clone(), env));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(builder, channel.clone());
+
+    channel.inject_text("ada", "review my code");
+    reports(&mut rx, 1).await;
+    channel.inject_text("ada", "hello");
+    reports(&mut rx, 1).await;
+    write("b", "second edit, a longer note");
+    channel.inject_text("ada", "more code");
+    reports(&mut rx, 1).await;
+    // Invalid: `zzz` is not a model name. The old config stays.
+    write("zzz", "third");
+    channel.inject_text("ada", "code again");
+    reports(&mut rx, 1).await;
+    assert_eq!(
+        texts(&channel, "ada"),
+        [
+            "A: review my code",
+            "default: hello",
+            "B: more code",
+            "B: code again"
+        ]
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_end_with_a_clear_outcome() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    let data_dir = cfg.data_dir.clone();
+    cfg.daemon.message_timeout_secs = 5;
+    cfg.agent.max_tool_iterations = 1;
+    let scripted = Arc::new(
+        ScriptedProvider::new(["fine"])
+            .then_fail(ProviderError::ContextOverflow {
+                needed: 9000,
+                limit: 2048,
+            })
+            .then_fail(ProviderError::Failed(
+                "upstream said api_key=sk-live-0123456789abcdef0123 at /srv/hearth/secret/x".into(),
+            )),
+    );
+    let slow = SlowEcho::new("slow", Duration::from_secs(60));
+    let providers = Arc::new(
+        hearth::pipeline::StaticProviders::new()
+            .with("local", scripted.clone())
+            .with("local:slow", slow),
+    );
+    let mut cfg2 = cfg.clone();
+    cfg2.routing
+        .models
+        .insert("slow".into(), "slow.gguf".into());
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(builder(cfg2, providers), channel.clone());
+    channel.inject_text("ada", "first");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    channel.inject_text("ada", &"long ".repeat(300));
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Overflow);
+    channel.inject_text("ada", "third");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Failed);
+    channel.inject_text("ada", "/model slow");
+    reports(&mut rx, 1).await;
+    channel.inject_text("ada", "take your time");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::TimedOut);
+    let sent = texts(&channel, "ada");
+    assert_eq!(sent[0], "fine");
+    assert!(sent[1].contains("kept only the last"), "{}", sent[1]);
+    assert!(sent[2].starts_with("Sorry"), "{}", sent[2]);
+    assert!(
+        !sent[2].contains("sk-live") && !sent[2].contains("/srv/hearth"),
+        "{}",
+        sent[2]
+    );
+    assert!(sent[4].starts_with("[Task timed out]"), "{}", sent[4]);
+    daemon.stop().await;
+    let history = HistoryStore::open(&HistoryStore::path_in(&data_dir))
+        .unwrap()
+        .load("mem_ada_ada", 50)
+        .unwrap();
+    let contents: Vec<&str> = history.iter().map(|m| m.content.as_str()).collect();
+    assert!(
+        contents.iter().any(|c| c.starts_with("[Task failed]")),
+        "{contents:?}"
+    );
+    assert!(
+        contents.iter().any(|c| c.starts_with("[Task timed out]")),
+        "{contents:?}"
+    );
+    assert!(
+        contents
+            .iter()
+            .all(|c| c.chars().count() <= 601 || *c == contents[contents.len() - 1])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn typing_drafts_tool_notices_and_reactions() {
+    let home = tempfile::tempdir().unwrap();
+    let scripted = Arc::new(ScriptedProvider::new([
+        "Let me save it.\n<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"n.txt\", \"content\": \"hi\"}}</tool_call>",
+        "Saved n.txt.",
+    ]));
+    let channel = Arc::new(
+        InMemoryChannel::new("mem")
+            .with_drafts()
+            .with_policy(ChannelPolicy {
+                interrupt_on_new_message: true,
+                show_tool_calls: true,
+                stream_drafts: true,
+            }),
+    );
+    let cfg = config(home.path());
+    let workspace = cfg.agent.workspace.clone();
+    let (daemon, mut rx) = start(builder(cfg, local(scripted.clone())), channel.clone());
+    let m = channel.inject_text("ada", "save hi to n.txt");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("n.txt")).unwrap(),
+        "hi"
+    );
+    let events = channel.events();
+    let pos = |want: &dyn Fn(&ChannelEvent) -> bool| events.iter().position(want);
+    let eyes =
+        pos(&|e| matches!(e, ChannelEvent::Reaction { emoji, .. } if emoji == "👀")).unwrap();
+    let typing = pos(&|e| matches!(e, ChannelEvent::Typing { .. })).unwrap();
+    let notice =
+        pos(&|e| matches!(e, ChannelEvent::Sent(s) if s.content == "🔧 file_write…")).unwrap();
+    let finalized =
+        pos(&|e| matches!(e, ChannelEvent::DraftFinalized { text, .. } if text == "Saved n.txt."))
+            .unwrap();
+    let check = pos(&|e| matches!(e, ChannelEvent::Reaction { emoji, message_id } if emoji == "✅" && *message_id == m.id)).unwrap();
+    assert!(
+        eyes < typing && typing < notice && notice < finalized && finalized < check,
+        "{events:#?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ChannelEvent::DraftStarted { .. }))
+    );
+    // No draft ever showed the raw tool call.
+    assert!(events.iter().all(|e| match e {
+        ChannelEvent::DraftStarted { text, .. } | ChannelEvent::DraftUpdated { text, .. } =>
+            !text.contains("tool_call"),
+        _ => true,
+    }));
+    // The tool call knew which chat it came from: the request carried the tool specs.
+    assert!(!scripted.requests()[0].tools.is_empty());
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_lets_an_in_flight_reply_finish() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(5));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    let started = provider.started.notified();
+    channel.inject_text("ada", "quick one");
+    started.await;
+    daemon.stop().await;
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    assert_eq!(texts(&channel, "ada"), ["echo: quick one"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn background_jobs_deliver_and_run_prompts() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_millis(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider.clone())),
+        channel.clone(),
+    );
+    let delivery = daemon.delivery();
+    delivery
+        .deliver("mem", "chat9", "Assignment due tomorrow")
+        .await
+        .unwrap();
+    assert_eq!(texts(&channel, "chat9"), ["Assignment due tomorrow"]);
+    channel.refuse_sends(true);
+    assert!(delivery.deliver("mem", "chat9", "again").await.is_err());
+    assert!(delivery.deliver("nowhere", "chat9", "x").await.is_err());
+    channel.refuse_sends(false);
+    delivery
+        .run_prompt("mem", "chat9", "Summarise the new notices")
+        .await
+        .unwrap();
+    let r = reports(&mut rx, 1).await;
+    assert_eq!(r[0].outcome, Outcome::Replied);
+    assert_eq!(
+        texts(&channel, "chat9").last().unwrap(),
+        "echo: Summarise the new notices"
+    );
+    daemon.stop().await;
+}
+
+/// Remembers one fact and notes every turn.
+#[derive(Default)]
+struct FactMemory {
+    turns: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+impl hearth::memory::TurnMemory for FactMemory {
+    fn recall_context<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { Some("Ada prefers tea.".to_string()) })
+    }
+
+    fn on_user_message<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    fn after_turn<'a>(&'a self, m: &'a ChannelMessage, reply: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.turns
+                .lock()
+                .unwrap()
+                .push((m.content.clone(), reply.to_string()));
+        })
+    }
+}
+
+/// Says which chat its call came from.
+struct WhereAmI;
+
+impl hearth::tools::Tool for WhereAmI {
+    fn name(&self) -> &str {
+        "where_am_i"
+    }
+
+    fn description(&self) -> &str {
+        "Which chat this is."
+    }
+
+    fn schema(&self) -> serde_json::Value {
+        serde_json::json!({"type": "object", "properties": {}})
+    }
+
+    fn execute<'a>(
+        &'a self,
+        _args: serde_json::Value,
+        ctx: &'a hearth::tools::ToolContext,
+    ) -> BoxFuture<'a, hearth::tools::ToolResult> {
+        Box::pin(async move {
+            match &ctx.origin {
+                Some(o) => hearth::tools::ToolResult::ok(format!(
+                    "origin {}/{}/{}",
+                    o.channel, o.reply_target, o.sender
+                )),
+                None => hearth::tools::ToolResult::error("no origin"),
+            }
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn memory_context_rides_the_user_turn_and_tools_know_the_chat() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = config(home.path());
+    let data_dir = cfg.data_dir.clone();
+    let scripted = Arc::new(ScriptedProvider::new([
+        "<tool_call>{\"name\": \"where_am_i\", \"arguments\": {}}</tool_call>",
+        "You are in a chat.",
+    ]));
+    let memory = Arc::new(FactMemory::default());
+    let mut registry = hearth::tools::ToolRegistry::default();
+    registry.register(Box::new(WhereAmI));
+    let b = builder(cfg, local(scripted.clone()))
+        .memory(memory.clone())
+        .tools(Arc::new(registry));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(b, channel.clone());
+    channel.inject_text("ada", "what do I drink?");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    daemon.stop().await;
+    let requests = scripted.requests();
+    let first_user = last_user(&requests[0]);
+    assert!(first_user.contains("Ada prefers tea."), "{first_user}");
+    assert!(first_user.ends_with("what do I drink?"), "{first_user}");
+    assert!(
+        !requests[0].messages[0].content.contains("Ada prefers tea."),
+        "the system prompt stays stable"
+    );
+    let second = &requests[1].messages;
+    assert!(
+        second
+            .iter()
+            .any(|m| m.content.contains("origin mem/ada/ada")),
+        "{second:#?}"
+    );
+    assert_eq!(
+        memory.turns.lock().unwrap().as_slice(),
+        [(
+            "what do I drink?".to_string(),
+            "You are in a chat.".to_string()
+        )]
+    );
+    let stored = HistoryStore::open(&HistoryStore::path_in(&data_dir))
+        .unwrap()
+        .load("mem_ada_ada", 50)
+        .unwrap();
+    assert_eq!(
+        stored[0].content, "what do I drink?",
+        "memory context is never stored"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn typing_is_refreshed_every_four_seconds_while_working() {
+    let home = tempfile::tempdir().unwrap();
+    let provider = SlowEcho::new("echo", Duration::from_secs(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(
+        builder(config(home.path()), local(provider)),
+        channel.clone(),
+    );
+    channel.inject_text("ada", "think hard");
+    reports(&mut rx, 1).await;
+    let typing = channel
+        .events()
+        .iter()
+        .filter(|e| matches!(e, ChannelEvent::Typing { recipient } if recipient == "ada"))
+        .count();
+    // At 0, 4 and 8 s of a 10 s reply.
+    assert_eq!(typing, 3);
+    daemon.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn status_models_and_help_need_no_model_call() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    cfg.routing
+        .models
+        .insert("coder".into(), "coder.gguf".into());
+    let provider = SlowEcho::new("echo", Duration::from_millis(10));
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(builder(cfg, local(provider.clone())), channel.clone());
+    for command in [
+        "/status",
+        "/models",
+        "/model coder",
+        "/model nope",
+        "/models",
+        "/help",
+    ] {
+        channel.inject_text("ada", command);
+        assert_eq!(
+            reports(&mut rx, 1).await[0].outcome,
+            Outcome::Command,
+            "{command}"
+        );
+    }
+    let sent = texts(&channel, "ada");
+    assert!(sent[0].contains("channel mem: running"), "{}", sent[0]);
+    assert!(
+        sent[0].contains("model for this chat: default"),
+        "{}",
+        sent[0]
+    );
+    assert!(
+        sent[1].contains("• default — SmolLM2-135M-Instruct.Q4_1.gguf (in use)"),
+        "{}",
+        sent[1]
+    );
+    assert!(
+        sent[1].contains("• coder — coder.gguf\n") || sent[1].ends_with("• coder — coder.gguf"),
+        "{}",
+        sent[1]
+    );
+    assert_eq!(sent[2], "This chat now uses coder.");
+    assert!(sent[3].contains("no model named `nope`"), "{}", sent[3]);
+    assert!(
+        sent[4].contains("• coder — coder.gguf (in use)"),
+        "{}",
+        sent[4]
+    );
+    assert!(sent[5].contains("/stop"), "{}", sent[5]);
+    assert!(provider.requests().is_empty());
+    daemon.stop().await;
+}
