@@ -34,6 +34,9 @@ pub async fn run(
     let tool_context = super::tools_cmd::context(config, env)?;
     let runtime = RuntimeBuilder::new(config.clone(), models.clone(), tool_context)
         .channel(channel.clone())
+        .tools(Arc::new(crate::tools::ToolRegistry::for_config(
+            &config.agent,
+        )))
         .build()?;
     if interactive {
         eprintln!("hearth chat — session `{session}`. /help for commands.");

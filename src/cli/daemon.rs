@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
-use crate::daemon::{Daemon, LocalModels, build_channels, signalled};
+use crate::daemon::{Daemon, LoadedModel, LocalModels, Services, build_channels, signalled};
 use crate::pipeline::{ConfigWatcher, RuntimeBuilder};
 
 pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> {
@@ -20,8 +20,14 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     }
     let tool_context = super::tools_cmd::context(&config, env)?;
     let models = Arc::new(LocalModels::new(config.clone()));
-    let mut builder =
-        RuntimeBuilder::new(config.clone(), models.clone(), tool_context).channels(channels);
+    let services = Services::open(&config, Arc::new(LoadedModel::new(models.clone())))
+        .context("cannot start the daemon")?;
+    let mut builder = RuntimeBuilder::new(config.clone(), models.clone(), tool_context)
+        .channels(channels)
+        .tools(Arc::new(services.tools(&config)));
+    if let Some(memory) = services.turn_memory() {
+        builder = builder.memory(memory);
+    }
     if let ConfigSource::File(path) = &config.source {
         builder = builder.watch(ConfigWatcher::new(PathBuf::from(path), env.clone()));
     }
@@ -43,7 +49,10 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
         names.join(", ")
     );
     let daemon = Daemon::start(runtime, None);
+    let stop_services = tokio_util::sync::CancellationToken::new();
+    services.spawn(daemon.delivery(), stop_services.clone());
     signalled().await;
+    stop_services.cancel();
     eprintln!(
         "hearth daemon: stopping (in-flight replies get {} s)…",
         config.daemon.shutdown_grace_secs

@@ -71,6 +71,15 @@ impl LocalModels {
         Ok(provider)
     }
 
+    /// The loaded model, or the default one loaded now: for background
+    /// work, which must not make the engine switch models.
+    pub async fn loaded_or_default(&self) -> Result<Arc<LocalProvider>, ProviderError> {
+        if let Some((_, provider)) = self.loaded.lock().await.as_ref() {
+            return Ok(provider.clone());
+        }
+        self.ensure(&self.base.model.path).await
+    }
+
     /// Unloads the model, letting the engine save its cache.
     pub async fn shutdown(&self) {
         if let Some((_, provider)) = self.loaded.lock().await.take() {

@@ -5,8 +5,10 @@
 //! build a [`Runtime`](crate::pipeline::Runtime), hand it to
 //! [`Daemon::start`], and [`Daemon::stop`] it.
 
+mod background;
 pub mod channels;
 pub mod local_models;
+pub mod services;
 
 use std::sync::Arc;
 
@@ -14,8 +16,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use background::LoadedModel;
 pub use channels::{BuildError, LoopbackChannel, build_channels};
 pub use local_models::LocalModels;
+pub use services::{ServiceError, Services};
 
 use crate::dispatch::{Delivery, Dispatcher, Report, bus, supervise};
 use crate::pipeline::Runtime;

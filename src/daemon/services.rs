@@ -1,0 +1,181 @@
+//! The daemon's background services and the tools they bring: memory, the
+//! scheduler and the LMS notifier, each on when its config says so.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::dispatch::Delivery;
+use crate::lms::{Notice, NoticeSink, Notifier};
+use crate::memory::{self, MemoryStore, StoreMemory, TurnMemory};
+use crate::providers::Provider;
+use crate::scheduler::{self, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
+use crate::tools::{BoxFuture, ToolRegistry};
+
+/// What the config turned on.
+pub struct Services {
+    pub memory: Option<Arc<StoreMemory>>,
+    pub scheduler: Option<Arc<Scheduler>>,
+    pub notifier: Option<Arc<Notifier>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("memory: {0}")]
+    Memory(String),
+    #[error("scheduler: {0}")]
+    Scheduler(String),
+    #[error("LMS notifier: {0}")]
+    Lms(String),
+}
+
+impl Services {
+    /// Opens the stores of every enabled service. `background` serves
+    /// consolidation and summaries.
+    pub fn open(config: &Config, background: Arc<dyn Provider>) -> Result<Self, ServiceError> {
+        let memory = if config.memory.enabled {
+            let store = MemoryStore::open(&MemoryStore::path_in(&config.data_dir))
+                .map_err(|e| ServiceError::Memory(e.to_string()))?;
+            let mut m = StoreMemory::new(Arc::new(store), config.memory.clone());
+            if config.memory.consolidate {
+                m = m.with_consolidation(background.clone());
+            }
+            Some(Arc::new(m))
+        } else {
+            None
+        };
+        let scheduler = if config.scheduler.enabled {
+            let s = Scheduler::open(
+                &JobStore::path_in(&config.data_dir),
+                config.scheduler.clone(),
+                Arc::new(SystemClock),
+            )
+            .map_err(|e| ServiceError::Scheduler(e.to_string()))?;
+            Some(Arc::new(s))
+        } else {
+            None
+        };
+        let notifier = if config.lms.sources.is_empty() {
+            None
+        } else {
+            let provider = config.lms.summarise.then_some(background);
+            let n = Notifier::new(&config.lms, &config.data_dir, provider)
+                .map_err(|e| ServiceError::Lms(e.to_string()))?;
+            Some(Arc::new(n))
+        };
+        Ok(Self {
+            memory,
+            scheduler,
+            notifier,
+        })
+    }
+
+    /// The agent's tools: the core ones and those of each service.
+    pub fn tools(&self, config: &Config) -> ToolRegistry {
+        let mut tools = ToolRegistry::for_config(&config.agent);
+        if let Some(m) = &self.memory {
+            memory::memory_tools(m.store().clone())
+                .into_iter()
+                .for_each(|t| tools.register(t));
+        }
+        if let Some(s) = &self.scheduler {
+            scheduler::cron_tools(s.clone())
+                .into_iter()
+                .for_each(|t| tools.register(t));
+        }
+        if let Some(n) = &self.notifier {
+            tools.register(Box::new(n.upcoming_tool()));
+        }
+        tools
+    }
+
+    /// The memory seam for the pipeline, when memory is on.
+    pub fn turn_memory(&self) -> Option<Arc<dyn TurnMemory>> {
+        self.memory
+            .as_ref()
+            .map(|m| -> Arc<dyn TurnMemory> { m.clone() })
+    }
+
+    /// Runs the scheduler and the LMS poll loop until `stop`.
+    pub fn spawn(&self, delivery: Delivery, stop: CancellationToken) {
+        let sink = Arc::new(Jobs {
+            delivery: delivery.clone(),
+            notifier: self.notifier.clone(),
+        });
+        if let Some(s) = &self.scheduler {
+            let s = s.clone();
+            let sink: Arc<dyn JobSink> = sink.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move { s.run(sink, stop).await });
+        }
+        if let Some(n) = &self.notifier {
+            let n = n.clone();
+            tokio::spawn(async move {
+                let sink = Notices { delivery };
+                loop {
+                    let report = n.poll_once(&sink).await;
+                    tracing::info!(sent = report.sent(), failed = report.failed(), "LMS poll");
+                    tokio::select! {
+                        _ = tokio::time::sleep(n.poll_interval()) => {}
+                        _ = stop.cancelled() => return,
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Scheduled jobs: a prompt runs through the agent into its chat; an LMS
+/// poll runs the notifier.
+struct Jobs {
+    delivery: Delivery,
+    notifier: Option<Arc<Notifier>>,
+}
+
+impl JobSink for Jobs {
+    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            match &job.payload {
+                Payload::AgentPrompt { prompt } => self
+                    .delivery
+                    .run_prompt(&job.delivery.channel, &job.delivery.to, prompt)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Payload::LmsPoll { .. } => {
+                    let Some(n) = &self.notifier else {
+                        return Err("no [[lms.sources]] are configured".into());
+                    };
+                    let report = n
+                        .poll_once(&Notices {
+                            delivery: self.delivery.clone(),
+                        })
+                        .await;
+                    match report.failed() {
+                        0 => Ok(()),
+                        failed => Err(format!("{failed} notices could not be delivered")),
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// LMS notices go to their target, through the channel, confirmed.
+struct Notices {
+    delivery: Delivery,
+}
+
+impl NoticeSink for Notices {
+    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let Some(target) = &notice.target else {
+                return Err("no [lms] deliver target is configured".into());
+            };
+            self.delivery
+                .deliver(&target.channel, &target.to, &notice.text)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
