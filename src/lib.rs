@@ -1,24 +1,24 @@
 //! hearth: a local-first AI assistant daemon.
 //!
-//! One binary embeds llama.cpp in-process and serves an offline CLI chat (and,
-//! as the project grows, a Telegram assistant and an LMS notifier). The folder
-//! tree is the architecture:
+//! One binary embeds llama.cpp in-process and serves a Telegram assistant, an
+//! offline CLI chat and an LMS notifier. The folder tree is the architecture,
+//! from the edges inwards:
 //!
-//! - [`agent`]: tool calls in model replies (the loop is being built).
-//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms.
-//! - [`config`]: TOML → validated configuration.
-//! - [`engine`]: llama.cpp on one worker thread; chat templates; hardware facts.
-//! - [`providers`]: the [`providers::Provider`] seam the rest of hearth talks to.
-//! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
-//! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
-//! - [`history`]: conversation turns persisted in SQLite.
-//! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
-//! - [`security`]: credential scrubbing (the tool policy is being built).
-//! - [`tools`]: shell and file tools in one registry, under the policy.
+//! - [`cli`]: the `hearth` command line.
+//! - [`daemon`]: `hearth daemon`: channels, providers, services and the dispatcher together.
+//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms; Telegram, the CLI.
 //! - [`dispatch`]: the bus, supervised listeners, in-flight limits, interruption.
 //! - [`pipeline`]: one message's phases, from hooks to the persisted reply.
-//! - [`daemon`]: `hearth daemon`: channels, providers and the dispatcher together.
-//! - [`cli`]: the `hearth` command line.
+//! - [`agent`]: the tool-call loop, dispatchers, the system prompt, context management.
+//! - [`tools`]: shell, file and HTTP tools in one registry, under the policy.
+//! - [`security`]: the workspace and command policy; credential scrubbing.
+//! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
+//! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
+//! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
+//! - [`history`]: conversation turns persisted in SQLite.
+//! - [`providers`]: the [`providers::Provider`] seam replies come from.
+//! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
+//! - [`config`]: TOML → validated configuration.
 
 pub mod agent;
 pub mod channels;
