@@ -460,7 +460,13 @@ async fn errors_end_with_a_clear_outcome() {
     cfg.daemon.message_timeout_secs = 5;
     cfg.agent.max_tool_iterations = 1;
     let scripted = Arc::new(
+        // The agent loop drops the oldest third and retries once on an
+        // overflow; a second overflow reaches the pipeline.
         ScriptedProvider::new(["fine"])
+            .then_fail(ProviderError::ContextOverflow {
+                needed: 9000,
+                limit: 2048,
+            })
             .then_fail(ProviderError::ContextOverflow {
                 needed: 9000,
                 limit: 2048,
