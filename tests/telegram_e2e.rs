@@ -463,8 +463,10 @@ async fn a_burst_of_200_messages_from_20_users_is_answered_once_or_superseded() 
     let mut bot = bot(&["*"], StreamMode::Off, provider.clone()).await;
     let mut ids: HashMap<String, usize> = HashMap::new();
     let mut last_of: HashMap<i64, String> = HashMap::new();
+    // Each user sends runs of three in a row (the later ones interrupt the
+    // earlier), the 20 users taking turns.
     for i in 0..200 {
-        let user = 100 + (i % 20) as i64;
+        let user = 100 + ((i / 3) % 20) as i64;
         let (_, message) = bot
             .fake
             .inject(Incoming::text(user, &format!("message {i}")));
@@ -527,6 +529,30 @@ async fn a_burst_of_200_messages_from_20_users_is_answered_once_or_superseded() 
     }
     assert_eq!(bot.fake.calls_of("sendMessage").len(), replied);
     assert!(replied >= 20);
+    assert!(replied < 200, "the interruption rule never applied");
+    // ✅ (as 👌) on exactly the answered messages.
+    let mut checked: Vec<usize> = bot
+        .fake
+        .ok_calls_of("setMessageReaction")
+        .iter()
+        .filter(|c| emoji(c).as_deref() == Some("👌"))
+        .map(|c| {
+            let id = format!(
+                "{}:{}",
+                c.i64("chat_id").unwrap(),
+                c.i64("message_id").unwrap()
+            );
+            ids[&id]
+        })
+        .collect();
+    let mut answered: Vec<usize> = outcome_of
+        .iter()
+        .filter(|(_, o)| **o == Outcome::Replied)
+        .map(|(i, _)| *i)
+        .collect();
+    answered.sort();
+    checked.sort();
+    assert_eq!(checked, answered);
     bot.daemon.stop().await;
 }
 
