@@ -318,8 +318,8 @@ async fn partial_stream_mode_edits_a_draft_in_place_spaced_by_the_interval() {
     bot.daemon.stop().await;
 }
 
-#[tokio::test]
-async fn a_10000_character_reply_arrives_in_ordered_parts_within_4096_units() {
+/// 10,000 characters in paragraphs of six lines, some outside the BMP.
+fn long_reply() -> String {
     let mut reply = String::new();
     let mut n = 0;
     while reply.chars().count() < 10_000 {
@@ -332,27 +332,55 @@ async fn a_10000_character_reply_arrives_in_ordered_parts_within_4096_units() {
         reply.push('\n');
     }
     let reply: String = reply.chars().take(10_000).collect();
-    let reply = reply.trim_end().to_string();
-    let provider = Arc::new(ScriptedProvider::new([reply.clone()]));
-    let mut bot = bot(&["42"], StreamMode::Off, provider).await;
+    reply.trim_end().to_string()
+}
+
+/// Asks for the long reply; returns the parts the user reads, in order.
+async fn long_reply_parts(stream: StreamMode, reply: &str) -> Vec<String> {
+    let provider = Arc::new(ScriptedProvider::new([reply.to_string()]));
+    let mut bot = bot(&["42"], stream, provider).await;
     let (_, outcome) = bot.ask(42, "a long one").await;
     assert_eq!(outcome, Outcome::Replied);
-
-    let calls = bot.fake.calls_of("sendMessage");
-    assert!(calls.iter().all(Call::ok), "none refused as too long");
-    let parts = bot.sent_to(42);
-    assert!(parts.len() >= 3, "{} parts", parts.len());
-    for part in &parts {
-        assert!(utf16_len(part) <= 4096, "a part of {}", utf16_len(part));
-    }
-    // In order and nothing lost (whitespace at the cuts aside).
-    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert_eq!(squash(&parts.join("\n")), squash(&reply));
-    // Sent one after the other, in order.
-    for pair in calls.windows(2) {
-        assert!(pair[0].at <= pair[1].at);
+    let calls = bot.fake.calls();
+    assert!(
+        calls.iter().all(Call::ok),
+        "none refused as too long: {:?}",
+        calls.iter().filter(|c| !c.ok()).collect::<Vec<_>>()
+    );
+    let mut parts = bot.sent_to(42);
+    if stream == StreamMode::Partial {
+        // The draft (the first message) ends holding the first part.
+        let edits = bot.fake.ok_calls_of("editMessageText");
+        let draft = edits.last().expect("the draft's final edit");
+        let id = draft.i64("message_id").unwrap();
+        parts[0] = bot.fake.message_text(42, id).expect("the draft");
+        assert!(edits.iter().all(|e| e.i64("message_id") == Some(id)));
     }
     bot.daemon.stop().await;
+    parts
+}
+
+#[tokio::test]
+async fn a_10000_character_reply_arrives_in_ordered_parts_within_4096_units() {
+    let reply = long_reply();
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    for stream in [StreamMode::Off, StreamMode::Partial] {
+        let parts = long_reply_parts(stream, &reply).await;
+        assert!(parts.len() >= 3, "{stream:?}: {} parts", parts.len());
+        for part in &parts {
+            assert!(
+                utf16_len(part) <= 4096,
+                "{stream:?}: a part of {}",
+                utf16_len(part)
+            );
+        }
+        // Cut at paragraph or line ends, never inside a sentence.
+        for part in &parts[..parts.len() - 1] {
+            assert!(part.trim_end().ends_with("words."), "{stream:?}: …{part}");
+        }
+        // In order and nothing lost (whitespace at the cuts aside).
+        assert_eq!(squash(&parts.join("\n")), squash(&reply), "{stream:?}");
+    }
 }
 
 #[tokio::test]
