@@ -10,7 +10,7 @@ mod common;
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hearth::channels::telegram::{TelegramSettings, utf16_len};
@@ -22,7 +22,7 @@ use hearth::pipeline::{Outcome, ProviderSet, RuntimeBuilder, StaticProviders};
 use hearth::providers::{
     ChatRequest, ChatStream, FinishReason, Provider, ScriptedProvider, StreamEvent, Usage,
 };
-use support::telegram_fake::{Call, FakeTelegram, Incoming, TOKEN, visible};
+use support::telegram_fake::{BOT_USERNAME, Call, FakeTelegram, Incoming, TOKEN, visible};
 use support::{SlowEcho, builder, config, last_user, local};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -242,6 +242,23 @@ impl Provider for Streamer {
                 .await;
         });
         ChatStream::new(rx)
+    }
+}
+
+/// Records the requests a provider is asked.
+struct Recorder<P> {
+    requests: Mutex<Vec<ChatRequest>>,
+    inner: P,
+}
+
+impl<P: Provider> Provider for Recorder<P> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.chat(request, cancel)
     }
 }
 
@@ -762,4 +779,91 @@ async fn real_model_answers_an_allowed_user_in_telegram() {
     drop(fake);
     // The engine is dropped off the async threads (it joins its worker).
     let _ = tokio::task::spawn_blocking(move || drop(provider)).await;
+}
+
+#[tokio::test]
+async fn a_document_in_a_group_topic_is_answered_in_that_topic_with_a_photo() {
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    telegram_config(&mut cfg, &fake, &["42"], StreamMode::Partial);
+    let workspace = cfg.agent.workspace.clone();
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("cat.png"), b"PNGDATA").unwrap();
+    // The marker streams early, so a draft edit comes after it.
+    let reply = "Here is a cat. [IMAGE:cat.png] It sits on your notes, which are short and say nothing else.";
+    let provider = Arc::new(Recorder {
+        requests: Mutex::default(),
+        inner: Streamer {
+            words: reply.split(' ').map(str::to_string).collect(),
+            gap: Duration::from_millis(80),
+        },
+    });
+    let mut bot = start(fake, home, cfg, local(provider.clone()), |b| b);
+
+    let group = -100_123;
+    let mut m = Incoming::text(42, "");
+    m.text = None;
+    m.chat_id = Some(group);
+    m.thread_id = Some(77);
+    m.document = Some(("notes.txt".into(), b"my notes".to_vec()));
+    m.caption = Some(format!("@{BOT_USERNAME} summarise this"));
+    let (_, message) = bot.fake.inject(m);
+    let report = bot.reports(1).await.remove(0);
+    assert_eq!(report.message_id, format!("{group}:{message}"));
+    assert_eq!(report.outcome, Outcome::Replied);
+
+    // The model saw the saved file as a marker, and the caption without the mention.
+    let asked = last_user(&provider.requests.lock().unwrap()[0]);
+    let (marker, caption) = asked.split_once('\n').expect("marker and caption");
+    assert_eq!(caption, "summarise this");
+    let path = marker
+        .strip_prefix("[DOCUMENT:")
+        .and_then(|p| p.strip_suffix(']'))
+        .expect("a document marker");
+    assert!(std::path::Path::new(path).starts_with(&workspace), "{path}");
+    assert_eq!(std::fs::read(path).unwrap(), b"my notes");
+
+    // Everything went to the topic: typing, the draft, the photo.
+    for method in ["sendChatAction", "sendMessage", "sendPhoto"] {
+        let calls = bot.fake.ok_calls_of(method);
+        assert!(!calls.is_empty(), "no {method}");
+        for c in calls {
+            assert_eq!(
+                (c.i64("chat_id"), c.i64("message_thread_id")),
+                (Some(group), Some(77)),
+                "{method}"
+            );
+        }
+    }
+    let uploads = bot.fake.uploads();
+    assert_eq!(uploads.len(), 1);
+    assert_eq!(
+        (uploads[0].file_name.as_str(), uploads[0].bytes.as_slice()),
+        ("cat.png", &b"PNGDATA"[..])
+    );
+    let edits = bot.fake.ok_calls_of("editMessageText");
+    let last = edits.last().expect("the draft's final edit");
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        squash(
+            &bot.fake
+                .message_text(group, last.i64("message_id").unwrap())
+                .unwrap()
+        ),
+        squash(&reply.replace("[IMAGE:cat.png]", ""))
+    );
+    assert!(edits.len() >= 2, "the draft was edited while streaming");
+    // The marker never showed, not even in the draft.
+    for c in bot.fake.calls_of("sendMessage").iter().chain(&edits) {
+        assert!(!shown(c).contains("[IMAGE:"), "{}", shown(c));
+    }
+    let reactions = bot.fake.ok_calls_of("setMessageReaction");
+    assert_eq!(reactions.len(), 2);
+    assert!(
+        reactions
+            .iter()
+            .all(|c| c.i64("chat_id") == Some(group) && c.i64("message_id") == Some(message))
+    );
+    bot.daemon.stop().await;
 }
