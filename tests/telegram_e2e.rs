@@ -9,7 +9,7 @@
 mod common;
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -865,5 +865,50 @@ async fn a_document_in_a_group_topic_is_answered_in_that_topic_with_a_photo() {
             .iter()
             .all(|c| c.i64("chat_id") == Some(group) && c.i64("message_id") == Some(message))
     );
+    bot.daemon.stop().await;
+}
+
+#[tokio::test]
+async fn messages_waiting_when_the_daemon_stops_are_answered_after_it_restarts() {
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    telegram_config(&mut cfg, &fake, &["*"], StreamMode::Off);
+    let first = SlowEcho::new("first", Duration::from_millis(1500));
+    // 20 users, 8 in flight: 12 wait on the bus when the daemon stops.
+    let mut ids = HashSet::new();
+    for user in 0..20 {
+        let (_, message) = fake.inject(Incoming::text(200 + user, &format!("hi from {user}")));
+        ids.insert(format!("{}:{message}", 200 + user));
+    }
+    let mut bot = start(fake, home, cfg.clone(), local(first.clone()), |b| b);
+    let started = first.started.notified();
+    tokio::time::timeout(WAIT, started).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(first.requests().len() < 20, "some still wait on the bus");
+    let Bot {
+        fake,
+        daemon,
+        mut reports,
+        _home: home,
+    } = bot;
+    daemon.stop().await;
+    let mut done = HashSet::new();
+    while let Ok(r) = reports.try_recv() {
+        if r.outcome == Outcome::Replied {
+            done.insert(r.message_id);
+        }
+    }
+
+    let second = SlowEcho::new("second", Duration::from_millis(100));
+    bot = start(fake, home, cfg, local(second.clone()), |b| b);
+    let rest = bot.reports(20 - done.len()).await;
+    for r in rest {
+        assert_eq!(r.outcome, Outcome::Replied);
+        assert!(done.insert(r.message_id), "answered twice");
+    }
+    assert_eq!(done, ids, "every message answered once across the restart");
+    bot.quiet(Duration::from_secs(1)).await;
+    assert_eq!(first.requests().len() + second.requests().len(), 20);
     bot.daemon.stop().await;
 }
