@@ -3,8 +3,13 @@
 //! [`TelegramChannel`] speaking HTTP to the fake Bot API server on
 //! 127.0.0.1, with scripted or slow providers, and once with the real model.
 //!
+//! One test per acceptance line (reactions and typing in order, the
+//! refusal, partial drafts, the 10,000-character split, 429s, a 10 s outage,
+//! the 200-message burst, commands), plus topics and media, a daemon restart
+//! with messages queued, and the real SmolLM2 model once.
+//!
 //! Real teloxide timing means real time here: short poll timeouts and draft
-//! intervals keep the file quick.
+//! intervals keep the file quick (about 20 s).
 
 mod common;
 mod support;
