@@ -5,14 +5,16 @@
 //! channel and scope) cancels it when the channel's policy says
 //! `interrupt_on_new_message`, waits for it to end, then starts; without
 //! that policy it queues behind it. `/stop` cancels at once. On shutdown
-//! the loop stops taking messages, gives in-flight replies a bounded wait,
-//! then cancels what is left.
+//! the bus is closed (listeners stop), the messages already on it are still
+//! run (their platforms will not offer them again), and all of it gets one
+//! bounded wait, the shutdown grace; what is left then is cancelled.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::tracker::{CancelReason, Tracker, scope_key};
@@ -71,12 +73,26 @@ impl Dispatcher {
         let tracker = Arc::new(Tracker::default());
         let abort = CancellationToken::new();
         let mut tasks = JoinSet::new();
+        // Set at shutdown: the bus is closed, and what is already on it
+        // (confirmed to its platform, so never offered again) is still
+        // answered until this deadline.
+        let mut draining: Option<Instant> = None;
         loop {
             while tasks.try_join_next().is_some() {}
-            let message = tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break,
-                m = bus.recv() => match m {
+            let message = match draining {
+                None => tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => {
+                        bus.close();
+                        draining = Some(Instant::now() + self.grace);
+                        continue;
+                    }
+                    m = bus.recv() => match m {
+                        Some(m) => m,
+                        None => break,
+                    },
+                },
+                Some(_) => match bus.recv().await {
                     Some(m) => m,
                     None => break,
                 },
@@ -105,14 +121,30 @@ impl Dispatcher {
             if interrupt && let Some(previous) = &previous {
                 previous.cancel(CancelReason::Superseded);
             }
-            let permit = tokio::select! {
-                p = semaphore.clone().acquire_owned() => p.ok(),
-                _ = shutdown.cancelled() => None,
+            let acquire = semaphore.clone().acquire_owned();
+            tokio::pin!(acquire);
+            let permit = loop {
+                match draining {
+                    None => tokio::select! {
+                        p = &mut acquire => break p.ok(),
+                        _ = shutdown.cancelled() => {
+                            bus.close();
+                            draining = Some(Instant::now() + self.grace);
+                        }
+                    },
+                    Some(deadline) => {
+                        break tokio::time::timeout_at(deadline, &mut acquire)
+                            .await
+                            .ok()
+                            .and_then(Result::ok);
+                    }
+                }
             };
             let Some(permit) = permit else {
+                // Past the shutdown grace: reported, not started.
                 tracker.end(&key, &run);
                 report(&self.reports, &message, Outcome::Cancelled);
-                break;
+                continue;
             };
             let runtime = self.runtime.clone();
             let tracker = tracker.clone();
@@ -134,7 +166,8 @@ impl Dispatcher {
             });
         }
         drop(bus);
-        let drained = tokio::time::timeout(self.grace, async {
+        let deadline = draining.unwrap_or_else(|| Instant::now() + self.grace);
+        let drained = tokio::time::timeout_at(deadline, async {
             while tasks.join_next().await.is_some() {}
         })
         .await;

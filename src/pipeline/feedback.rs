@@ -98,7 +98,13 @@ impl Feedback {
             let mut draft: Option<String> = None;
             let mut text = String::new();
             let mut shown = String::new();
-            let mut typing = tokio::time::interval(TYPING_REFRESH);
+            // Typing first, whatever else is ready: a quick reply must not
+            // race it away (`select!` picks among ready branches at random).
+            let _ = channel.start_typing(&recipient, thread.as_deref()).await;
+            let mut typing = tokio::time::interval_at(
+                tokio::time::Instant::now() + TYPING_REFRESH,
+                TYPING_REFRESH,
+            );
             loop {
                 tokio::select! {
                     _ = done.cancelled() => break,

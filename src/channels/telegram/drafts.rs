@@ -3,7 +3,8 @@
 //! The pipeline calls `update_draft` for every new piece of text; the channel
 //! edits at most once per `draft_update_interval_ms` (counted from the end of
 //! the previous edit, so Telegram never sees two edits closer than that) and
-//! never with unchanged text. `finalize_draft` puts the whole reply in place,
+//! never with unchanged text. Media markers do not show while streaming (the
+//! files follow the final text). `finalize_draft` puts the whole reply in place,
 //! formatted, with any further parts and media as new messages.
 
 use std::collections::HashMap;
@@ -16,7 +17,7 @@ use tokio::time::Instant;
 
 use super::TelegramChannel;
 use super::error::channel_error;
-use super::media::extract_media;
+use super::media::{draft_text, extract_media};
 use super::outbound::{Target, parse_message_id};
 use super::split::{MAX_MESSAGE_UTF16, split_message, truncate};
 use crate::channels::{ChannelError, SendMessage};
@@ -49,7 +50,8 @@ fn key(chat: ChatId, id: MessageId) -> String {
 impl TelegramChannel {
     pub(super) async fn start_draft(&self, message: &SendMessage) -> Result<String, ChannelError> {
         let to = Target::parse(&message.recipient, message.thread_ts.as_deref())?;
-        let first = truncate(message.content.trim(), MAX_MESSAGE_UTF16);
+        let visible = draft_text(&message.content, &self.settings.workspace);
+        let first = truncate(visible.trim(), MAX_MESSAGE_UTF16);
         let first = if first.is_empty() {
             "…".to_string()
         } else {
@@ -76,7 +78,8 @@ impl TelegramChannel {
     ) -> Result<(), ChannelError> {
         let to = Target::parse(recipient, None)?;
         let id = parse_message_id(draft_id)?;
-        let shown = truncate(text.trim(), MAX_MESSAGE_UTF16);
+        let visible = draft_text(text, &self.settings.workspace);
+        let shown = truncate(visible.trim(), MAX_MESSAGE_UTF16);
         if shown.is_empty() {
             return Ok(());
         }

@@ -52,6 +52,22 @@ pub fn extract_media(content: &str, workspace: &Path) -> (String, Vec<OutgoingMe
     (text.trim().to_string(), media)
 }
 
+/// What a streaming draft shows of `partial`: markers that will go out as
+/// files hidden (as the final message hides them), and a marker still being
+/// written at the end held back.
+pub fn draft_text(partial: &str, workspace: &Path) -> String {
+    let (text, _) = extract_media(partial, workspace);
+    let unfinished = ["[IMAGE:", "[DOCUMENT:", "[VOICE:"]
+        .iter()
+        .filter_map(|m| text.rfind(m))
+        .filter(|&at| !text[at..].contains([']', '\n']))
+        .min();
+    match unfinished {
+        Some(at) => text[..at].trim_end().to_string(),
+        None => text,
+    }
+}
+
 /// The canonical path of a marker's file, if it is a file inside `workspace`.
 fn resolve(raw: &str, workspace: &Path) -> Result<PathBuf, String> {
     let root = workspace
@@ -120,6 +136,23 @@ mod tests {
         assert!(text.contains("secret.txt]"), "{text}");
         assert!(text.contains("[VOICE:../secret.txt]"));
         assert!(text.contains("[IMAGE:missing.png]"));
+    }
+
+    #[test]
+    fn drafts_hide_markers_sent_as_files_and_unfinished_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("cat.png"), b"png").unwrap();
+        let ws = dir.path();
+        assert_eq!(
+            draft_text("A cat: [IMAGE:cat.png] there", ws),
+            "A cat:  there"
+        );
+        assert_eq!(draft_text("A cat: [IMAGE:ca", ws), "A cat:");
+        assert_eq!(draft_text("A cat: [DOC", ws), "A cat: [DOC");
+        assert_eq!(
+            draft_text("[IMAGE:missing.png] stays", ws),
+            "[IMAGE:missing.png] stays"
+        );
     }
 
     #[test]
