@@ -7,12 +7,27 @@ use crate::config::Config;
 use crate::providers::{ChatMessage, ToolSpec};
 
 /// What the channel can show, for the prompt's runtime line.
-const CAPABILITIES: &str = "plain text; short paragraphs read best";
+fn capabilities(channel: &str) -> &'static str {
+    match channel {
+        "telegram" => {
+            "Telegram: Markdown (bold, italics, code, links) is shown formatted; short paragraphs read best; send a workspace file with [IMAGE:path], [DOCUMENT:path] or [VOICE:path]"
+        }
+        _ => "plain text; short paragraphs read best",
+    }
+}
 
 /// The system prompt for a channel and model. Byte-identical all day.
-pub fn system(config: &Config, tools: &[ToolSpec], channel: &str, model: &str) -> String {
+/// `context_window`: the provider's, when it knows it (the profile follows
+/// it; else the configured context size; compact when neither is known).
+pub fn system(
+    config: &Config,
+    tools: &[ToolSpec],
+    channel: &str,
+    model: &str,
+    context_window: Option<u32>,
+) -> String {
     let date = chrono::Local::now().format("%Y-%m-%d").to_string();
-    let profile = match config.model.context_size {
+    let profile = match context_window.unwrap_or(config.model.context_size) {
         0 => Profile::Compact,
         n => Profile::for_context(n),
     };
@@ -20,7 +35,7 @@ pub fn system(config: &Config, tools: &[ToolSpec], channel: &str, model: &str) -
         tools,
         workspace: &config.agent.workspace,
         channel,
-        channel_capabilities: CAPABILITIES,
+        channel_capabilities: capabilities(channel),
         model,
         date: &date,
         profile,

@@ -53,9 +53,6 @@ impl Runtime {
             normalize::strip_images(&message.content)
         };
         let specs = self.tools.specs();
-        let system = prompt::system(&config, &specs, &message.channel, &route.model);
-        let messages = prompt::messages(system, history, &user_text, memory);
-
         let provider = match self.providers.provider(&route).await {
             Ok(p) => p,
             Err(e) => {
@@ -64,6 +61,14 @@ impl Runtime {
                     .await;
             }
         };
+        let system = prompt::system(
+            &config,
+            &specs,
+            &message.channel,
+            &route.model,
+            provider.context_window(),
+        );
+        let messages = prompt::messages(system, history, &user_text, memory);
         let (progress_tx, progress_rx) = mpsc::unbounded_channel();
         let feedback = Feedback::start(channel.clone(), message, progress_rx);
         let tee = Tee {
