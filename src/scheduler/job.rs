@@ -88,7 +88,10 @@ impl Schedule {
                 let steps = behind / step + 1;
                 Ok(Some(due + chrono::Duration::seconds(steps * step)))
             }
-            _ => self.next_after(now, tz),
+            // A one-shot that fired has no next run, whatever its precision
+            // (the store keeps whole seconds; `now` may be a fraction before).
+            Self::At(_) => Ok(None),
+            Self::Cron(_) => self.next_after(now, tz),
         }
     }
 
