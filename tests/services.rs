@@ -129,7 +129,10 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
         "the prompt reached the model"
     );
     let left = scheduler.list().unwrap();
-    assert!(left.is_empty(), "a one-shot is gone once it fired: {left:?}");
+    assert!(
+        left.is_empty(),
+        "a one-shot is gone once it fired: {left:?}"
+    );
     assert_eq!(
         texts(&channel, "ada")
             .iter()
