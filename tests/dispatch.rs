@@ -171,6 +171,22 @@ async fn stop_cancels_at_once_and_sends_nothing_else() {
         texts(&channel, "ada").last().unwrap(),
         "Nothing is running."
     );
+    // The next message is a new request, not a continuation of the novel.
+    channel.inject_text("ada", "say hi");
+    reports(&mut rx, 1).await;
+    let requests = provider.requests();
+    let turns: Vec<(Role, &str)> = requests.last().unwrap().messages[1..]
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            (Role::User, "write a novel"),
+            (Role::Assistant, "[Stopped by the user]"),
+            (Role::User, "say hi"),
+        ]
+    );
     daemon.stop().await;
 }
 

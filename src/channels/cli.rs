@@ -8,7 +8,7 @@
 
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
 use crate::tools::BoxFuture;
 
-const CLI_HELP: &str = "/quit — leave (also Ctrl-D)\nCtrl-C stops a reply that is being written.";
+const CLI_HELP: &str = "/quit — leave (also Ctrl-D), stopping any reply being written\nCtrl-C stops a reply that is being written.";
 const SENDER: &str = "user";
 
 pub struct CliChannel {
@@ -26,6 +26,8 @@ pub struct CliChannel {
     interactive: bool,
     /// What the current draft has printed.
     printed: Mutex<String>,
+    /// A draft is on screen, not yet finished or stopped.
+    drafting: AtomicBool,
     forwarded: AtomicUsize,
     /// Messages whose handling ended (counted by the caller, see `handled`).
     answered: AtomicUsize,
@@ -40,6 +42,7 @@ impl CliChannel {
             session: session.to_string(),
             interactive,
             printed: Mutex::default(),
+            drafting: AtomicBool::new(false),
             forwarded: AtomicUsize::new(0),
             answered: AtomicUsize::new(0),
             caught_up: tokio::sync::Notify::new(),
@@ -128,6 +131,11 @@ impl Channel for CliChannel {
 
     fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
+            // A message during a draft (the answer to Ctrl-C's `/stop`)
+            // starts on its own line and closes the draft.
+            if self.drafting.swap(false, Ordering::SeqCst) {
+                self.print("\n");
+            }
             self.print(&format!("{}\n", message.content.trim_end()));
             self.prompt();
             Ok(())
@@ -146,6 +154,9 @@ impl Channel for CliChannel {
                     Err(e) => return Err(ChannelError::Other(format!("cannot read stdin: {e}"))),
                 };
                 let text = line.trim();
+                if matches!(text, "/quit" | "/exit") {
+                    break;
+                }
                 let local = text.is_empty()
                     || text == "/help"
                     || (text.starts_with('/') && crate::pipeline::commands::parse(text).is_none());
@@ -157,7 +168,6 @@ impl Channel for CliChannel {
                         self.prompt();
                         continue;
                     }
-                    "/quit" | "/exit" => break,
                     "/help" => {
                         self.print(&format!(
                             "{}\n{CLI_HELP}\n",
@@ -180,6 +190,11 @@ impl Channel for CliChannel {
                 if tx.send(self.message(text.to_string(), n)).await.is_err() {
                     return Ok(());
                 }
+            }
+            // At the keyboard, leaving does not wait for the reply being
+            // written; piped input is answered whole.
+            if self.interactive && self.answered.load(Ordering::SeqCst) < self.forwarded() {
+                let _ = tx.send(self.message("/stop".into(), 0)).await;
             }
             self.ended.cancel();
             // Input is over; the daemon side decides when to stop.
@@ -209,6 +224,7 @@ impl Channel for CliChannel {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clear();
+            self.drafting.store(true, Ordering::SeqCst);
             self.extend_draft(&message.content);
             Ok("draft".to_string())
         })
@@ -234,6 +250,7 @@ impl Channel for CliChannel {
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
             self.extend_draft(message.content.trim_end());
+            self.drafting.store(false, Ordering::SeqCst);
             self.print("\n");
             self.prompt();
             Ok(())
@@ -246,8 +263,10 @@ impl Channel for CliChannel {
         _draft_id: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
-            self.print("\n(stopped)\n");
-            self.prompt();
+            if self.drafting.swap(false, Ordering::SeqCst) {
+                self.print("\n(stopped)\n");
+                self.prompt();
+            }
             Ok(())
         })
     }

@@ -158,6 +158,10 @@ impl Dispatcher {
                 let outcome = runtime.process(message.clone(), run.cancel.clone()).await;
                 let outcome = match (outcome, run.reason()) {
                     (Outcome::Cancelled, Some(CancelReason::Superseded)) => Outcome::Superseded,
+                    (Outcome::Cancelled, Some(CancelReason::Stopped)) => {
+                        runtime.note_stopped(&message);
+                        Outcome::Cancelled
+                    }
                     (o, _) => o,
                 };
                 runtime.status().finished();

@@ -1,5 +1,5 @@
-//! The running message of each sender and scope: what a new message from
-//! the same sender interrupts, and what `/stop` cancels.
+//! The running and queued messages of each sender and scope: what a new
+//! message from the same sender interrupts, and what `/stop` cancels.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -56,12 +56,14 @@ impl Run {
 
 #[derive(Debug, Default)]
 pub struct Tracker {
-    runs: Mutex<HashMap<String, Run>>,
+    /// Per key, the runs not yet ended, oldest first.
+    runs: Mutex<HashMap<String, Vec<Run>>>,
     ids: AtomicU64,
 }
 
 impl Tracker {
-    /// Registers a new run for `key`, returning it and the run it replaces.
+    /// Registers a new run for `key`, returning it and the latest run before
+    /// it (which it interrupts or queues behind).
     pub fn begin(&self, key: &str, parent: &CancellationToken) -> (Run, Option<Run>) {
         let run = Run {
             id: self.ids.fetch_add(1, Ordering::SeqCst),
@@ -69,31 +71,68 @@ impl Tracker {
             done: CancellationToken::new(),
             reason: Default::default(),
         };
-        let previous = self.lock().insert(key.to_string(), run.clone());
+        let mut runs = self.lock();
+        let queue = runs.entry(key.to_string()).or_default();
+        let previous = queue.last().cloned();
+        queue.push(run.clone());
         (run, previous)
     }
 
-    /// Forgets `run` if it is still the latest for `key`.
+    /// Forgets `run`, which has ended.
     pub fn end(&self, key: &str, run: &Run) {
         let mut runs = self.lock();
-        if runs.get(key).is_some_and(|r| r.id == run.id) {
-            runs.remove(key);
+        if let Some(queue) = runs.get_mut(key) {
+            queue.retain(|r| r.id != run.id);
+            if queue.is_empty() {
+                runs.remove(key);
+            }
         }
         run.done.cancel();
     }
 
-    /// Cancels the running message of `key` (`/stop`); whether there was one.
+    /// Cancels every running and queued message of `key` (`/stop`);
+    /// whether there was one.
     pub fn stop(&self, key: &str) -> bool {
-        match self.lock().get(key) {
-            Some(run) if !run.done.is_cancelled() => {
-                run.cancel(CancelReason::Stopped);
-                true
-            }
-            _ => false,
+        let runs = self.lock();
+        let live: Vec<&Run> = runs
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|r| !r.done.is_cancelled())
+            .collect();
+        for run in &live {
+            run.cancel(CancelReason::Stopped);
         }
+        !live.is_empty()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Run>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Run>>> {
         self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_cancels_the_running_message_and_those_queued_behind_it() {
+        let tracker = Tracker::default();
+        let root = CancellationToken::new();
+        let (first, none) = tracker.begin("k", &root);
+        let (second, previous) = tracker.begin("k", &root);
+        assert!(none.is_none());
+        assert_eq!(previous.map(|r| r.id), Some(first.id));
+        let (other, _) = tracker.begin("other", &root);
+
+        assert!(tracker.stop("k"));
+        assert_eq!(first.reason(), Some(CancelReason::Stopped));
+        assert_eq!(second.reason(), Some(CancelReason::Stopped));
+        assert!(!other.cancel.is_cancelled());
+
+        tracker.end("k", &first);
+        tracker.end("k", &second);
+        assert!(!tracker.stop("k"), "nothing is left to stop");
+        assert!(first.done.is_cancelled() && second.done.is_cancelled());
     }
 }

@@ -221,6 +221,15 @@ impl Runtime {
         }
     }
 
+    /// Records in `message`'s conversation that the user stopped its reply
+    /// (`/stop`, Ctrl-C in the chat).
+    pub fn note_stopped(&self, message: &ChannelMessage) {
+        let key = history_key(message);
+        if let Err(e) = self.sessions.append(&key, &[outcome::stopped_turn()]) {
+            tracing::error!(error = %e, "cannot record the stopped reply");
+        }
+    }
+
     /// Handles one message to its end. `cancel` stops it (nothing is sent).
     pub async fn process(&self, message: ChannelMessage, cancel: CancellationToken) -> Outcome {
         let message = match hooks::received(&self.hooks, message).await {

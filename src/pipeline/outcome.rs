@@ -34,6 +34,12 @@ pub fn failed_turn(detail: &str) -> ChatMessage {
     ChatMessage::assistant(format!("[Task failed] {detail}"))
 }
 
+/// Recorded after a reply the user stopped, so the next turn is read as a
+/// new request rather than a continuation of the abandoned one.
+pub fn stopped_turn() -> ChatMessage {
+    ChatMessage::assistant("[Stopped by the user]")
+}
+
 pub fn timed_out_turn(secs: u64) -> ChatMessage {
     ChatMessage::assistant(format!("[Task timed out] after {secs} s"))
 }

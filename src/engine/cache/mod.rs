@@ -180,6 +180,15 @@ impl SeqCache {
                 Some(seq)
             }
             Err(LoadError::Missing) => None,
+            Err(e @ LoadError::Mismatch(_)) => {
+                // The model or context size changed since: expected, not a fault.
+                tracing::info!(
+                    conversation,
+                    "rebuilding the conversation's KV state: it was {e}"
+                );
+                let _ = std::fs::remove_file(&path);
+                None
+            }
             Err(e) => {
                 tracing::warn!(conversation, path = %path.display(), "discarding saved KV state: {e}");
                 let _ = std::fs::remove_file(&path);

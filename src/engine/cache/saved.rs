@@ -55,7 +55,7 @@ pub enum LoadError {
     Io(#[from] std::io::Error),
     #[error("not a hearth KV file or a damaged header")]
     Format,
-    #[error("saved for another model or context size ({0:?})")]
+    #[error("saved for {} with a context of {} tokens", .0.model_file, .0.n_ctx_seq)]
     Mismatch(Fingerprint),
     #[error("saved for another conversation")]
     OtherConversation,
