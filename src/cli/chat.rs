@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::channels::CliChannel;
 use crate::config::{Config, Environment};
-use crate::daemon::{Daemon, LocalModels};
+use crate::daemon::{Daemon, LocalModels, Providers};
 use crate::pipeline::RuntimeBuilder;
 
 pub async fn run(
@@ -28,11 +28,17 @@ pub async fn run(
     if interactive {
         eprintln!("loading {}…", config.model.path);
     }
-    models.ensure(&config.model.path).await?;
+    if let Err(e) = models.ensure(&config.model.path).await {
+        if config.routing.fallback.is_empty() {
+            return Err(e.into());
+        }
+        eprintln!("hearth: {e}; answering with the fallback provider");
+    }
     let session = session.unwrap_or_else(|| "default".to_string());
     let channel = Arc::new(CliChannel::new(&session, interactive));
     let tool_context = super::tools_cmd::context(config, env)?;
-    let runtime = RuntimeBuilder::new(config.clone(), models.clone(), tool_context)
+    let providers = Arc::new(Providers::new(config, models.clone())?);
+    let runtime = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channel(channel.clone())
         .tools(Arc::new(crate::tools::ToolRegistry::for_config(
             &config.agent,

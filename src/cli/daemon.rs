@@ -7,7 +7,9 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
-use crate::daemon::{Daemon, LoadedModel, LocalModels, Services, build_channels, signalled};
+use crate::daemon::{
+    Daemon, LoadedModel, LocalModels, Providers, Services, build_channels, signalled,
+};
 use crate::pipeline::{ConfigWatcher, RuntimeBuilder};
 
 pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> {
@@ -22,7 +24,8 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     let models = Arc::new(LocalModels::new(config.clone()));
     let services = Services::open(&config, Arc::new(LoadedModel::new(models.clone())))
         .context("cannot start the daemon")?;
-    let mut builder = RuntimeBuilder::new(config.clone(), models.clone(), tool_context)
+    let providers = Arc::new(Providers::new(&config, models.clone())?);
+    let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channels(channels)
         .tools(Arc::new(services.tools(&config)));
     if let Some(memory) = services.turn_memory() {

@@ -23,6 +23,7 @@ pub struct RawDaemon {
 #[serde(deny_unknown_fields)]
 pub struct RawRouting {
     pub default_provider: Option<String>,
+    pub fallback: Option<Vec<String>>,
     pub models: Option<BTreeMap<String, String>>,
     pub rules: Option<Vec<RawRouteRule>>,
 }
@@ -65,6 +66,8 @@ impl Default for DaemonConfig {
 pub struct RoutingConfig {
     /// The provider for messages no rule matches.
     pub default_provider: String,
+    /// Providers tried in order when the routed one fails before answering.
+    pub fallback: Vec<String>,
     /// Models `/model NAME` and rules may name: name → GGUF file (for the
     /// local provider) or the provider's model id.
     pub models: BTreeMap<String, String>,
@@ -76,6 +79,7 @@ impl Default for RoutingConfig {
     fn default() -> Self {
         Self {
             default_provider: "local".to_string(),
+            fallback: Vec::new(),
             models: BTreeMap::new(),
             rules: Vec::new(),
         }
@@ -96,6 +100,44 @@ pub struct RouteRule {
 }
 
 /// Stage two for both sections.
+impl RoutingConfig {
+    /// Checks that every provider the routes name exists: `"local"`, or
+    /// `"openai"` once `[providers.openai] model` is set.
+    pub(super) fn check_providers(&self, openai_configured: bool) -> Result<(), ConfigError> {
+        let known = |name: &str| name == "local" || (name == "openai" && openai_configured);
+        let explain = |name: &str| {
+            if name == "openai" {
+                "`openai` needs `[providers.openai] model` (and usually an api_key)".to_string()
+            } else {
+                format!("`{name}` is not a provider; use \"local\" or \"openai\"")
+            }
+        };
+        if !known(&self.default_provider) {
+            return Err(ConfigError::invalid(
+                "routing.default_provider",
+                explain(&self.default_provider),
+            ));
+        }
+        for (i, name) in self.fallback.iter().enumerate() {
+            if !known(name) {
+                return Err(ConfigError::invalid(
+                    &format!("routing.fallback[{i}]"),
+                    explain(name),
+                ));
+            }
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !known(&rule.provider) {
+                return Err(ConfigError::invalid(
+                    &format!("routing.rules[{i}].provider"),
+                    explain(&rule.provider),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 pub(super) fn validate(
     daemon: Option<RawDaemon>,
     routing: Option<RawRouting>,
@@ -179,6 +221,12 @@ pub(super) fn validate(
         daemon,
         RoutingConfig {
             default_provider,
+            fallback: r
+                .fallback
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p.trim().to_string())
+                .collect(),
             models,
             rules,
         },
@@ -194,8 +242,14 @@ pub(super) fn render(out: &mut String, daemon: &DaemonConfig, routing: &RoutingC
     );
     let _ = writeln!(
         out,
-        "[routing]\ndefault_provider = {}\n",
-        quote(&routing.default_provider)
+        "[routing]\ndefault_provider = {}\nfallback = [{}]\n",
+        quote(&routing.default_provider),
+        routing
+            .fallback
+            .iter()
+            .map(|p| quote(p))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     if routing.models.is_empty() {
         out.push_str("# [routing.models]: none\n\n");

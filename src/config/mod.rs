@@ -14,6 +14,7 @@ mod error;
 mod lms;
 mod load;
 mod memory;
+mod providers;
 mod raw;
 mod render;
 mod scheduler;
@@ -29,6 +30,7 @@ pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
 };
 pub use memory::MemoryConfig;
+pub use providers::{OPENAI_DEFAULT_URL, OpenAiConfig};
 pub use scheduler::SchedulerConfig;
 pub use secret::Secret;
 pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
@@ -184,11 +186,6 @@ pub struct GenerationConfig {
     /// Fixed sampling seed; `None` draws a new one per reply.
     pub seed: Option<u32>,
     pub system_prompt: String,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct OpenAiConfig {
-    pub api_key: Option<Secret>,
 }
 
 /// The default model: the one `models/fetch` obtains.
@@ -433,24 +430,14 @@ impl Config {
             ));
         }
 
-        let secret = |var: &str, file: Option<String>| {
-            env.var(var)
-                .map(str::to_string)
-                .or(file.filter(|s| !s.is_empty()))
-                .map(Secret::new)
-        };
         let telegram = TelegramConfig::from_raw(raw.channels.and_then(|c| c.telegram), env)?;
         let lms = LmsConfig::from_raw(raw.lms, env)?;
-        let openai = OpenAiConfig {
-            api_key: secret(
-                "OPENAI_API_KEY",
-                raw.providers.and_then(|p| p.openai).and_then(|o| o.api_key),
-            ),
-        };
+        let openai = OpenAiConfig::from_raw(raw.providers.and_then(|p| p.openai), env)?;
 
         let memory = MemoryConfig::from_raw(raw.memory)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
         let (daemon, routing) = daemon::validate(raw.daemon, raw.routing)?;
+        routing.check_providers(openai.model.is_some())?;
 
         Ok(Self {
             source,

@@ -90,13 +90,7 @@ pub struct RawChannels {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProviders {
-    pub openai: Option<RawOpenAi>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawOpenAi {
-    pub api_key: Option<String>,
+    pub openai: Option<super::providers::RawOpenAi>,
 }
 
 #[derive(Debug, Default, Deserialize)]

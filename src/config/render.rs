@@ -90,11 +90,7 @@ impl Config {
         self.memory.render(&mut out);
         self.scheduler.render(&mut out);
         let _ = writeln!(out, "{}", self.telegram.render());
-        let _ = writeln!(
-            out,
-            "[providers.openai]\n{}\n",
-            secret_line("api_key", &self.openai.api_key)
-        );
+        self.openai.render(&mut out);
         self.lms.render(&mut out);
         out.push('\n');
         super::daemon::render(&mut out, &self.daemon, &self.routing);
@@ -106,7 +102,7 @@ fn quote(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-fn secret_line(key: &str, secret: &Option<Secret>) -> String {
+pub(super) fn secret_line(key: &str, secret: &Option<Secret>) -> String {
     match secret {
         Some(s) => format!("{key} = \"{s}\""),
         None => format!("# {key}: not set"),

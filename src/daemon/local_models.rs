@@ -1,4 +1,4 @@
-//! The daemon's providers: the local engine, loaded once and restarted with
+//! The local engine, loaded once and restarted with
 //! another GGUF when a route or `/model` names another model. Only one
 //! model is ever loaded: the old engine is dropped (its `Drop` blocks while
 //! the worker finishes and saves its cache, so inside `spawn_blocking`)
@@ -10,9 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::config::Config;
 use crate::engine::{Engine, EngineSettings};
-use crate::pipeline::{ProviderSet, Route};
-use crate::providers::{LocalProvider, Provider, ProviderError};
-use crate::tools::BoxFuture;
+use crate::providers::{LocalProvider, ProviderError};
 
 /// The provider name of the in-process engine.
 pub const LOCAL: &str = "local";
@@ -85,23 +83,5 @@ impl LocalModels {
         if let Some((_, provider)) = self.loaded.lock().await.take() {
             let _ = tokio::task::spawn_blocking(move || drop(provider)).await;
         }
-    }
-}
-
-impl ProviderSet for LocalModels {
-    fn provider<'a>(
-        &'a self,
-        route: &'a Route,
-    ) -> BoxFuture<'a, Result<Arc<dyn Provider>, ProviderError>> {
-        Box::pin(async move {
-            if route.provider != LOCAL {
-                return Err(ProviderError::InvalidRequest(format!(
-                    "provider `{}` is not available (only \"local\" is built)",
-                    route.provider
-                )));
-            }
-            let provider: Arc<dyn Provider> = self.ensure(&route.model_file).await?;
-            Ok(provider)
-        })
     }
 }

@@ -8,6 +8,7 @@
 mod background;
 pub mod channels;
 pub mod local_models;
+pub mod providers;
 pub mod services;
 
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use background::LoadedModel;
 pub use channels::{BuildError, LoopbackChannel, build_channels};
 pub use local_models::LocalModels;
+pub use providers::Providers;
 pub use services::{ServiceError, Services};
 
 use crate::dispatch::{Delivery, Dispatcher, Report, bus, supervise};

@@ -40,6 +40,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use error::EngineError;
+// The output splitter and the call parser are shared with the cloud
+// providers, whose replies are read the same way.
+pub use output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
+pub use tools::parse_call as parse_tool_call;
 pub use tools::validate as validate_json_schema;
 
 use crate::config::{Config, GpuLayers};

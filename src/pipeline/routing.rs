@@ -21,6 +21,9 @@ pub struct Route {
     pub model_file: String,
     /// The matching rule's hint, if a rule matched.
     pub hint: Option<String>,
+    /// Providers to try, in order, when this one fails before answering
+    /// (`[routing] fallback`).
+    pub fallback: Vec<String>,
 }
 
 /// The providers a route may name. The daemon's set starts and switches
@@ -118,6 +121,7 @@ pub fn route(config: &Config, content: &str, chosen_model: Option<&str>) -> Rout
             model: name.to_string(),
             model_file: model_file(name),
             hint: None,
+            fallback: config.routing.fallback.clone(),
         };
     }
     match classify(content, &config.routing.rules) {
@@ -128,6 +132,7 @@ pub fn route(config: &Config, content: &str, chosen_model: Option<&str>) -> Rout
                 model_file: model_file(&model),
                 model,
                 hint: Some(rule.hint.clone()),
+                fallback: config.routing.fallback.clone(),
             }
         }
         None => Route {
@@ -135,6 +140,7 @@ pub fn route(config: &Config, content: &str, chosen_model: Option<&str>) -> Rout
             model: "default".to_string(),
             model_file: config.model.path.clone(),
             hint: None,
+            fallback: config.routing.fallback.clone(),
         },
     }
 }

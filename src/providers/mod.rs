@@ -1,17 +1,22 @@
 //! Providers: where replies come from.
 //!
 //! The rest of hearth asks a [`Provider`] for a reply and reads a stream of
-//! events back. The local llama.cpp engine is the primary provider; cloud
-//! providers (later) are fallbacks behind the same trait.
+//! events back. The local llama.cpp engine is the primary provider; an
+//! OpenAI-compatible API can stand behind it ([`Fallback`]) where the
+//! config asks for one.
 
 mod error;
+mod fallback;
 mod local;
+mod openai;
 mod scripted;
 mod stream;
 mod types;
 
 pub use error::ProviderError;
+pub use fallback::Fallback;
 pub use local::LocalProvider;
+pub use openai::OpenAiProvider;
 pub use scripted::ScriptedProvider;
 pub use stream::{ChatReply, ChatStream};
 pub use types::{

@@ -1,0 +1,88 @@
+//! The providers a route may name: the local engine (loaded on demand by
+//! [`LocalModels`]) and, when configured, an OpenAI-compatible API. A route
+//! with `[routing] fallback` providers gets them as a [`Fallback`] chain.
+
+use std::sync::Arc;
+
+use super::LocalModels;
+use super::local_models::LOCAL;
+use crate::config::Config;
+use crate::pipeline::{ProviderSet, Route};
+use crate::providers::{Fallback, OpenAiProvider, Provider, ProviderError};
+use crate::tools::BoxFuture;
+
+pub const OPENAI: &str = "openai";
+
+pub struct Providers {
+    local: Arc<LocalModels>,
+    openai: Option<OpenAiProvider>,
+}
+
+impl Providers {
+    pub fn new(config: &Config, local: Arc<LocalModels>) -> Result<Self, ProviderError> {
+        Ok(Self {
+            local,
+            openai: OpenAiProvider::from_config(&config.openai)?,
+        })
+    }
+
+    /// `name` ready to answer: for the routed provider, with the route's
+    /// model; as a fallback, with what is loaded (local) or configured.
+    async fn resolve(&self, name: &str, route: &Route) -> Result<Arc<dyn Provider>, ProviderError> {
+        let routed = name == route.provider;
+        match name {
+            LOCAL if routed => Ok(self.local.ensure(&route.model_file).await?),
+            LOCAL => Ok(self.local.loaded_or_default().await?),
+            OPENAI => {
+                let openai = self.openai.as_ref().ok_or_else(|| {
+                    ProviderError::InvalidRequest(
+                        "provider `openai` is not configured: set [providers.openai] model".into(),
+                    )
+                })?;
+                Ok(Arc::new(if routed && route.model != "default" {
+                    openai.with_model(&route.model_file)
+                } else {
+                    openai.clone()
+                }))
+            }
+            other => Err(ProviderError::InvalidRequest(format!(
+                "provider `{other}` is not available (\"local\" and \"openai\" are)"
+            ))),
+        }
+    }
+}
+
+impl ProviderSet for Providers {
+    fn provider<'a>(
+        &'a self,
+        route: &'a Route,
+    ) -> BoxFuture<'a, Result<Arc<dyn Provider>, ProviderError>> {
+        Box::pin(async move {
+            let primary = self.resolve(&route.provider, route).await;
+            let mut fallbacks = Vec::new();
+            for name in route.fallback.iter().filter(|n| **n != route.provider) {
+                match self.resolve(name, route).await {
+                    Ok(p) => fallbacks.push(p),
+                    Err(e) => tracing::warn!(provider = name, error = %e, "fallback unavailable"),
+                }
+            }
+            let primary = match primary {
+                Ok(p) => p,
+                Err(e) if !fallbacks.is_empty() => {
+                    tracing::warn!(
+                        provider = route.provider,
+                        error = %e,
+                        "provider unavailable; answering with the fallback"
+                    );
+                    fallbacks.remove(0)
+                }
+                Err(e) => return Err(e),
+            };
+            if fallbacks.is_empty() {
+                Ok(primary)
+            } else {
+                Ok(Arc::new(Fallback::new(primary, fallbacks)))
+            }
+        })
+    }
+}

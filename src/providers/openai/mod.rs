@@ -1,0 +1,293 @@
+//! An OpenAI-compatible chat-completions API as a [`Provider`]: OpenAI
+//! itself, or anything that speaks its protocol (OpenRouter, Groq, a
+//! llama-server or Ollama on another machine).
+//!
+//! hearth answers locally first; this provider serves as a fallback (or a
+//! route) only where the config names it. Replies stream over server-sent
+//! events and pass through the same output splitter as the local engine, so
+//! `<think>` blocks and `<tool_call>` tags never stream to the user.
+
+mod sse;
+mod wire;
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{ChatRequest, ChatStream, FinishReason, Provider, ProviderError, StreamEvent, Usage};
+use crate::config::{OpenAiConfig, Secret};
+use crate::engine::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece, parse_tool_call};
+use sse::SseParser;
+
+/// The most of an error body kept to explain a failure.
+const ERROR_BODY_CAP: usize = 16 * 1024;
+
+/// One OpenAI-compatible endpoint and model.
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    name: String,
+    base_url: String,
+    model: String,
+    api_key: Option<Secret>,
+    context_window: Option<u32>,
+    client: reqwest::Client,
+}
+
+impl OpenAiProvider {
+    /// The provider `[providers.openai]` describes, or `None` when it names
+    /// no model (not configured).
+    pub fn from_config(config: &OpenAiConfig) -> Result<Option<Self>, ProviderError> {
+        let Some(model) = &config.model else {
+            return Ok(None);
+        };
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(config.timeout_secs))
+            .build()
+            .map_err(|e| ProviderError::Failed(format!("cannot set up HTTP: {e}")))?;
+        Ok(Some(Self {
+            name: "openai".to_string(),
+            base_url: config.base_url.trim_end_matches('/').to_string(),
+            model: model.clone(),
+            api_key: config.api_key.clone(),
+            context_window: config.context_window,
+            client,
+        }))
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The same endpoint with another model (a route's `[routing.models]` id).
+    pub fn with_model(&self, model: &str) -> Self {
+        Self {
+            model: model.to_string(),
+            ..self.clone()
+        }
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return ChatStream::failed(ProviderError::Failed(
+                "the OpenAI provider needs a tokio runtime".into(),
+            ));
+        };
+        let (tx, rx) = mpsc::channel(64);
+        let this = self.clone();
+        runtime.spawn(async move {
+            if let Err(e) = this.stream(request, cancel, &tx).await {
+                let _ = tx.send(StreamEvent::Error(e)).await;
+            }
+        });
+        ChatStream::new(rx)
+    }
+
+    fn context_window(&self) -> Option<u32> {
+        self.context_window
+    }
+}
+
+impl OpenAiProvider {
+    /// Sends the request and forwards the reply; ends with `Done` or an error.
+    async fn stream(
+        &self,
+        request: ChatRequest,
+        cancel: CancellationToken,
+        tx: &mpsc::Sender<StreamEvent>,
+    ) -> Result<(), ProviderError> {
+        let started = Instant::now();
+        let cancelled = |usage| StreamEvent::Done {
+            usage,
+            finish: FinishReason::Cancelled,
+        };
+        let mut call = self
+            .client
+            .post(format!("{}/chat/completions", self.base_url))
+            .json(&wire::request_body(&self.model, &request));
+        if let Some(key) = &self.api_key {
+            call = call.bearer_auth(key.expose());
+        }
+        let response = tokio::select! {
+            r = call.send() => r.map_err(|e| ProviderError::Failed(format!(
+                "cannot reach {} at {}: {}", self.name, self.base_url, plain(&e)
+            )))?,
+            _ = cancel.cancelled() => {
+                let _ = tx.send(cancelled(Usage::default())).await;
+                return Ok(());
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let body = capped_body(response).await;
+            return Err(wire::classify_error(&self.name, status.as_u16(), &body));
+        }
+
+        let tools = request.offered_tools().to_vec();
+        let mut reader = Reader {
+            filter: OutputFilter::new(false, request.sampling.stop.clone(), !tools.is_empty()),
+            tools,
+            usage: Usage::default(),
+            finish: None,
+            first_text: None,
+            ended: false,
+        };
+        let mut sse = SseParser::default();
+        let mut bytes = response.bytes_stream();
+        loop {
+            let next = tokio::select! {
+                next = bytes.next() => next,
+                _ = cancel.cancelled() => {
+                    let _ = tx.send(cancelled(reader.usage)).await;
+                    return Ok(());
+                }
+            };
+            let at_end = next.is_none();
+            let events = match next {
+                Some(Ok(chunk)) => sse.push(&chunk),
+                Some(Err(e)) => {
+                    return Err(ProviderError::Failed(format!(
+                        "{} broke off the reply: {}",
+                        self.name,
+                        plain(&e)
+                    )));
+                }
+                None => sse.finish().into_iter().collect(),
+            };
+            for data in events {
+                for event in reader.read(&data, started)? {
+                    if tx.send(event).await.is_err() {
+                        return Ok(()); // The caller is gone.
+                    }
+                }
+            }
+            if reader.ended || at_end {
+                break;
+            }
+        }
+        if !reader.ended && reader.finish.is_none() {
+            return Err(ProviderError::Failed(format!(
+                "{} closed the stream before the reply ended",
+                self.name
+            )));
+        }
+        let mut events: Vec<StreamEvent> = reader.flush();
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        let first = reader.first_text.unwrap_or(elapsed);
+        reader.usage.prompt_ms = first;
+        reader.usage.generation_ms = elapsed - first;
+        events.push(StreamEvent::Done {
+            usage: reader.usage,
+            finish: match reader.finish.as_deref() {
+                Some("length") => FinishReason::Length,
+                _ => FinishReason::Stop,
+            },
+        });
+        for event in events {
+            let _ = tx.send(event).await;
+        }
+        Ok(())
+    }
+}
+
+/// The state of one streamed reply.
+struct Reader {
+    filter: OutputFilter,
+    tools: Vec<super::ToolSpec>,
+    usage: Usage,
+    finish: Option<String>,
+    /// Milliseconds until the first text arrived.
+    first_text: Option<f64>,
+    /// `[DONE]` or a stop string was reached.
+    ended: bool,
+}
+
+impl Reader {
+    fn read(&mut self, data: &str, started: Instant) -> Result<Vec<StreamEvent>, ProviderError> {
+        if self.ended {
+            return Ok(Vec::new());
+        }
+        if data.trim() == "[DONE]" {
+            self.ended = true;
+            return Ok(Vec::new());
+        }
+        let chunk = wire::parse_chunk(data)?;
+        if let Some(usage) = chunk.usage {
+            self.usage = usage;
+        }
+        if chunk.finish_reason.is_some() {
+            self.finish = chunk.finish_reason;
+        }
+        let mut events = Vec::new();
+        if let Some(reasoning) = chunk.reasoning {
+            events.push(StreamEvent::ReasoningDelta(reasoning));
+        }
+        if let Some(text) = chunk.content {
+            self.first_text
+                .get_or_insert_with(|| started.elapsed().as_secs_f64() * 1000.0);
+            let pieces = self.filter.push(&text);
+            events.extend(self.events(pieces));
+        }
+        Ok(events)
+    }
+
+    /// What the splitter still held back, once the stream is over.
+    fn flush(&mut self) -> Vec<StreamEvent> {
+        let pieces = self.filter.finish();
+        self.events(pieces)
+    }
+
+    fn events(&mut self, pieces: Vec<Piece>) -> Vec<StreamEvent> {
+        let mut events = Vec::new();
+        for piece in pieces {
+            match piece {
+                Piece::Content(text) => events.push(StreamEvent::TextDelta(text)),
+                Piece::Reasoning(text) => events.push(StreamEvent::ReasoningDelta(text)),
+                Piece::ToolCall(raw) => match parse_tool_call(&raw, &self.tools) {
+                    Ok(call) => events.push(StreamEvent::ToolCall(call)),
+                    // Left as text for the agent's lenient parser to report.
+                    Err(_) => events.push(StreamEvent::TextDelta(format!(
+                        "{CALL_OPEN}{raw}{CALL_CLOSE}"
+                    ))),
+                },
+                Piece::UnfinishedCall(raw) => {
+                    events.push(StreamEvent::TextDelta(format!("{CALL_OPEN}{raw}")))
+                }
+                Piece::Stop => self.ended = true,
+            }
+        }
+        events
+    }
+}
+
+/// An error and its causes on one line.
+fn plain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn capped_body(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= ERROR_BODY_CAP {
+            body.truncate(ERROR_BODY_CAP);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
