@@ -25,6 +25,32 @@ impl Report {
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// What the OpenAI-compatible provider is set up to do (not contacted).
+fn cloud_line(config: &Config) -> String {
+    let Some(model) = &config.openai.model else {
+        return "none configured: hearth answers only locally".to_string();
+    };
+    let routing = &config.routing;
+    let role = if routing.default_provider == "openai" {
+        "the default provider"
+    } else if routing.fallback.iter().any(|p| p == "openai") {
+        "the fallback"
+    } else if routing.rules.iter().any(|r| r.provider == "openai") {
+        "for matching routing rules"
+    } else {
+        "unused: no [routing] entry names \"openai\""
+    };
+    let key = if config.openai.api_key.is_some() {
+        "with an API key"
+    } else {
+        "without an API key"
+    };
+    format!(
+        "openai `{model}` at {} {key}, {role} (not contacted)",
+        config.openai.base_url
+    )
+}
+
 pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Result<ExitCode> {
     let mut report = Report { failed: false };
     let hw = tokio::task::spawn_blocking(Hardware::detect).await?;
@@ -92,6 +118,7 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         true,
         format!("{} (history, sessions)", config.data_dir.display()),
     );
+    report.info("cloud", cloud_line(&config));
 
     let path = match model_file::locate(&config.model.path, &config.data_dir) {
         Ok(p) => p,
