@@ -16,6 +16,7 @@
 //! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
 //! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`history`]: conversation turns persisted in SQLite.
+//! - [`storage`]: opening the SQLite files (WAL, busy timeout, schema).
 //! - [`providers`]: the [`providers::Provider`] seam replies come from.
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
 //! - [`config`]: TOML → validated configuration.
@@ -34,4 +35,5 @@ pub mod pipeline;
 pub mod providers;
 pub mod scheduler;
 pub mod security;
+pub mod storage;
 pub mod tools;

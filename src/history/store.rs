@@ -13,12 +13,20 @@ pub enum HistoryError {
         path: PathBuf,
         source: rusqlite::Error,
     },
-    #[error("cannot create the data dir {}: {source}; fix: set `[data] dir` to a writable folder", .path.display())]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Open(#[from] crate::storage::OpenError),
 }
+
+const SCHEMA: &str = "
+                 PRAGMA synchronous = NORMAL;
+                 CREATE TABLE IF NOT EXISTS messages (
+                     id INTEGER PRIMARY KEY AUTOINCREMENT,
+                     conversation TEXT NOT NULL,
+                     role TEXT NOT NULL,
+                     content TEXT NOT NULL,
+                     created INTEGER NOT NULL DEFAULT (unixepoch())
+                 );
+                 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation, id);";
 
 pub struct HistoryStore {
     conn: Connection,
@@ -33,36 +41,10 @@ impl HistoryStore {
     /// the file. (FULL syncs every turn to disk: 12× slower per message in
     /// `benches/pipeline.rs`.)
     pub fn open(path: &Path) -> Result<Self, HistoryError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| HistoryError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let store = Self {
-            conn: Connection::open(path).map_err(|source| HistoryError::Sqlite {
-                path: path.to_path_buf(),
-                source,
-            })?,
+        Ok(Self {
+            conn: crate::storage::open(path, SCHEMA)?,
             path: path.to_path_buf(),
-        };
-        store
-            .conn
-            .execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA synchronous = NORMAL;
-                 PRAGMA busy_timeout = 5000;
-                 CREATE TABLE IF NOT EXISTS messages (
-                     id INTEGER PRIMARY KEY AUTOINCREMENT,
-                     conversation TEXT NOT NULL,
-                     role TEXT NOT NULL,
-                     content TEXT NOT NULL,
-                     created INTEGER NOT NULL DEFAULT (unixepoch())
-                 );
-                 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation, id);",
-            )
-            .map_err(|e| store.err(e))?;
-        Ok(store)
+        })
     }
 
     /// The database file inside a data dir.

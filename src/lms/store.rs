@@ -23,29 +23,7 @@ pub struct Pending {
     pub previous: Option<LmsItem>,
 }
 
-pub struct SeenStore {
-    conn: Mutex<Connection>,
-    path: PathBuf,
-}
-
-impl SeenStore {
-    /// Opens (creating if needed) `lms.sqlite3` in `data_dir`.
-    pub fn open_in(data_dir: &Path) -> Result<Self, LmsError> {
-        Self::open(&data_dir.join("lms.sqlite3"))
-    }
-
-    pub fn open(path: &Path) -> Result<Self, LmsError> {
-        let fail = |e: &dyn std::fmt::Display| LmsError::Store {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
-        }
-        let conn = Connection::open(path).map_err(|e| fail(&e))?;
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA busy_timeout = 5000;
+const SCHEMA: &str = "
              CREATE TABLE IF NOT EXISTS items (
                  source TEXT NOT NULL,
                  id TEXT NOT NULL,
@@ -66,9 +44,24 @@ impl SeenStore {
                  before_secs INTEGER NOT NULL,
                  sent_at INTEGER NOT NULL,
                  PRIMARY KEY (source, id, due, before_secs)
-             );",
-        )
-        .map_err(|e| fail(&e))?;
+             );";
+
+pub struct SeenStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl SeenStore {
+    /// Opens (creating if needed) `lms.sqlite3` in `data_dir`.
+    pub fn open_in(data_dir: &Path) -> Result<Self, LmsError> {
+        Self::open(&data_dir.join("lms.sqlite3"))
+    }
+
+    pub fn open(path: &Path) -> Result<Self, LmsError> {
+        let conn = crate::storage::open(path, SCHEMA).map_err(|e| LmsError::Store {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),

@@ -22,49 +22,13 @@ pub enum MemoryError {
         path: PathBuf,
         source: rusqlite::Error,
     },
-    #[error("cannot create the data dir {}: {source}; fix: set `[data] dir` to a writable folder", .path.display())]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Open(#[from] crate::storage::OpenError),
     #[error("{0}")]
     Invalid(String),
 }
 
-pub struct MemoryStore {
-    conn: Mutex<Connection>,
-    path: PathBuf,
-}
-
-/// How many FTS candidates are ranked per result asked for.
-const CANDIDATES_PER_RESULT: usize = 4;
-
-impl MemoryStore {
-    /// The database file inside a data dir.
-    pub fn path_in(data_dir: &Path) -> PathBuf {
-        data_dir.join("memory.sqlite3")
-    }
-
-    /// Opens (creating if needed) the database at `path`.
-    pub fn open(path: &Path) -> Result<Self, MemoryError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| MemoryError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let conn = Connection::open(path).map_err(|source| MemoryError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let store = Self {
-            conn: Mutex::new(conn),
-            path: path.to_path_buf(),
-        };
-        store.with(|c| {
-            c.execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA busy_timeout = 5000;
+const SCHEMA: &str = "
                  CREATE TABLE IF NOT EXISTS memories (
                      id INTEGER PRIMARY KEY AUTOINCREMENT,
                      key TEXT NOT NULL,
@@ -89,10 +53,28 @@ impl MemoryStore {
                      INSERT INTO memories_fts (memories_fts, rowid, content)
                          VALUES ('delete', old.id, old.content);
                      INSERT INTO memories_fts (rowid, content) VALUES (new.id, new.content);
-                 END;",
-            )
-        })?;
-        Ok(store)
+                 END;";
+
+pub struct MemoryStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+/// How many FTS candidates are ranked per result asked for.
+const CANDIDATES_PER_RESULT: usize = 4;
+
+impl MemoryStore {
+    /// The database file inside a data dir.
+    pub fn path_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("memory.sqlite3")
+    }
+
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Self, MemoryError> {
+        Ok(Self {
+            conn: Mutex::new(crate::storage::open(path, SCHEMA)?),
+            path: path.to_path_buf(),
+        })
     }
 
     /// Stores `content` under (`scope`, `key`), replacing an entry with the

@@ -53,7 +53,7 @@ impl Provider for Tee {
     }
 
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
-        if crate::agent::context::is_summary_request(&request) {
+        if request.internal {
             // History compression: nothing the user should see.
             return self.inner.chat(request, cancel);
         }

@@ -153,6 +153,9 @@ pub struct ChatRequest {
     pub priority: Priority,
     pub tools: Vec<ToolSpec>,
     pub tool_choice: ToolChoice,
+    /// Work hearth does for itself (a history summary): the reply is never
+    /// streamed to the user.
+    pub internal: bool,
 }
 
 impl ChatRequest {
@@ -169,7 +172,14 @@ impl ChatRequest {
             priority: Priority::Interactive,
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
+            internal: false,
         }
+    }
+
+    /// Marks the request as hearth's own work, never shown to the user.
+    pub fn internal(mut self) -> Self {
+        self.internal = true;
+        self
     }
 
     /// The tools actually offered: none when `tool_choice` is `None`.

@@ -20,44 +20,11 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
-    #[error("cannot create the data dir {}: {source}; fix: set `[data] dir` to a writable folder", .path.display())]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Open(#[from] crate::storage::OpenError),
 }
 
-pub struct JobStore {
-    conn: Mutex<Connection>,
-    path: PathBuf,
-}
-
-const COLUMNS: &str = "id, name, kind, spec, timezone, payload, channel, recipient, thread, next_run, last_run, last_error";
-
-impl JobStore {
-    pub fn path_in(data_dir: &Path) -> PathBuf {
-        data_dir.join("scheduler.sqlite3")
-    }
-
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        let conn = Connection::open(path).map_err(|source| StoreError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let store = Self {
-            conn: Mutex::new(conn),
-            path: path.to_path_buf(),
-        };
-        store.with(|c| {
-            c.execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA busy_timeout = 5000;
+const SCHEMA: &str = "
                  CREATE TABLE IF NOT EXISTS jobs (
                      id INTEGER PRIMARY KEY AUTOINCREMENT,
                      name TEXT,
@@ -73,10 +40,25 @@ impl JobStore {
                      last_error TEXT,
                      created INTEGER NOT NULL
                  );
-                 CREATE INDEX IF NOT EXISTS jobs_by_next_run ON jobs (next_run);",
-            )
-        })?;
-        Ok(store)
+                 CREATE INDEX IF NOT EXISTS jobs_by_next_run ON jobs (next_run);";
+
+pub struct JobStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+const COLUMNS: &str = "id, name, kind, spec, timezone, payload, channel, recipient, thread, next_run, last_run, last_error";
+
+impl JobStore {
+    pub fn path_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("scheduler.sqlite3")
+    }
+
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Ok(Self {
+            conn: Mutex::new(crate::storage::open(path, SCHEMA)?),
+            path: path.to_path_buf(),
+        })
     }
 
     /// Stores a job that first runs at `next_run`; its id.

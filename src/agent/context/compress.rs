@@ -9,13 +9,9 @@ use crate::providers::{ChatMessage, ChatRequest, Provider, ProviderError, Role, 
 
 const INSTRUCTIONS: &str = "You summarise the earlier part of a conversation between a user and an assistant, so the conversation can go on without it. Write at most 150 words of plain sentences: what the user wanted, what was done, what was decided, and open questions. Copy every identifier exactly as written: IDs, UUIDs, file paths, hashes, URLs, numbers, dates, names.";
 
-/// Summary requests run under the conversation's key plus this suffix.
+/// Summary requests run under the conversation's key plus this suffix, so
+/// the engine keeps them apart from the conversation's own KV cache.
 const SUMMARY_SUFFIX: &str = "#summary";
-
-/// Whether `request` is a history summary (streamed to nobody).
-pub fn is_summary_request(request: &ChatRequest) -> bool {
-    request.conversation.ends_with(SUMMARY_SUFFIX)
-}
 
 /// Characters of one message shown to the summariser.
 const MESSAGE_CHARS: usize = 1_200;
@@ -67,7 +63,8 @@ pub async fn compress(
             ChatMessage::user(transcript),
         ],
         SamplingParams::greedy(300),
-    );
+    )
+    .internal();
     let reply = provider
         .chat(request, cancel.clone())
         .collect_with(|_| {})

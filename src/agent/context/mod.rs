@@ -15,7 +15,7 @@ mod compress;
 mod identifiers;
 mod window;
 
-pub use compress::{compress, is_summary_request};
+pub use compress::compress;
 pub use identifiers::identifiers;
 pub use window::{Window, drop_oldest_third, trim_budget, trim_old_tool_results};
 

@@ -125,6 +125,7 @@ async fn compression_runs_past_half_the_window_and_keeps_identifiers() {
     let request = &provider.requests()[0];
     assert!(request.messages[1].content.contains(SECRET_ID));
     assert!(request.conversation.ends_with("#summary"));
+    assert!(request.internal, "a summary never streams to the user");
 }
 
 #[tokio::test]
