@@ -6,6 +6,11 @@
 //! now, so a job missed while the daemon was down runs once at start, not
 //! once per missed tick. A one-shot is removed as it fires. Each fire runs
 //! in its own task: a slow agent prompt does not hold up other jobs.
+//!
+//! A prompt whose reply could not be delivered (the platform is down) is
+//! tried again after 1, 2, 4 and 8 minutes, but never past the job's next
+//! regular run: a reminder is late rather than lost. (LMS polls need no
+//! retry: a notice not delivered is offered again by the next poll.)
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,7 +21,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
-use super::job::{Job, NewJob, Schedule, ScheduleError};
+use super::job::{Job, NewJob, Payload, Schedule, ScheduleError};
 use super::store::{JobStore, StoreError};
 use crate::config::SchedulerConfig;
 use crate::tools::BoxFuture;
@@ -43,6 +48,14 @@ pub enum SchedulerError {
 /// The longest sleep: the wall clock is checked at least this often, so a
 /// clock change, a suspend or a job added by the command line is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
+
+/// Waits before each retry of a failed prompt job.
+const RETRY_DELAYS: [Duration; 4] = [
+    Duration::from_secs(60),
+    Duration::from_secs(120),
+    Duration::from_secs(240),
+    Duration::from_secs(480),
+];
 
 pub struct Scheduler {
     store: Arc<JobStore>,
@@ -143,8 +156,12 @@ impl Scheduler {
         };
         let mut fired = Vec::new();
         for job in due {
+            let mut next_run = None;
             let advanced = match job.schedule.following(job.next_run, now, job.timezone) {
-                Ok(Some(next)) => self.store.reschedule(job.id, next, now),
+                Ok(Some(next)) => {
+                    next_run = Some(next);
+                    self.store.reschedule(job.id, next, now)
+                }
                 Ok(None) => self.store.remove(job.id).map(|_| ()),
                 Err(e) => {
                     tracing::warn!(job = job.id, "job has a bad schedule, removing it: {e}");
@@ -158,12 +175,10 @@ impl Scheduler {
             }
             let sink = Arc::clone(sink);
             let store = Arc::clone(&self.store);
+            let clock = Arc::clone(&self.clock);
             let running = job.clone();
             tokio::spawn(async move {
-                let result = sink.fire(&running).await;
-                if let Err(e) = &result {
-                    tracing::warn!(job = running.id, "scheduled job failed: {e}");
-                }
+                let result = fire_with_retries(&*sink, &running, next_run, &*clock).await;
                 // A one-shot is gone already; nothing to record then.
                 let _ = store.record_result(running.id, result.err().as_deref());
             });
@@ -202,4 +217,35 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// Fires `job`; a failed prompt is tried again while the retries end
+/// before `next_run` (the job's next regular run, `None` for a one-shot).
+async fn fire_with_retries(
+    sink: &dyn JobSink,
+    job: &Job,
+    next_run: Option<DateTime<Utc>>,
+    clock: &dyn Clock,
+) -> Result<(), String> {
+    let mut result = sink.fire(job).await;
+    let retriable = matches!(job.payload, Payload::AgentPrompt { .. });
+    for (attempt, delay) in RETRY_DELAYS.iter().enumerate() {
+        let Err(e) = &result else { break };
+        let retry_at = clock.now() + chrono::Duration::from_std(*delay).unwrap_or_default();
+        if !retriable || next_run.is_some_and(|next| retry_at >= next) {
+            break;
+        }
+        tracing::warn!(
+            job = job.id,
+            attempt = attempt + 1,
+            "scheduled job failed, trying again in {} s: {e}",
+            delay.as_secs()
+        );
+        tokio::time::sleep(*delay).await;
+        result = sink.fire(job).await;
+    }
+    if let Err(e) = &result {
+        tracing::warn!(job = job.id, "scheduled job failed: {e}");
+    }
+    result
 }

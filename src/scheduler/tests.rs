@@ -87,7 +87,7 @@ fn open(dir: &tempfile::TempDir, clock: &Arc<TestClock>) -> Arc<Scheduler> {
 }
 
 /// Runs `scheduler` for `span` of paused time.
-async fn run_for(scheduler: &Arc<Scheduler>, sink: &Arc<Recorder>, span: Duration) {
+async fn run_for(scheduler: &Arc<Scheduler>, sink: &Arc<impl JobSink + 'static>, span: Duration) {
     let stop = CancellationToken::new();
     let task = {
         let s = Arc::clone(scheduler);
@@ -336,14 +336,43 @@ async fn cron_add_from_a_chat_delivers_to_that_chat() {
     assert!(s.list().unwrap().is_empty());
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_failing_sink_is_recorded_and_the_job_keeps_its_schedule() {
-    struct Failing;
-    impl JobSink for Failing {
-        fn fire<'a>(&'a self, _: &'a Job) -> BoxFuture<'a, Result<(), String>> {
-            Box::pin(async { Err("telegram is down".to_string()) })
-        }
+/// Fails its first `failures` fires, then succeeds; records each attempt.
+struct Flaky {
+    clock: Arc<TestClock>,
+    failures: usize,
+    attempts: Mutex<Vec<DateTime<Utc>>>,
+}
+
+impl Flaky {
+    fn new(clock: &Arc<TestClock>, failures: usize) -> Arc<Self> {
+        Arc::new(Self {
+            clock: Arc::clone(clock),
+            failures,
+            attempts: Mutex::default(),
+        })
     }
+
+    fn attempts(&self) -> Vec<DateTime<Utc>> {
+        self.attempts.lock().unwrap().clone()
+    }
+}
+
+impl JobSink for Flaky {
+    fn fire<'a>(&'a self, _: &'a Job) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let mut attempts = self.attempts.lock().unwrap();
+            attempts.push(self.clock.now());
+            if attempts.len() <= self.failures {
+                Err("telegram is down".to_string())
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_prompt_is_retried_then_recorded_and_keeps_its_schedule() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(TestClock::new(utc(6, 8, 59)));
     let s = open(&dir, &clock);
@@ -356,16 +385,63 @@ async fn a_failing_sink_is_recorded_and_the_job_keeps_its_schedule() {
             delivery: to("1"),
         })
         .unwrap();
-    let stop = CancellationToken::new();
-    let task = {
-        let s = Arc::clone(&s);
-        let stop = stop.clone();
-        tokio::spawn(async move { s.run(Arc::new(Failing), stop).await })
-    };
-    tokio::time::sleep(Duration::from_secs(120)).await;
-    stop.cancel();
-    task.await.unwrap();
+    let sink = Flaky::new(&clock, usize::MAX);
+    run_for(&s, &sink, Duration::from_secs(20 * 60)).await;
+    // At 9:00, then after 1, 2, 4 and 8 more minutes; then given up.
+    let minutes: Vec<u32> = sink
+        .attempts()
+        .iter()
+        .map(|t| chrono::Timelike::minute(t))
+        .collect();
+    assert_eq!(minutes, [0, 1, 3, 7, 15]);
     let after = s.get(job.id).unwrap().unwrap();
     assert_eq!(after.last_error.as_deref(), Some("telegram is down"));
     assert_eq!(after.next_run, utc(6, 10, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reminder_whose_delivery_failed_arrives_late_not_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 8, 59)));
+    let s = open(&dir, &clock);
+    s.add(NewJob {
+        name: None,
+        schedule: Schedule::At(utc(6, 9, 0)),
+        timezone: chrono_tz::UTC,
+        payload: prompt("dentist at 10"),
+        delivery: to("1"),
+    })
+    .unwrap();
+    let sink = Flaky::new(&clock, 2);
+    run_for(&s, &sink, Duration::from_secs(10 * 60)).await;
+    assert_eq!(sink.attempts().len(), 3, "two failures, then delivered");
+    assert!(s.list().unwrap().is_empty(), "the one-shot is gone");
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_stop_before_the_next_regular_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 8, 59)));
+    let s = open(&dir, &clock);
+    let job = s
+        .add(NewJob {
+            name: None,
+            schedule: Schedule::Every(Duration::from_secs(150)),
+            timezone: chrono_tz::UTC,
+            payload: prompt("x"),
+            delivery: to("1"),
+        })
+        .unwrap();
+    let sink = Flaky::new(&clock, usize::MAX);
+    // Until 9:04:30: runs at 9:01:30 and 9:04:00.
+    run_for(&s, &sink, Duration::from_secs(330)).await;
+    // The 9:01:30 run gets one retry a minute later; the next (two minutes
+    // on) would pass the following regular run at 9:04:00.
+    let gaps: Vec<i64> = sink
+        .attempts()
+        .windows(2)
+        .map(|w| (w[1] - w[0]).num_seconds())
+        .collect();
+    assert_eq!(gaps, [60, 90], "{:?}", sink.attempts());
+    assert!(s.get(job.id).unwrap().is_some());
 }
