@@ -391,7 +391,7 @@ async fn a_failing_prompt_is_retried_then_recorded_and_keeps_its_schedule() {
     let minutes: Vec<u32> = sink
         .attempts()
         .iter()
-        .map(|t| chrono::Timelike::minute(t))
+        .map(chrono::Timelike::minute)
         .collect();
     assert_eq!(minutes, [0, 1, 3, 7, 15]);
     let after = s.get(job.id).unwrap().unwrap();
