@@ -1,6 +1,7 @@
 //! End to end on the real default model (SmolLM2-135M), through the binary:
 //! greedy determinism, named sessions across invocations, the piped chat,
-//! and the Gemma 3 model through the built-in `gemma` template.
+//! Ctrl-C during a reply, and the Gemma 3 model through the built-in
+//! `gemma` template.
 
 mod common;
 
@@ -103,6 +104,92 @@ fn chat_reads_one_message_per_line_when_piped() {
     assert!(
         !stdout.contains("llama"),
         "llama.cpp logs stay off the chat screen: {stdout}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_reply_and_the_chat_goes_on() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    common::model(common::SMOLLM2);
+    let s = Sandbox::new();
+    let config = s.config("[generation]\ntemperature = 0.0\nmax_tokens = 400\n");
+    let mut child = s
+        .hearth_process()
+        .arg("--config")
+        .arg(&config)
+        .args(["chat", "--session", "story"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let reader = {
+        let out = out.clone();
+        let mut stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            while let Ok(n @ 1..) = stdout.read(&mut buf) {
+                out.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    writeln!(
+        stdin,
+        "Write a very long story about a dragon and a knight."
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    while out.lock().unwrap().len() < 20 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no reply began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "Ctrl-C during a reply must not end the chat"
+    );
+    writeln!(stdin, "What is the capital of France?").unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_no_panic(&stderr);
+    assert!(status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.lock().unwrap()).into_owned();
+    assert!(stdout.contains("Stopped."), "{stdout}");
+
+    // The stopped turn is recorded as stopped; the next one was answered.
+    let store = HistoryStore::open(&HistoryStore::path_in(&s.path("data"))).unwrap();
+    let turns: Vec<(Role, String)> = store
+        .load("cli_story_user", 50)
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.role, m.content))
+        .collect();
+    assert_eq!(turns.len(), 4, "{turns:?}");
+    assert_eq!(turns[1], (Role::Assistant, "[Stopped by the user]".into()));
+    assert_eq!(turns[2].1, "What is the capital of France?");
+    assert_eq!(turns[3].0, Role::Assistant);
+    assert!(
+        !turns[3].1.is_empty() && stdout.contains(turns[3].1.trim()),
+        "{stdout}"
     );
 }
 

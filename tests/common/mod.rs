@@ -46,9 +46,9 @@ impl Sandbox {
     }
 
     /// `hearth` with HOME and the data dir inside the sandbox and no
-    /// inherited hearth variables.
-    pub fn hearth(&self) -> Command {
-        let mut cmd = Command::cargo_bin("hearth").expect("hearth binary");
+    /// inherited hearth variables, as a plain process (for pipes and signals).
+    pub fn hearth_process(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hearth"));
         for (key, _) in std::env::vars() {
             if key.starts_with("HEARTH_")
                 || key.starts_with("XDG_")
@@ -59,8 +59,14 @@ impl Sandbox {
             }
         }
         cmd.env("HOME", self.dir.path())
-            .env("HEARTH_DATA_DIR", self.path("data"))
-            .timeout(std::time::Duration::from_secs(300));
+            .env("HEARTH_DATA_DIR", self.path("data"));
+        cmd
+    }
+
+    /// [`Self::hearth_process`] for assertions, with a 300 s limit.
+    pub fn hearth(&self) -> Command {
+        let mut cmd = Command::from_std(self.hearth_process());
+        cmd.timeout(std::time::Duration::from_secs(300));
         cmd
     }
 }
