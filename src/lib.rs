@@ -6,7 +6,7 @@
 //!
 //! - [`cli`]: the `hearth` command line.
 //! - [`daemon`]: `hearth daemon`: channels, providers, services and the dispatcher together.
-//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms; Telegram, the CLI.
+//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms; Telegram, the CLI, the HTTP gateway.
 //! - [`dispatch`]: the bus, supervised listeners, in-flight limits, interruption.
 //! - [`pipeline`]: one message's phases, from hooks to the persisted reply.
 //! - [`agent`]: the tool-call loop, dispatchers, the system prompt, context management.

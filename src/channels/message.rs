@@ -31,6 +31,9 @@ pub struct SendMessage {
     pub subject: Option<String>,
     /// Reply into this thread or topic.
     pub thread_ts: Option<String>,
+    /// The id of the message this answers, for channels that pair replies
+    /// with requests (the HTTP gateway); `None` for unprompted messages.
+    pub in_reply_to: Option<String>,
 }
 
 impl SendMessage {
@@ -49,6 +52,7 @@ impl SendMessage {
             recipient: message.reply_target.clone(),
             subject: None,
             thread_ts: message.thread_ts.clone(),
+            in_reply_to: Some(message.id.clone()),
         }
     }
 }

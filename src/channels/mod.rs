@@ -8,6 +8,7 @@
 mod channel;
 pub mod cli;
 mod error;
+pub mod gateway;
 pub mod in_memory;
 mod message;
 pub mod telegram;
@@ -15,6 +16,7 @@ pub mod telegram;
 pub use channel::{Channel, ChannelPolicy};
 pub use cli::CliChannel;
 pub use error::ChannelError;
+pub use gateway::GatewayChannel;
 pub use in_memory::{ChannelEvent, InMemoryChannel};
 pub use message::{ChannelMessage, SendMessage};
 pub use telegram::TelegramChannel;

@@ -16,7 +16,7 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     let channels = build_channels(&config)?;
     if channels.is_empty() {
         eprintln!(
-            "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN), or [daemon] loopback_channel = true to run without a platform."
+            "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform."
         );
         return Ok(ExitCode::FAILURE);
     }

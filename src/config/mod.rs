@@ -11,6 +11,7 @@
 mod daemon;
 mod environment;
 mod error;
+mod gateway;
 mod lms;
 mod load;
 mod memory;
@@ -26,6 +27,7 @@ use std::path::PathBuf;
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
+pub use gateway::GatewayConfig;
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
 };
@@ -54,6 +56,7 @@ pub struct Config {
     /// Default `tracing` filter when `RUST_LOG` is unset.
     pub log_level: String,
     pub telegram: TelegramConfig,
+    pub gateway: GatewayConfig,
     pub openai: OpenAiConfig,
     /// The LMS notifier.
     pub lms: LmsConfig,
@@ -430,7 +433,12 @@ impl Config {
             ));
         }
 
-        let telegram = TelegramConfig::from_raw(raw.channels.and_then(|c| c.telegram), env)?;
+        let (raw_telegram, raw_gateway) = raw
+            .channels
+            .map(|c| (c.telegram, c.gateway))
+            .unwrap_or_default();
+        let telegram = TelegramConfig::from_raw(raw_telegram, env)?;
+        let gateway = GatewayConfig::from_raw(raw_gateway, env)?;
         let lms = LmsConfig::from_raw(raw.lms, env)?;
         let openai = OpenAiConfig::from_raw(raw.providers.and_then(|p| p.openai), env)?;
 
@@ -448,6 +456,7 @@ impl Config {
             data_dir,
             log_level,
             telegram,
+            gateway,
             openai,
             lms,
             memory,

@@ -85,6 +85,7 @@ pub struct RawLog {
 #[serde(deny_unknown_fields)]
 pub struct RawChannels {
     pub telegram: Option<RawTelegram>,
+    pub gateway: Option<super::gateway::RawGateway>,
 }
 
 #[derive(Debug, Default, Deserialize)]

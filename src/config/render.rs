@@ -90,6 +90,7 @@ impl Config {
         self.memory.render(&mut out);
         self.scheduler.render(&mut out);
         let _ = writeln!(out, "{}", self.telegram.render());
+        self.gateway.render(&mut out);
         self.openai.render(&mut out);
         self.lms.render(&mut out);
         out.push('\n');

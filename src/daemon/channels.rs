@@ -5,7 +5,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::channels::telegram::TelegramSettings;
-use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage, TelegramChannel};
+use crate::channels::{
+    Channel, ChannelError, ChannelMessage, GatewayChannel, SendMessage, TelegramChannel,
+};
 use crate::config::Config;
 use crate::tools::BoxFuture;
 
@@ -26,6 +28,9 @@ pub fn build_channels(config: &Config) -> Result<Vec<Arc<dyn Channel>>, BuildErr
                 message: e.to_string(),
             })?;
         channels.push(Arc::new(telegram));
+    }
+    if let Some(gateway) = GatewayChannel::from_config(&config.gateway) {
+        channels.push(Arc::new(gateway));
     }
     if config.daemon.loopback_channel {
         channels.push(Arc::new(LoopbackChannel));

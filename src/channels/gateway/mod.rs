@@ -1,0 +1,170 @@
+//! The HTTP gateway: the assistant as a small JSON API on the home network,
+//! for scripts, home automation or a phone shortcut.
+//!
+//! `POST /v1/message` with `{"text": "...", "chat": "kitchen"}` puts the
+//! message on the bus like any other channel's and answers with the reply
+//! once the pipeline sends it (`{"reply": "..."}`). Conversations are kept
+//! per chat (and sender), so a chat has history like a Telegram chat.
+//! `GET /health` says whether the daemon is up. A bearer token guards both
+//! (required by the config unless the address is loopback).
+
+mod http;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
+use crate::config::{GatewayConfig, Secret};
+use crate::tools::BoxFuture;
+
+pub const NAME: &str = "gateway";
+
+/// A request waiting for its reply.
+struct Waiter {
+    chat: String,
+    sender: String,
+    reply: oneshot::Sender<String>,
+}
+
+/// What the channel and its HTTP handlers share.
+struct Shared {
+    token: Option<Secret>,
+    reply_timeout: Duration,
+    /// By message id.
+    waiting: Mutex<HashMap<String, Waiter>>,
+    ids: AtomicU64,
+    /// The address listened on, once bound.
+    bound: watch::Sender<Option<SocketAddr>>,
+}
+
+impl Shared {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new message from a request, and the receiver of its reply.
+    fn admit(
+        &self,
+        chat: &str,
+        sender: &str,
+        text: &str,
+    ) -> (ChannelMessage, oneshot::Receiver<String>) {
+        let id = format!("gw-{}", self.ids.fetch_add(1, Ordering::SeqCst));
+        let (reply, rx) = oneshot::channel();
+        self.waiting().insert(
+            id.clone(),
+            Waiter {
+                chat: chat.to_string(),
+                sender: sender.to_string(),
+                reply,
+            },
+        );
+        let message = ChannelMessage {
+            id,
+            sender: sender.to_string(),
+            reply_target: chat.to_string(),
+            content: text.to_string(),
+            channel: NAME.to_string(),
+            timestamp: chrono::Utc::now().timestamp().max(0) as u64,
+            thread_ts: None,
+            interruption_scope_id: None,
+        };
+        (message, rx)
+    }
+
+    fn forget(&self, id: &str) {
+        self.waiting().remove(id);
+    }
+
+    /// After `/stop`: the stopped requests of that chat and sender get no
+    /// reply from the pipeline, so they are answered here.
+    fn release_stopped(&self, chat: &str, sender: &str) {
+        let mut waiting = self.waiting();
+        let stopped: Vec<String> = waiting
+            .iter()
+            .filter(|(_, w)| w.chat == chat && w.sender == sender)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in stopped {
+            if let Some(w) = waiting.remove(&id) {
+                let _ = w.reply.send("(stopped)".to_string());
+            }
+        }
+    }
+}
+
+pub struct GatewayChannel {
+    listen: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl GatewayChannel {
+    /// The gateway `config` describes; `None` when it is off.
+    pub fn from_config(config: &GatewayConfig) -> Option<Self> {
+        Some(Self {
+            listen: config.listen?,
+            shared: Arc::new(Shared {
+                token: config.token.clone(),
+                reply_timeout: Duration::from_secs(config.reply_timeout_secs),
+                waiting: Mutex::default(),
+                ids: AtomicU64::new(1),
+                bound: watch::Sender::new(None),
+            }),
+        })
+    }
+
+    /// The address it listens on, once it does (port 0 picks a free one).
+    pub async fn local_addr(&self) -> SocketAddr {
+        let mut bound = self.shared.bound.subscribe();
+        loop {
+            if let Some(addr) = *bound.borrow_and_update() {
+                return addr;
+            }
+            if bound.changed().await.is_err() {
+                return self.listen;
+            }
+        }
+    }
+}
+
+impl Channel for GatewayChannel {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let waiter = message
+                .in_reply_to
+                .as_deref()
+                .and_then(|id| self.shared.waiting().remove(id));
+            match waiter {
+                Some(w) => w.reply.send(message.content.clone()).map_err(|_| {
+                    ChannelError::Rejected("the client stopped waiting for this reply".into())
+                }),
+                None => Err(ChannelError::Rejected(format!(
+                    "no request is waiting in chat `{}`; the gateway only answers requests",
+                    message.recipient
+                ))),
+            }
+        })
+    }
+
+    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(http::serve(self.listen, self.shared.clone(), tx))
+    }
+
+    fn policy(&self) -> ChannelPolicy {
+        ChannelPolicy {
+            // Requests queue: each client waits for its own answer.
+            interrupt_on_new_message: false,
+            show_tool_calls: false,
+            stream_drafts: false,
+        }
+    }
+}
