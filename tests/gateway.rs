@@ -13,20 +13,26 @@ use hearth::providers::Role;
 use serde_json::{Value, json};
 use support::*;
 
-/// A daemon whose only channel is a gateway on a free port.
-async fn gateway(
-    home: &std::path::Path,
-    extra: &str,
+/// A daemon whose only channel is a gateway on a free port, answering
+/// with an echo that takes `delay`.
+struct Running {
+    daemon: Daemon,
+    url: String,
     provider: Arc<SlowEcho>,
-) -> (Daemon, String, Arc<SlowEcho>) {
-    let path = home.join("hearth.toml");
+    _home: tempfile::TempDir,
+}
+
+async fn gateway(extra: &str, delay: Duration) -> Running {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("hearth.toml");
     std::fs::write(
         &path,
         format!("[channels.gateway]\nlisten = \"127.0.0.1:0\"\n{extra}"),
     )
     .unwrap();
-    let cfg = Config::load_file(&path, &Environment::with_home(home)).unwrap();
+    let cfg = Config::load_file(&path, &Environment::with_home(home.path())).unwrap();
     let channel = Arc::new(GatewayChannel::from_config(&cfg.gateway).unwrap());
+    let provider = SlowEcho::new("echo", delay);
     let runtime = builder(cfg, local(provider.clone()))
         .channel(channel.clone())
         .build()
@@ -35,7 +41,12 @@ async fn gateway(
     let addr = tokio::time::timeout(Duration::from_secs(10), channel.local_addr())
         .await
         .expect("the gateway listens");
-    (daemon, format!("http://{addr}"), provider)
+    Running {
+        daemon,
+        url: format!("http://{addr}"),
+        provider,
+        _home: home,
+    }
 }
 
 async fn post(url: &str, token: Option<&str>, body: Value) -> (u16, Value) {
@@ -52,13 +63,12 @@ async fn post(url: &str, token: Option<&str>, body: Value) -> (u16, Value) {
 
 #[tokio::test]
 async fn a_request_gets_its_reply_and_a_chat_keeps_its_history() {
-    let home = tempfile::tempdir().unwrap();
-    let (daemon, url, provider) = gateway(
-        home.path(),
-        "",
-        SlowEcho::new("echo", Duration::from_millis(10)),
-    )
-    .await;
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway("", Duration::from_millis(10)).await;
     let (status, body) = post(&url, None, json!({"text": "lights on", "chat": "kitchen"})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["reply"], "echo: lights on");
@@ -91,13 +101,12 @@ async fn a_request_gets_its_reply_and_a_chat_keeps_its_history() {
 
 #[tokio::test]
 async fn two_chats_are_answered_at_the_same_time() {
-    let home = tempfile::tempdir().unwrap();
-    let (daemon, url, provider) = gateway(
-        home.path(),
-        "",
-        SlowEcho::new("echo", Duration::from_millis(700)),
-    )
-    .await;
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway("", Duration::from_millis(700)).await;
     let t0 = std::time::Instant::now();
     let (a, b) = tokio::join!(
         post(&url, None, json!({"text": "one", "chat": "a"})),
@@ -117,14 +126,13 @@ async fn two_chats_are_answered_at_the_same_time() {
 
 #[tokio::test]
 async fn the_token_guards_every_route() {
-    let home = tempfile::tempdir().unwrap();
     let token = "0123456789abcdef0123";
-    let (daemon, url, _) = gateway(
-        home.path(),
-        &format!("token = \"{token}\"\n"),
-        SlowEcho::new("echo", Duration::from_millis(10)),
-    )
-    .await;
+    let Running {
+        daemon,
+        url,
+        provider: _,
+        _home,
+    } = gateway(&format!("token = \"{token}\"\n"), Duration::from_millis(10)).await;
     let (status, body) = post(&url, None, json!({"text": "hi"})).await;
     assert_eq!(status, 401, "{body}");
     assert!(body["error"].as_str().unwrap().contains("Bearer"));
@@ -146,13 +154,12 @@ async fn the_token_guards_every_route() {
 
 #[tokio::test]
 async fn bad_requests_get_a_clear_error_and_reach_nobody() {
-    let home = tempfile::tempdir().unwrap();
-    let (daemon, url, provider) = gateway(
-        home.path(),
-        "",
-        SlowEcho::new("echo", Duration::from_millis(10)),
-    )
-    .await;
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway("", Duration::from_millis(10)).await;
     let raw = reqwest::Client::new()
         .post(format!("{url}/v1/message"))
         .header("content-type", "application/json")
@@ -192,11 +199,14 @@ async fn bad_requests_get_a_clear_error_and_reach_nobody() {
 
 #[tokio::test]
 async fn a_slow_reply_times_out_and_stop_releases_a_waiting_request() {
-    let home = tempfile::tempdir().unwrap();
-    let (daemon, url, _) = gateway(
-        home.path(),
+    let Running {
+        daemon,
+        url,
+        provider: _,
+        _home,
+    } = gateway(
         "reply_timeout_secs = 1\n[daemon]\nshutdown_grace_secs = 1\n",
-        SlowEcho::new("echo", Duration::from_secs(30)),
+        Duration::from_secs(30),
     )
     .await;
     let (status, body) = post(&url, None, json!({"text": "think hard"})).await;
@@ -209,13 +219,12 @@ async fn a_slow_reply_times_out_and_stop_releases_a_waiting_request() {
     );
     daemon.stop().await;
 
-    let home = tempfile::tempdir().unwrap();
-    let (daemon, url, provider) = gateway(
-        home.path(),
-        "",
-        SlowEcho::new("echo", Duration::from_secs(30)),
-    )
-    .await;
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway("", Duration::from_secs(30)).await;
     let started = provider.started.notified();
     let slow = tokio::spawn({
         let url = url.clone();

@@ -75,6 +75,17 @@ fn prompt(p: &str) -> Payload {
     Payload::AgentPrompt { prompt: p.into() }
 }
 
+/// A prompt job in UTC delivered to chat 1.
+fn prompt_job(schedule: Schedule) -> NewJob {
+    NewJob {
+        name: None,
+        schedule,
+        timezone: chrono_tz::UTC,
+        payload: prompt("x"),
+        delivery: to("1"),
+    }
+}
+
 fn open(dir: &tempfile::TempDir, clock: &Arc<TestClock>) -> Arc<Scheduler> {
     Arc::new(
         Scheduler::open(
@@ -377,13 +388,7 @@ async fn a_failing_prompt_is_retried_then_recorded_and_keeps_its_schedule() {
     let clock = Arc::new(TestClock::new(utc(6, 8, 59)));
     let s = open(&dir, &clock);
     let job = s
-        .add(NewJob {
-            name: None,
-            schedule: Schedule::cron("0 * * * *").unwrap(),
-            timezone: chrono_tz::UTC,
-            payload: prompt("x"),
-            delivery: to("1"),
-        })
+        .add(prompt_job(Schedule::cron("0 * * * *").unwrap()))
         .unwrap();
     let sink = Flaky::new(&clock, usize::MAX);
     run_for(&s, &sink, Duration::from_secs(20 * 60)).await;
@@ -404,14 +409,7 @@ async fn a_reminder_whose_delivery_failed_arrives_late_not_never() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(TestClock::new(utc(6, 8, 59)));
     let s = open(&dir, &clock);
-    s.add(NewJob {
-        name: None,
-        schedule: Schedule::At(utc(6, 9, 0)),
-        timezone: chrono_tz::UTC,
-        payload: prompt("dentist at 10"),
-        delivery: to("1"),
-    })
-    .unwrap();
+    s.add(prompt_job(Schedule::At(utc(6, 9, 0)))).unwrap();
     let sink = Flaky::new(&clock, 2);
     run_for(&s, &sink, Duration::from_secs(10 * 60)).await;
     assert_eq!(sink.attempts().len(), 3, "two failures, then delivered");
@@ -424,13 +422,7 @@ async fn retries_stop_before_the_next_regular_run() {
     let clock = Arc::new(TestClock::new(utc(6, 8, 59)));
     let s = open(&dir, &clock);
     let job = s
-        .add(NewJob {
-            name: None,
-            schedule: Schedule::Every(Duration::from_secs(150)),
-            timezone: chrono_tz::UTC,
-            payload: prompt("x"),
-            delivery: to("1"),
-        })
+        .add(prompt_job(Schedule::Every(Duration::from_secs(150))))
         .unwrap();
     let sink = Flaky::new(&clock, usize::MAX);
     // Until 9:04:30: runs at 9:01:30 and 9:04:00.
