@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod pipeline;
+pub mod telegram_bot;
 pub mod telegram_fake;
 
 #[allow(unused_imports)]
