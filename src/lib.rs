@@ -20,10 +20,12 @@
 //! - [`providers`]: the [`providers::Provider`] seam replies come from.
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
 //! - [`config`]: TOML → validated configuration.
+//! - [`clock`]: wall-clock time behind a trait, for the scheduler and the LMS notifier.
 
 pub mod agent;
 pub mod channels;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod dispatch;

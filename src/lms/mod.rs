@@ -10,7 +10,6 @@
 //! - [`LmsUpcoming`] is the agent's `lms_upcoming` tool.
 
 pub mod canvas;
-mod clock;
 mod error;
 pub mod feed;
 mod http;
@@ -25,7 +24,7 @@ mod store;
 mod summary;
 mod tool;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use error::LmsError;
 pub use item::{ItemKind, LmsItem};
 pub use notice::{Notice, NoticeKind, NoticeSink, format_due};

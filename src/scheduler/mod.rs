@@ -8,14 +8,13 @@
 //! - [`runner`]: [`Scheduler`]: fire due jobs, sleep until the next.
 //! - [`tools`]: `cron_add`, `cron_list`, `cron_remove`.
 
-pub mod clock;
 pub mod job;
 pub mod parse;
 mod runner;
 mod store;
 mod tools;
 
-pub use clock::{Clock, SystemClock, TestClock};
+pub use crate::clock::{Clock, SystemClock, TestClock};
 pub use job::{Delivery, Job, NewJob, Payload, Schedule, ScheduleError};
 pub use runner::{JobSink, Scheduler, SchedulerError};
 pub use store::{JobStore, StoreError};

@@ -20,9 +20,9 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::clock::Clock;
 use super::job::{Job, NewJob, Payload, Schedule, ScheduleError};
 use super::store::{JobStore, StoreError};
+use crate::clock::Clock;
 use crate::config::SchedulerConfig;
 use crate::tools::BoxFuture;
 
