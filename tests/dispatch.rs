@@ -103,10 +103,7 @@ async fn a_second_message_interrupts_the_first_and_history_merges_them() {
         .unwrap()
         .load("mem_ada_ada", 50)
         .unwrap();
-    let stored: Vec<(Role, &str)> = stored
-        .iter()
-        .map(|m| (m.role, m.content.as_str()))
-        .collect();
+    let stored = turns(&stored);
     assert_eq!(
         stored,
         [
@@ -175,10 +172,7 @@ async fn stop_cancels_at_once_and_sends_nothing_else() {
     channel.inject_text("ada", "say hi");
     reports(&mut rx, 1).await;
     let requests = provider.requests();
-    let turns: Vec<(Role, &str)> = requests.last().unwrap().messages[1..]
-        .iter()
-        .map(|m| (m.role, m.content.as_str()))
-        .collect();
+    let turns = turns(&requests.last().unwrap().messages[1..]);
     assert_eq!(
         turns,
         [
@@ -396,10 +390,7 @@ async fn sessions_survive_a_restart() {
     channel.inject_text("ada", "four");
     reports(&mut rx, 1).await;
     let request = &provider.requests()[0];
-    let turns: Vec<(Role, &str)> = request.messages[1..]
-        .iter()
-        .map(|m| (m.role, m.content.as_str()))
-        .collect();
+    let turns = turns(&request.messages[1..]);
     assert_eq!(
         turns,
         [

@@ -77,10 +77,7 @@ async fn a_request_gets_its_reply_and_a_chat_keeps_its_history() {
     assert_eq!(body["reply"], "echo: and music");
     // The second request saw the first turn of the same chat.
     let second = &provider.requests()[1];
-    let turns: Vec<(Role, &str)> = second.messages[1..]
-        .iter()
-        .map(|m| (m.role, m.content.as_str()))
-        .collect();
+    let turns = turns(&second.messages[1..]);
     assert_eq!(
         turns,
         [

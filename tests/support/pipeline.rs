@@ -12,7 +12,7 @@ use hearth::daemon::Daemon;
 use hearth::dispatch::Report;
 use hearth::pipeline::{ProviderSet, RuntimeBuilder, StaticProviders};
 use hearth::providers::{
-    ChatRequest, ChatStream, FinishReason, Provider, Role, StreamEvent, Usage,
+    ChatMessage, ChatRequest, ChatStream, FinishReason, Provider, Role, StreamEvent, Usage,
 };
 use hearth::security::{Autonomy, Scrubber, SecurityPolicy};
 use hearth::tools::ToolContext;
@@ -54,6 +54,14 @@ impl SlowEcho {
     pub fn user_turns(&self) -> Vec<String> {
         self.requests().iter().map(last_user).collect()
     }
+}
+
+/// Each message as (role, text), for comparing whole conversations.
+pub fn turns(messages: &[ChatMessage]) -> Vec<(Role, &str)> {
+    messages
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect()
 }
 
 pub fn last_user(request: &ChatRequest) -> String {
