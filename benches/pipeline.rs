@@ -19,7 +19,7 @@ use hearth::config::{Config, Environment};
 use hearth::daemon::Daemon;
 use hearth::pipeline::{RuntimeBuilder, StaticProviders};
 use hearth::providers::{ChatRequest, ChatStream, FinishReason, Provider, StreamEvent, Usage};
-use hearth::security::{Autonomy, Scrubber, SecurityPolicy};
+use hearth::security::{Autonomy, SecurityPolicy};
 use hearth::tools::ToolContext;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -57,16 +57,10 @@ fn start(
 ) {
     let config = Config::defaults(&Environment::with_home(home)).expect("defaults");
     std::fs::create_dir_all(&config.agent.workspace).expect("workspace");
-    let tools = ToolContext {
-        policy: Arc::new(
-            SecurityPolicy::new(&config.agent.workspace, Autonomy::Supervised, None)
-                .expect("policy"),
-        ),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(10),
-        output_cap: 4_000,
-        origin: None,
-    };
+    let tools = ToolContext::new(
+        SecurityPolicy::new(&config.agent.workspace, Autonomy::Supervised, None).expect("policy"),
+        Duration::from_secs(10),
+    );
     let providers = Arc::new(StaticProviders::new().with("local", Arc::new(Instantly)));
     let channel = Arc::new(InMemoryChannel::new("mem"));
     let runtime = RuntimeBuilder::new(config, providers, tools)

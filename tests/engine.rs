@@ -388,9 +388,8 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
     use hearth::agent::dispatch::XmlToolDispatcher;
     use hearth::agent::tool_loop::{LoopSettings, ToolLoop};
     use hearth::providers::LocalProvider;
-    use hearth::security::{Autonomy, Scrubber, SecurityPolicy};
+    use hearth::security::{Autonomy, SecurityPolicy};
     use hearth::tools::{FileRead, ToolContext, ToolRegistry};
-    use std::sync::Arc;
     use std::time::Duration;
 
     let _guard = lock();
@@ -401,13 +400,10 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
     let provider = LocalProvider::new(start(settings(&dir.path().join("kv"), 1, 1 << 30, true)));
     let mut registry = ToolRegistry::default();
     registry.register(Box::new(FileRead));
-    let ctx = ToolContext {
-        policy: Arc::new(SecurityPolicy::new(&workspace, Autonomy::Supervised, None).unwrap()),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(10),
-        output_cap: 4_000,
-        origin: None,
-    };
+    let ctx = ToolContext::new(
+        SecurityPolicy::new(&workspace, Autonomy::Supervised, None).unwrap(),
+        Duration::from_secs(10),
+    );
     let tool_loop = ToolLoop {
         provider: &provider,
         dispatcher: &XmlToolDispatcher,

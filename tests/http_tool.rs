@@ -1,7 +1,6 @@
 //! `http_request` against a local HTTP server: the allowlist (redirects
 //! included), the body cap, errors, POST under readonly, and the timeout.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -9,7 +8,7 @@ use axum::response::Redirect;
 use axum::routing::{get, post};
 use serde_json::json;
 
-use hearth::security::{Autonomy, Scrubber, SecurityPolicy};
+use hearth::security::{Autonomy, SecurityPolicy};
 use hearth::tools::{HttpRequest, ToolContext, ToolRegistry};
 
 async fn server() -> String {
@@ -50,13 +49,7 @@ fn setup(dir: &tempfile::TempDir, autonomy: Autonomy) -> (ToolRegistry, ToolCont
         10_000,
         Duration::from_secs(5),
     )));
-    let ctx = ToolContext {
-        policy: Arc::new(policy),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(1),
-        output_cap: 4_000,
-        origin: None,
-    };
+    let ctx = ToolContext::new(policy, Duration::from_secs(1));
     (registry, ctx)
 }
 

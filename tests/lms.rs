@@ -817,20 +817,15 @@ async fn lms_upcoming_answers_what_is_due_this_week() {
     n.poll_once(&Recorder::default()).await;
 
     let tool = n.upcoming_tool();
-    let ctx = hearth::tools::ToolContext {
-        policy: Arc::new(
-            hearth::security::SecurityPolicy::new(
-                &dir.path().join("ws"),
-                hearth::security::Autonomy::ReadOnly,
-                None,
-            )
-            .unwrap(),
-        ),
-        scrubber: Arc::new(hearth::security::Scrubber::new()),
-        timeout: Duration::from_secs(5),
-        output_cap: 4_000,
-        origin: None,
-    };
+    let ctx = hearth::tools::ToolContext::new(
+        hearth::security::SecurityPolicy::new(
+            &dir.path().join("ws"),
+            hearth::security::Autonomy::ReadOnly,
+            None,
+        )
+        .unwrap(),
+        Duration::from_secs(5),
+    );
     let week = tool.execute(serde_json::json!({"days": 7}), &ctx).await;
     assert!(!week.is_error);
     let quiz = week.content.find("Quiz 2: Sorting").expect(&week.content);

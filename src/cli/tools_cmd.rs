@@ -2,13 +2,12 @@
 //! by hand, under the configured policy, for debugging and scripting.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::config::{Config, Environment};
-use crate::security::{Scrubber, SecurityPolicy};
+use crate::security::SecurityPolicy;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// The tool context the configuration describes.
@@ -24,11 +23,8 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
         .with_allowed_commands(a.allowed_commands.clone())
         .with_max_actions_per_hour(a.max_actions_per_hour);
     Ok(ToolContext {
-        policy: Arc::new(policy),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(a.tool_timeout_secs),
         output_cap: a.tool_output_chars,
-        origin: None,
+        ..ToolContext::new(policy, Duration::from_secs(a.tool_timeout_secs))
     })
 }
 

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::*;
 use crate::config::MemoryConfig;
 use crate::providers::{Priority, ScriptedProvider};
-use crate::security::{Autonomy, Scrubber, SecurityPolicy};
+use crate::security::{Autonomy, SecurityPolicy};
 use crate::tools::{ToolContext, ToolOrigin, ToolRegistry};
 
 fn store() -> (tempfile::TempDir, Arc<MemoryStore>) {
@@ -260,15 +260,11 @@ fn after_turn_consolidates_in_the_background_and_survives_a_failing_model() {
 }
 
 fn tool_ctx(dir: &tempfile::TempDir, origin: Option<ToolOrigin>) -> ToolContext {
-    ToolContext {
-        policy: Arc::new(
-            SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
-        ),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(5),
-        output_cap: 4_000,
-        origin,
-    }
+    ToolContext::new(
+        SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
+        Duration::from_secs(5),
+    )
+    .with_origin(origin)
 }
 
 fn origin(sender: &str, chat: &str) -> Option<ToolOrigin> {

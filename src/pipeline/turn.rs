@@ -16,7 +16,7 @@ use crate::agent::dispatch;
 use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
 use crate::channels::{Channel, ChannelMessage, SendMessage};
 use crate::providers::{ChatMessage, ProviderError, SamplingParams, ToolChoice};
-use crate::tools::{ToolContext, ToolOrigin};
+use crate::tools::ToolOrigin;
 
 impl Runtime {
     /// Phases 3–9 for a message that is not a command.
@@ -80,18 +80,12 @@ impl Runtime {
             let _ = notices.send(Progress::Tool(call.name.clone()));
             HookDecision::Run
         };
-        let tool_context = ToolContext {
-            policy: self.tool_context.policy.clone(),
-            scrubber: self.tool_context.scrubber.clone(),
-            timeout: self.tool_context.timeout,
-            output_cap: self.tool_context.output_cap,
-            origin: Some(ToolOrigin {
-                channel: message.channel.clone(),
-                reply_target: message.reply_target.clone(),
-                sender: message.sender.clone(),
-                thread_ts: message.thread_ts.clone(),
-            }),
-        };
+        let tool_context = self.tool_context.clone().with_origin(Some(ToolOrigin {
+            channel: message.channel.clone(),
+            reply_target: message.reply_target.clone(),
+            sender: message.sender.clone(),
+            thread_ts: message.thread_ts.clone(),
+        }));
         let dispatcher = dispatch::choose(
             config.agent.tool_dispatcher,
             tee.inner.supports_native_tools(),

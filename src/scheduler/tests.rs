@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::config::SchedulerConfig;
-use crate::security::{Autonomy, Scrubber, SecurityPolicy};
+use crate::security::{Autonomy, SecurityPolicy};
 use crate::tools::{BoxFuture, ToolContext, ToolOrigin, ToolRegistry};
 
 /// Records every fire with the (test) wall-clock time it happened.
@@ -242,15 +242,11 @@ async fn bad_jobs_are_refused() {
 }
 
 fn tool_ctx(dir: &tempfile::TempDir, origin: Option<ToolOrigin>) -> ToolContext {
-    ToolContext {
-        policy: Arc::new(
-            SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
-        ),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(5),
-        output_cap: 4_000,
-        origin,
-    }
+    ToolContext::new(
+        SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
+        Duration::from_secs(5),
+    )
+    .with_origin(origin)
 }
 
 fn chat(chat: &str, thread: Option<&str>) -> Option<ToolOrigin> {

@@ -52,6 +52,7 @@ impl ToolResult {
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What every tool runs under.
+#[derive(Clone)]
 pub struct ToolContext {
     pub policy: Arc<SecurityPolicy>,
     pub scrubber: Arc<Scrubber>,
@@ -62,6 +63,25 @@ pub struct ToolContext {
     /// The chat this call serves, when it serves one (memory scope, and
     /// where a reminder set from a chat is delivered).
     pub origin: Option<ToolOrigin>,
+}
+
+impl ToolContext {
+    /// Tools under `policy`, `timeout` per call, with a fresh scrubber,
+    /// 4,000 characters of output kept and no chat of origin.
+    pub fn new(policy: SecurityPolicy, timeout: Duration) -> Self {
+        Self {
+            policy: Arc::new(policy),
+            scrubber: Arc::new(Scrubber::new()),
+            timeout,
+            output_cap: 4_000,
+            origin: None,
+        }
+    }
+
+    /// The same context, serving the chat `origin`.
+    pub fn with_origin(self, origin: Option<ToolOrigin>) -> Self {
+        Self { origin, ..self }
+    }
 }
 
 /// The chat a tool call came from.

@@ -1,24 +1,17 @@
 //! The core tools under a real policy in a temporary workspace.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::*;
-use crate::security::{Autonomy, Scrubber, SecurityPolicy};
+use crate::security::{Autonomy, SecurityPolicy};
 
 fn ctx(dir: &tempfile::TempDir, commands: &[&str], timeout: Duration) -> ToolContext {
     let policy = SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None)
         .unwrap()
         .with_allowed_commands(commands.iter().map(|c| c.to_string()).collect());
-    ToolContext {
-        policy: Arc::new(policy),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout,
-        output_cap: 4_000,
-        origin: None,
-    }
+    ToolContext::new(policy, timeout)
 }
 
 fn rt() -> tokio::runtime::Runtime {

@@ -14,7 +14,7 @@ use hearth::pipeline::{ProviderSet, RuntimeBuilder, StaticProviders};
 use hearth::providers::{
     ChatMessage, ChatRequest, ChatStream, FinishReason, Provider, Role, StreamEvent, Usage,
 };
-use hearth::security::{Autonomy, Scrubber, SecurityPolicy};
+use hearth::security::{Autonomy, SecurityPolicy};
 use hearth::tools::ToolContext;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -115,15 +115,10 @@ pub fn config(home: &Path) -> Config {
 
 pub fn tool_context(config: &Config) -> ToolContext {
     std::fs::create_dir_all(&config.agent.workspace).unwrap();
-    ToolContext {
-        policy: Arc::new(
-            SecurityPolicy::new(&config.agent.workspace, Autonomy::Supervised, None).unwrap(),
-        ),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(10),
-        output_cap: 4_000,
-        origin: None,
-    }
+    ToolContext::new(
+        SecurityPolicy::new(&config.agent.workspace, Autonomy::Supervised, None).unwrap(),
+        Duration::from_secs(10),
+    )
 }
 
 pub fn builder(config: Config, providers: Arc<dyn ProviderSet>) -> RuntimeBuilder {

@@ -1,25 +1,18 @@
 //! The loop against a scripted provider and the real core tools.
 
-use std::sync::Arc;
-
 use serde_json::json;
 
 use super::*;
 use crate::agent::context::ContextLimits;
 use crate::agent::dispatch::XmlToolDispatcher;
 use crate::providers::{Role, ScriptedProvider};
-use crate::security::{Autonomy, Scrubber, SecurityPolicy};
+use crate::security::{Autonomy, SecurityPolicy};
 
 fn tools(dir: &tempfile::TempDir) -> ToolContext {
-    ToolContext {
-        policy: Arc::new(
-            SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
-        ),
-        scrubber: Arc::new(Scrubber::new()),
-        timeout: Duration::from_secs(5),
-        output_cap: 4_000,
-        origin: None,
-    }
+    ToolContext::new(
+        SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),
+        Duration::from_secs(5),
+    )
 }
 
 fn settings(max_iterations: u32) -> LoopSettings {
