@@ -53,6 +53,13 @@ pub trait Channel: Send + Sync {
         ChannelPolicy::default()
     }
 
+    /// `message` ended without a reply: `/stop`, a newer message, a hook or
+    /// shutdown cancelled it. Channels whose clients wait for an answer
+    /// (the HTTP gateway) release them here.
+    fn unanswered<'a>(&'a self, _message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// Whether the platform is reachable now.
     fn health_check(&self) -> BoxFuture<'_, bool> {
         Box::pin(async { true })

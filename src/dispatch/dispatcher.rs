@@ -143,6 +143,7 @@ impl Dispatcher {
             let Some(permit) = permit else {
                 // Past the shutdown grace: reported, not started.
                 tracker.end(&key, &run);
+                self.runtime.unanswered(&message).await;
                 report(&self.reports, &message, Outcome::Cancelled);
                 continue;
             };
@@ -164,6 +165,9 @@ impl Dispatcher {
                     }
                     (o, _) => o,
                 };
+                if outcome.sent_nothing() {
+                    runtime.unanswered(&message).await;
+                }
                 runtime.status().finished();
                 tracker.end(&key, &run);
                 report(&reports, &message, outcome);

@@ -221,6 +221,13 @@ impl Runtime {
         }
     }
 
+    /// Tells `message`'s channel that it ended without a reply.
+    pub async fn unanswered(&self, message: &ChannelMessage) {
+        if let Some(channel) = self.channels.get(&message.channel) {
+            channel.unanswered(message).await;
+        }
+    }
+
     /// Records in `message`'s conversation that the user stopped its reply
     /// (`/stop`, Ctrl-C in the chat).
     pub fn note_stopped(&self, message: &ChannelMessage) {

@@ -29,6 +29,16 @@ pub enum Outcome {
     Undelivered(String),
 }
 
+impl Outcome {
+    /// Whether the message ended with nothing sent for it.
+    pub fn sent_nothing(&self) -> bool {
+        matches!(
+            self,
+            Self::Cancelled | Self::Superseded | Self::HookCancelled(_)
+        )
+    }
+}
+
 /// The assistant turn recorded for a failure.
 pub fn failed_turn(detail: &str) -> ChatMessage {
     ChatMessage::assistant(format!("[Task failed] {detail}"))

@@ -15,7 +15,6 @@ use tokio::sync::mpsc;
 
 use super::Shared;
 use crate::channels::{ChannelError, ChannelMessage};
-use crate::pipeline::commands::{self, Command};
 
 /// The largest request body.
 const BODY_LIMIT: usize = 64 * 1024;
@@ -156,7 +155,6 @@ async fn message(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Res
         (Ok(c), Ok(s)) => (c, s),
         (Err(why), _) | (_, Err(why)) => return error(StatusCode::BAD_REQUEST, why),
     };
-    let stop = commands::parse(text) == Some(Command::Stop);
     let (message, reply) = app.shared.admit(&chat, &sender, text);
     let _pending = Pending {
         shared: &app.shared,
@@ -167,12 +165,7 @@ async fn message(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Res
     }
     let wait = app.shared.reply_timeout;
     match tokio::time::timeout(wait, reply).await {
-        Ok(Ok(text)) => {
-            if stop {
-                app.shared.release_stopped(&chat, &sender);
-            }
-            axum::Json(json!({ "reply": text, "chat": chat })).into_response()
-        }
+        Ok(Ok(text)) => axum::Json(json!({ "reply": text, "chat": chat })).into_response(),
         Ok(Err(_)) => error(StatusCode::BAD_GATEWAY, "the message ended without a reply"),
         Err(_) => error(
             StatusCode::GATEWAY_TIMEOUT,

@@ -5,8 +5,10 @@
 //! message on the bus like any other channel's and answers with the reply
 //! once the pipeline sends it (`{"reply": "..."}`). Conversations are kept
 //! per chat (and sender), so a chat has history like a Telegram chat.
-//! `GET /health` says whether the daemon is up. A bearer token guards both
-//! (required by the config unless the address is loopback).
+//! A request whose message ends without a reply (`/stop`, a hook,
+//! shutdown) gets `(stopped)`. `GET /health` says whether the daemon is up.
+//! A bearer token guards both (required by the config unless the address
+//! is loopback).
 
 mod http;
 
@@ -26,8 +28,6 @@ pub const NAME: &str = "gateway";
 
 /// A request waiting for its reply.
 struct Waiter {
-    chat: String,
-    sender: String,
     reply: oneshot::Sender<String>,
 }
 
@@ -56,14 +56,7 @@ impl Shared {
     ) -> (ChannelMessage, oneshot::Receiver<String>) {
         let id = format!("gw-{}", self.ids.fetch_add(1, Ordering::SeqCst));
         let (reply, rx) = oneshot::channel();
-        self.waiting().insert(
-            id.clone(),
-            Waiter {
-                chat: chat.to_string(),
-                sender: sender.to_string(),
-                reply,
-            },
-        );
+        self.waiting().insert(id.clone(), Waiter { reply });
         let message = ChannelMessage {
             id,
             sender: sender.to_string(),
@@ -79,22 +72,6 @@ impl Shared {
 
     fn forget(&self, id: &str) {
         self.waiting().remove(id);
-    }
-
-    /// After `/stop`: the stopped requests of that chat and sender get no
-    /// reply from the pipeline, so they are answered here.
-    fn release_stopped(&self, chat: &str, sender: &str) {
-        let mut waiting = self.waiting();
-        let stopped: Vec<String> = waiting
-            .iter()
-            .filter(|(_, w)| w.chat == chat && w.sender == sender)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in stopped {
-            if let Some(w) = waiting.remove(&id) {
-                let _ = w.reply.send("(stopped)".to_string());
-            }
-        }
     }
 }
 
@@ -157,6 +134,14 @@ impl Channel for GatewayChannel {
 
     fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(http::serve(self.listen, self.shared.clone(), tx))
+    }
+
+    fn unanswered<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(w) = self.shared.waiting().remove(&message.id) {
+                let _ = w.reply.send("(stopped)".to_string());
+            }
+        })
     }
 
     fn policy(&self) -> ChannelPolicy {
