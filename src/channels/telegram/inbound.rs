@@ -140,6 +140,16 @@ impl TelegramChannel {
             let _ = tokio::fs::remove_file(&path).await;
             return Err(download_error(e));
         }
+        // tokio writes on a blocking thread: without a flush the last bytes
+        // may not be in the file yet when the model is told to read it.
+        if let Err(e) = tokio::io::AsyncWriteExt::flush(&mut out).await {
+            drop(out);
+            let _ = tokio::fs::remove_file(&path).await;
+            return Err(ChannelError::Other(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
+        }
         Ok(path)
     }
 }
