@@ -8,15 +8,18 @@
 //! - [`daemon`]: `hearth daemon`: channels, providers, services and the dispatcher together.
 //! - [`channels`]: the [`channels::Channel`] seam to messaging platforms; Telegram, the CLI, the HTTP gateway.
 //! - [`dispatch`]: the bus, supervised listeners, in-flight limits, interruption.
+//! - [`paths`]: where a path really leads, before it exists.
 //! - [`pipeline`]: one message's phases, from hooks to the persisted reply.
 //! - [`agent`]: the tool-call loop, dispatchers, the system prompt, context management.
 //! - [`tools`]: shell, file and HTTP tools in one registry, under the policy.
+//! - [`sandbox`]: the OS sandbox every command runs in (bubblewrap, Landlock), with limits.
 //! - [`security`]: the workspace and command policy; credential scrubbing.
 //! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
 //! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
 //! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`storage`]: opening the SQLite files (WAL, busy timeout, schema).
+//! - [`private`]: files and folders only hearth's user may read.
 //! - [`providers`]: the [`providers::Provider`] seam replies come from.
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
 //! - [`config`]: TOML → validated configuration.
@@ -33,9 +36,12 @@ pub mod engine;
 pub mod history;
 pub mod lms;
 pub mod memory;
+pub mod paths;
 pub mod pipeline;
+pub mod private;
 pub mod providers;
 pub mod scheduler;
+pub mod sandbox;
 pub mod security;
 pub mod storage;
 pub mod tools;

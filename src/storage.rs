@@ -17,6 +17,11 @@ pub enum OpenError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot make the database {} private: {source}; fix: check that the data dir is writable and yours (`[data] dir`)", .path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("database {}: {source}; fix: check that the data dir is writable (`[data] dir`)", .path.display())]
     Sqlite {
         path: PathBuf,
@@ -28,11 +33,15 @@ pub enum OpenError {
 /// (SQL run once per open, so it must be idempotent: `IF NOT EXISTS`).
 pub fn open(path: &Path, schema: &str) -> Result<Connection, OpenError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| OpenError::Dir {
+        crate::private::make_private_dir(dir).map_err(|source| OpenError::Dir {
             path: dir.to_path_buf(),
             source,
         })?;
     }
+    crate::private::prepare_database(path).map_err(|source| OpenError::File {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let sqlite = |source| OpenError::Sqlite {
         path: path.to_path_buf(),
         source,

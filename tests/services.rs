@@ -58,7 +58,13 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
     });
     let provider = Arc::new(ScriptedProvider::new(["Time to stretch!"]));
     let services = Services::open(&cfg, provider.clone()).unwrap();
-    let tools = services.tools(&cfg);
+    let sandbox = hearth::sandbox::Sandbox::resolve(
+        hearth::sandbox::SandboxChoice::Auto,
+        home.path(),
+        false,
+        Default::default(),
+    );
+    let tools = services.tools(&cfg, &sandbox);
     let names: Vec<&str> = tools.names().collect();
     for tool in [
         "memory_store",

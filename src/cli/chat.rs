@@ -38,11 +38,10 @@ pub async fn run(
     let channel = Arc::new(CliChannel::new(&session, interactive));
     let tool_context = super::tools_cmd::context(config, env)?;
     let providers = Arc::new(Providers::new(config, models.clone())?);
+    let tools = crate::tools::ToolRegistry::for_config(&config.agent, &tool_context.sandbox);
     let runtime = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channel(channel.clone())
-        .tools(Arc::new(crate::tools::ToolRegistry::for_config(
-            &config.agent,
-        )))
+        .tools(Arc::new(tools))
         .build()?;
     if interactive {
         eprintln!("hearth chat — session `{session}`. /help for commands.");

@@ -25,9 +25,10 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     let services = Services::open(&config, Arc::new(LoadedModel::new(models.clone())))
         .context("cannot start the daemon")?;
     let providers = Arc::new(Providers::new(&config, models.clone())?);
+    let tools = Arc::new(services.tools(&config, &tool_context.sandbox));
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channels(channels)
-        .tools(Arc::new(services.tools(&config)));
+        .tools(tools);
     if let Some(memory) = services.turn_memory() {
         builder = builder.memory(memory);
     }

@@ -119,6 +119,24 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         format!("{} (history, sessions)", config.data_dir.display()),
     );
     report.info("cloud", cloud_line(&config));
+    let a = &config.agent;
+    // The probe needs an existing folder to bind; doctor creates nothing.
+    let probe_dir = if a.workspace.is_dir() {
+        a.workspace.clone()
+    } else {
+        std::env::temp_dir()
+    };
+    let sandbox = tokio::task::spawn_blocking({
+        let (choice, network, limits) = (a.sandbox, a.sandbox_network, a.sandbox_limits());
+        move || crate::sandbox::Sandbox::resolve(choice, &probe_dir, network, limits)
+    })
+    .await?;
+    report.line(
+        "tools",
+        true,
+        format!("workspace {} (tools see nothing else)", a.workspace.display()),
+    );
+    report.line("sandbox", sandbox.runs_commands(), sandbox.describe());
 
     let path = match model_file::locate(&config.model.path, &config.data_dir) {
         Ok(p) => p,

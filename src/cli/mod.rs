@@ -158,7 +158,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
             match command {
-                ToolsCommand::List => tools_cmd::list(&config),
+                ToolsCommand::List => tools_cmd::list(&config, &env),
                 ToolsCommand::Run { name, arguments } => {
                     tools_cmd::run(&config, &env, &name, &arguments).await
                 }

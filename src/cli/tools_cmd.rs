@@ -2,17 +2,22 @@
 //! by hand, under the configured policy, for debugging and scripting.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::config::{Config, Environment};
-use crate::security::SecurityPolicy;
+use crate::sandbox::{Containment, Sandbox};
+use crate::security::{Scrubber, SecurityPolicy};
 use crate::tools::{ToolContext, ToolRegistry};
 
-/// The tool context the configuration describes.
+/// The tool context the configuration describes: the workspace (an old
+/// one inside the data dir moved out first), the policy and the sandbox.
 pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext> {
     let a = &config.agent;
+    move_old_workspace(config)?;
+    let created = !a.workspace.exists();
     let policy = SecurityPolicy::new(&a.workspace, a.autonomy, env.home().map(|h| h.as_path()))
         .with_context(|| {
             format!(
@@ -22,14 +27,62 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
         })?
         .with_allowed_commands(a.allowed_commands.clone())
         .with_max_actions_per_hour(a.max_actions_per_hour);
+    if created {
+        crate::private::make_private_dir(policy.workspace()).with_context(|| {
+            format!("cannot make the workspace {} private", a.workspace.display())
+        })?;
+    }
+    let sandbox = Sandbox::resolve(
+        a.sandbox,
+        policy.workspace(),
+        a.sandbox_network,
+        a.sandbox_limits(),
+    );
+    match sandbox.containment() {
+        Containment::Uncontained => tracing::warn!(
+            "[agent] sandbox = \"off\": commands the model runs can read and write anything this user can"
+        ),
+        Containment::Unavailable(why) => tracing::warn!(
+            reason = why.as_str(),
+            "no sandbox can run here, so the shell tool is not offered; `hearth doctor` says how to fix it"
+        ),
+        Containment::Bubblewrap | Containment::Landlock => {}
+    }
     Ok(ToolContext {
         output_cap: a.tool_output_chars,
-        ..ToolContext::new(policy, Duration::from_secs(a.tool_timeout_secs))
+        scrubber: Arc::new(Scrubber::new().with_secrets(config.secrets())),
+        ..ToolContext::with_sandbox(policy, sandbox, Duration::from_secs(a.tool_timeout_secs))
     })
 }
 
-pub fn list(config: &Config) -> anyhow::Result<ExitCode> {
-    let registry = ToolRegistry::for_config(&config.agent);
+/// Earlier versions kept the workspace inside the data dir, where tools
+/// could reach the databases. When the default workspace is in use and
+/// does not exist yet, the old one is moved there once.
+fn move_old_workspace(config: &Config) -> anyhow::Result<()> {
+    let old = crate::config::old_workspace(&config.data_dir);
+    let new = &config.agent.workspace;
+    if *new != crate::config::default_workspace(&config.data_dir) || new.exists() || !old.is_dir()
+    {
+        return Ok(());
+    }
+    std::fs::rename(&old, new).with_context(|| {
+        format!(
+            "cannot move the old workspace {} to {}; move it by hand or set `[agent] workspace`",
+            old.display(),
+            new.display()
+        )
+    })?;
+    tracing::info!(
+        from = %old.display(),
+        to = %new.display(),
+        "the workspace moved out of the data dir, where tools could reach hearth's own files"
+    );
+    Ok(())
+}
+
+pub fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
+    let ctx = context(config, env)?;
+    let registry = ToolRegistry::for_config(&config.agent, &ctx.sandbox);
     for spec in registry.specs() {
         println!("{:<11} {}", spec.name, spec.description);
         println!("{:<11} arguments: {}", "", spec.parameters);
@@ -46,7 +99,7 @@ pub async fn run(
     let args: serde_json::Value = serde_json::from_str(json)
         .with_context(|| format!("the arguments are not JSON: {json}"))?;
     let ctx = context(config, env)?;
-    let result = ToolRegistry::for_config(&config.agent)
+    let result = ToolRegistry::for_config(&config.agent, &ctx.sandbox)
         .run(name, args, &ctx)
         .await;
     if result.is_error {

@@ -337,7 +337,7 @@ impl LmsConfig {
                 "\n[[lms.sources]]\nkind = \"{}\"\nname = {}\nurl = {}\n{}\ncourses = [{}]",
                 s.kind.as_str(),
                 quote(&s.name),
-                quote(&s.url),
+                quote(&super::mask_url(&s.url)),
                 match &s.token {
                     Some(t) => format!("token = \"{t}\""),
                     None => "# token: not set".to_string(),

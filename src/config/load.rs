@@ -71,6 +71,12 @@ fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
                         ))
                 ),
             },
+            // A type error quotes the value: never for a secret.
+            None if super::secret::names_a_secret(&parent) => ConfigError::Key {
+                path: path.to_path_buf(),
+                key: parent,
+                message: "has the wrong type: it must be a string (the value is not shown: this key holds a secret)".to_string(),
+            },
             None => ConfigError::Key {
                 path: path.to_path_buf(),
                 key: parent,

@@ -34,7 +34,7 @@ pub use lms::{
 pub use memory::MemoryConfig;
 pub use providers::{OPENAI_DEFAULT_URL, OpenAiConfig};
 pub use scheduler::SchedulerConfig;
-pub use secret::Secret;
+pub use secret::{Secret, mask_url};
 pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
 
 /// Where the configuration came from.
@@ -114,6 +114,26 @@ pub struct AgentConfig {
     pub http_allowed_domains: Vec<String>,
     /// Bytes of a response body `http_request` reads at most.
     pub http_max_bytes: usize,
+    /// What contains the commands tools start.
+    pub sandbox: crate::sandbox::SandboxChoice,
+    /// Whether contained commands may use the network.
+    pub sandbox_network: bool,
+    /// Address space per contained process, in MiB.
+    pub sandbox_memory_mb: u64,
+    /// Processes a contained command may run at once.
+    pub sandbox_max_processes: u32,
+}
+
+impl AgentConfig {
+    /// The limits every contained command runs under.
+    pub fn sandbox_limits(&self) -> crate::sandbox::Limits {
+        crate::sandbox::Limits {
+            cpu_secs: self.tool_timeout_secs,
+            memory_bytes: self.sandbox_memory_mb << 20,
+            processes: self.sandbox_max_processes,
+            ..Default::default()
+        }
+    }
 }
 
 /// The engine's KV cache: one sequence per conversation.
@@ -345,7 +365,7 @@ impl Config {
             workspace: a
                 .workspace
                 .map(|w| env.expand(&w))
-                .unwrap_or_else(|| data_dir.join("workspace")),
+                .unwrap_or_else(|| default_workspace(&data_dir)),
             autonomy: match a.autonomy.as_deref() {
                 None | Some("supervised") => crate::security::Autonomy::Supervised,
                 Some("readonly") => crate::security::Autonomy::ReadOnly,
@@ -386,15 +406,62 @@ impl Config {
                 .map(|d| d.trim().trim_start_matches("*.").to_ascii_lowercase())
                 .collect(),
             http_max_bytes: a.http_max_bytes.unwrap_or(1 << 20),
+            sandbox: match a.sandbox.as_deref() {
+                None => crate::sandbox::SandboxChoice::Auto,
+                Some(name) => crate::sandbox::SandboxChoice::parse(name).ok_or_else(|| {
+                    ConfigError::invalid(
+                        "agent.sandbox",
+                        format!(
+                            "`{name}` is not one of {}",
+                            crate::sandbox::SandboxChoice::NAMES
+                        ),
+                    )
+                })?,
+            },
+            sandbox_network: a.sandbox_network.unwrap_or(false),
+            sandbox_memory_mb: a.sandbox_memory_mb.unwrap_or(1024),
+            sandbox_max_processes: a.sandbox_max_processes.unwrap_or(64),
         };
+        if overlaps(&agent.workspace, &data_dir) {
+            return Err(ConfigError::invalid(
+                "agent.workspace",
+                format!(
+                    "{} overlaps the data dir {}; tools could reach hearth's databases and tokens. Choose a folder outside it",
+                    agent.workspace.display(),
+                    data_dir.display()
+                ),
+            ));
+        }
+        if agent.sandbox == crate::sandbox::SandboxChoice::Off
+            && agent.autonomy != crate::security::Autonomy::Full
+        {
+            return Err(ConfigError::invalid(
+                "agent.sandbox",
+                "`off` runs commands with all of this user's rights; it is accepted only with `autonomy = \"full\"`",
+            ));
+        }
+        if !(64..=1 << 20).contains(&agent.sandbox_memory_mb) {
+            return Err(ConfigError::invalid(
+                "agent.sandbox_memory_mb",
+                "must be between 64 and 1048576",
+            ));
+        }
+        if !(4..=4096).contains(&agent.sandbox_max_processes) {
+            return Err(ConfigError::invalid(
+                "agent.sandbox_max_processes",
+                "must be between 4 and 4096",
+            ));
+        }
         if let Some(bad) = agent
             .http_allowed_domains
             .iter()
-            .find(|d| d.is_empty() || d.contains(['/', ':', ' ']))
+            .find(|d| !valid_host_entry(d))
         {
             return Err(ConfigError::invalid(
                 "agent.http_allowed_domains",
-                format!("`{bad}` is not a host name (write example.org, no scheme or path)"),
+                format!(
+                    "`{bad}` is not a host name or host:port (write example.org or example.org:8080, no scheme or path)"
+                ),
             ));
         }
         if !(1_024..=(64 << 20)).contains(&agent.http_max_bytes) {
@@ -475,5 +542,67 @@ fn check_range(key: &str, value: f32, min: f32, max: f32) -> Result<(), ConfigEr
             key,
             format!("{value} is outside {min}..={max}"),
         ))
+    }
+}
+
+/// The workspace when none is configured: `hearth-workspace` beside the
+/// data dir, never inside it.
+pub fn default_workspace(data_dir: &std::path::Path) -> PathBuf {
+    data_dir
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("hearth-workspace")
+}
+
+/// The workspace of hearth versions that kept it inside the data dir.
+pub fn old_workspace(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("workspace")
+}
+
+/// Whether one folder is inside the other (or they are the same), judged
+/// by their absolute, resolved paths.
+fn overlaps(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let (a, b) = (crate::paths::resolve_lenient(a), crate::paths::resolve_lenient(b));
+    a.starts_with(&b) || b.starts_with(&a)
+}
+
+impl Config {
+    /// Every secret value this configuration holds (tokens, keys, secrets
+    /// inside feed URLs), so tool output can be scrubbed of them.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = [
+            &self.telegram.bot_token,
+            &self.openai.api_key,
+            &self.gateway.token,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|s| s.expose().to_string())
+        .collect();
+        for source in &self.lms.sources {
+            out.extend(source.token.iter().map(|t| t.expose().to_string()));
+            out.extend(secret::url_secrets(&source.url));
+        }
+        out
+    }
+}
+
+/// `example.org`, `example.org:8080`, `10.0.0.5`, `[::1]:8080` or `::1`.
+fn valid_host_entry(entry: &str) -> bool {
+    if entry.is_empty() || entry.contains(['/', ' ', '@', '?', '#']) {
+        return false;
+    }
+    if entry.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    let port_ok = |p: &str| p.parse::<u16>().is_ok_and(|p| p > 0);
+    if let Some(rest) = entry.strip_prefix('[') {
+        return rest
+            .split_once("]:")
+            .is_some_and(|(h, p)| h.parse::<std::net::Ipv6Addr>().is_ok() && port_ok(p));
+    }
+    match entry.split_once(':') {
+        Some((host, port)) => !host.is_empty() && port_ok(port),
+        None => true,
     }
 }

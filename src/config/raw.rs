@@ -108,4 +108,8 @@ pub struct RawAgent {
     pub parallel_tools: Option<bool>,
     pub http_allowed_domains: Option<Vec<String>>,
     pub http_max_bytes: Option<usize>,
+    pub sandbox: Option<String>,
+    pub sandbox_network: Option<bool>,
+    pub sandbox_memory_mb: Option<u64>,
+    pub sandbox_max_processes: Option<u32>,
 }

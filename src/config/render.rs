@@ -57,7 +57,7 @@ impl Config {
         };
         let _ = writeln!(
             out,
-            "[agent]\nworkspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\ntool_dispatcher = \"{dispatcher}\"\nparallel_tools = {}\nhttp_allowed_domains = [{}]\nhttp_max_bytes = {}\n",
+            "[agent]\nworkspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\ntool_dispatcher = \"{dispatcher}\"\nparallel_tools = {}\nhttp_allowed_domains = [{}]\nhttp_max_bytes = {}\nsandbox = \"{}\"\nsandbox_network = {}\nsandbox_memory_mb = {}\nsandbox_max_processes = {}\n",
             quote(&a.workspace.display().to_string()),
             commands.join(", "),
             a.tool_timeout_secs,
@@ -66,7 +66,11 @@ impl Config {
             a.max_tool_iterations,
             a.parallel_tools,
             domains.join(", "),
-            a.http_max_bytes
+            a.http_max_bytes,
+            a.sandbox.name(),
+            a.sandbox_network,
+            a.sandbox_memory_mb,
+            a.sandbox_max_processes
         );
         let g = &self.generation;
         let _ = writeln!(

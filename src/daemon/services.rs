@@ -11,6 +11,7 @@ use crate::lms::{Notice, NoticeSink, Notifier};
 use crate::memory::{self, MemoryStore, StoreMemory, TurnMemory};
 use crate::providers::Provider;
 use crate::scheduler::{self, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
+use crate::sandbox::Sandbox;
 use crate::tools::{BoxFuture, ToolRegistry};
 
 /// What the config turned on.
@@ -72,8 +73,8 @@ impl Services {
     }
 
     /// The agent's tools: the core ones and those of each service.
-    pub fn tools(&self, config: &Config) -> ToolRegistry {
-        let mut tools = ToolRegistry::for_config(&config.agent);
+    pub fn tools(&self, config: &Config, sandbox: &Sandbox) -> ToolRegistry {
+        let mut tools = ToolRegistry::for_config(&config.agent, sandbox);
         if let Some(m) = &self.memory {
             memory::memory_tools(m.store().clone())
                 .into_iter()

@@ -52,11 +52,17 @@ pub enum GgufError {
 const MAX_STRING: u64 = 64 << 20;
 const MAX_ARRAY: u64 = 16 << 20;
 const MAX_KEYS: u64 = 1 << 16;
+/// Bytes the whole metadata may take in memory (strings, and 32 bytes a
+/// value): a header of many large arrays cannot exhaust memory either.
+const MAX_TOTAL: u64 = 512 << 20;
 
 impl GgufMetadata {
     /// Reads the metadata of the GGUF file at `path`.
     pub fn read(path: &Path) -> Result<Self, GgufError> {
-        let mut r = Reader(BufReader::with_capacity(1 << 16, File::open(path)?));
+        let mut r = Reader {
+            inner: BufReader::with_capacity(1 << 16, File::open(path)?),
+            budget: MAX_TOTAL,
+        };
         let mut magic = [0u8; 4];
         r.exact(&mut magic)?;
         if &magic != b"GGUF" {
@@ -138,10 +144,15 @@ impl GgufMetadata {
         let layers = self.arch_uint("block_count")?;
         let heads = self.arch_uint("attention.head_count")?.max(1);
         let kv_heads = self.arch_uint("attention.head_count_kv").unwrap_or(heads);
-        let head_dim = self
-            .arch_uint("attention.key_length")
-            .unwrap_or(self.arch_uint("embedding_length")? / heads);
-        Some(layers * 2 * kv_heads * head_dim * 2)
+        let head_dim = match self.arch_uint("attention.key_length") {
+            Some(d) => d,
+            None => self.arch_uint("embedding_length")? / heads,
+        };
+        // A hostile header's numbers must not overflow: no answer instead.
+        layers
+            .checked_mul(4)?
+            .checked_mul(kv_heads)?
+            .checked_mul(head_dim)
     }
 
     /// The text of a token named by a `tokenizer.ggml.*_token_id` key.
@@ -157,11 +168,24 @@ impl GgufMetadata {
     }
 }
 
-struct Reader<R>(R);
+struct Reader<R> {
+    inner: R,
+    /// Bytes of metadata still allowed in memory.
+    budget: u64,
+}
 
 impl<R: Read> Reader<R> {
+    /// Takes `bytes` from the budget, or fails when the header asks for
+    /// more than it allows.
+    fn spend(&mut self, bytes: u64) -> Result<(), GgufError> {
+        self.budget = self.budget.checked_sub(bytes).ok_or_else(|| {
+            GgufError::Corrupt(format!("metadata larger than {} MiB", MAX_TOTAL >> 20))
+        })?;
+        Ok(())
+    }
+
     fn exact(&mut self, buf: &mut [u8]) -> Result<(), GgufError> {
-        self.0.read_exact(buf).map_err(|e| match e.kind() {
+        self.inner.read_exact(buf).map_err(|e| match e.kind() {
             io::ErrorKind::UnexpectedEof => GgufError::Truncated,
             _ => GgufError::Io(e),
         })
@@ -186,12 +210,14 @@ impl<R: Read> Reader<R> {
         if len > MAX_STRING {
             return Err(GgufError::Corrupt(format!("string of {len} bytes")));
         }
+        self.spend(len)?;
         let mut buf = vec![0u8; len as usize];
         self.exact(&mut buf)?;
         Ok(String::from_utf8_lossy(&buf).into_owned())
     }
 
     fn value(&mut self, kind: u32) -> Result<GgufValue, GgufError> {
+        self.spend(32)?;
         Ok(match kind {
             0 => GgufValue::UInt(u8::from_le_bytes(self.bytes()?).into()),
             1 => GgufValue::Int(i8::from_le_bytes(self.bytes()?).into()),
@@ -266,6 +292,28 @@ mod tests {
         assert_eq!(m.architecture(), Some("llama"));
         assert_eq!(m.context_length(), Some(8192));
         assert_eq!(m.chat_template(), Some("{{ x }}"));
+    }
+
+    #[test]
+    fn hostile_numbers_and_sizes_fail_cleanly() {
+        let u32v = |v: u32| v.to_le_bytes().to_vec();
+        let meta = |kvs: &[(&str, u32, Vec<u8>)]| GgufMetadata::read(write(&header(kvs)).path());
+        // Overflowing KV arithmetic, and zero heads: no answer, no panic.
+        let m = meta(&[
+            ("general.architecture", 8, gguf_string("llama")),
+            ("llama.block_count", 10, u64::MAX.to_le_bytes().to_vec()),
+            ("llama.attention.head_count", 4, u32v(0)),
+            ("llama.embedding_length", 4, u32v(4096)),
+        ])
+        .unwrap();
+        assert_eq!(m.kv_bytes_per_token(), None);
+        // Two arrays of 9 M one-byte items: small on disk, over the budget
+        // once in memory.
+        let mut array = 0u32.to_le_bytes().to_vec();
+        array.extend((9u64 << 20).to_le_bytes());
+        array.extend(vec![1u8; 9 << 20]);
+        let e = meta(&[("a", 9, array.clone()), ("b", 9, array)]).unwrap_err();
+        assert!(e.to_string().contains("metadata larger than"), "{e}");
     }
 
     #[test]

@@ -110,7 +110,10 @@ pub fn fit(input: &FitInput) -> Fit {
     } else {
         input.n_ctx_train
     };
-    let per_token_all_slots = input.kv_bytes_per_token.max(1) * u64::from(input.slots.max(1));
+    let per_token_all_slots = input
+        .kv_bytes_per_token
+        .max(1)
+        .saturating_mul(u64::from(input.slots.max(1)));
     let n_ctx_seq = if input.requested_ctx > 0 {
         input.requested_ctx.min(train)
     } else {

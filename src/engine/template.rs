@@ -40,6 +40,10 @@ pub enum TemplateError {
     Render { origin: String, message: String },
 }
 
+/// Instructions one render may execute; real templates use well under a
+/// million for a long conversation.
+const TEMPLATE_FUEL: u64 = 20_000_000;
+
 /// A compiled chat template with the special tokens it may refer to.
 pub struct ChatTemplate {
     env: Environment<'static>,
@@ -85,6 +89,9 @@ impl ChatTemplate {
         eos_token: &str,
     ) -> Result<Self, TemplateError> {
         let mut env = Environment::new();
+        // A template is code from the model file: bound its work, so a
+        // looping one fails with an error instead of hanging the engine.
+        env.set_fuel(Some(TEMPLATE_FUEL));
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function(
             "raise_exception",
@@ -131,7 +138,13 @@ impl ChatTemplate {
     ) -> Result<String, TemplateError> {
         let render_err = |e: minijinja::Error| TemplateError::Render {
             origin: self.origin.clone(),
-            message: e.to_string(),
+            message: if e.kind() == ErrorKind::OutOfFuel {
+                format!(
+                    "it ran past {TEMPLATE_FUEL} steps without finishing (does it loop?); set `[model] chat_template` to a working template"
+                )
+            } else {
+                e.to_string()
+            },
         };
         let template = self.env.get_template("chat").map_err(render_err)?;
         template
@@ -226,6 +239,14 @@ mod tests {
     fn builtin(name: &str, bos: &str) -> ChatTemplate {
         let (src, origin) = choose(Some(name), None).unwrap();
         ChatTemplate::new(src, origin, bos, "").unwrap()
+    }
+
+    #[test]
+    fn a_looping_template_fails_with_a_clear_error() {
+        let source = "{% for a in range(100000) %}{% for b in range(100000) %}{{ b }}{% endfor %}{% endfor %}";
+        let t = ChatTemplate::new(source.to_string(), "test".into(), "", "").unwrap();
+        let e = t.render(&[], true).unwrap_err().to_string();
+        assert!(e.contains("does it loop?"), "{e}");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! - At most `max_actions_per_hour` actions.
 
 use std::collections::VecDeque;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -115,7 +115,7 @@ impl SecurityPolicy {
         } else {
             self.workspace.join(requested_path)
         };
-        let real = canonicalize_lenient(&joined);
+        let real = crate::paths::resolve_lenient(&joined);
         if let Some(bad) = self.forbidden.iter().find(|f| real.starts_with(f)) {
             return Err(PolicyError::Forbidden(bad.display().to_string()));
         }
@@ -212,49 +212,4 @@ fn has_variable(command: &str) -> bool {
         .as_bytes()
         .windows(2)
         .any(|w| w[0] == b'$' && (w[1].is_ascii_alphanumeric() || w[1] == b'_'))
-}
-
-/// Canonicalises the deepest existing ancestor and appends the rest, with
-/// `..` and `.` resolved, so paths to files that do not exist yet are
-/// judged by where they would really be.
-fn canonicalize_lenient(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut tail: Vec<std::ffi::OsString> = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in tail.iter().rev() {
-                match Path::new(part).components().next() {
-                    Some(Component::ParentDir) => {
-                        out.pop();
-                    }
-                    Some(Component::CurDir) | None => {}
-                    _ => out.push(part),
-                }
-            }
-            return out;
-        }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                tail.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => {
-                // `..` as the last component, or nothing exists at all.
-                let Some(parent) = existing.parent() else {
-                    return path.to_path_buf();
-                };
-                tail.push(
-                    existing
-                        .components()
-                        .next_back()
-                        .map_or_else(Default::default, |c| c.as_os_str().to_os_string()),
-                );
-                existing = parent.to_path_buf();
-            }
-        }
-    }
 }

@@ -1,11 +1,23 @@
-//! File tools, all confined to the workspace by the security policy.
+//! File tools, all confined to the workspace: the security policy judges
+//! the path, and [`confined::open`] opens it without following a link out.
+//! Reads stop at what the result can show; `glob` walks off the async
+//! runtime, without following links, under a deadline.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::confined::{self, Access};
 use super::{BoxFuture, Tool, ToolContext, ToolResult, arg_str};
 
-/// Files larger than this are read in part.
-const READ_LIMIT: usize = 256 * 1024;
+/// How long one `glob` may walk.
+const GLOB_DEADLINE: Duration = Duration::from_secs(5);
+/// Entries one `glob` looks at, at most.
+const GLOB_MAX_VISITED: usize = 200_000;
+/// Matches one `glob` returns, at most.
+const GLOB_MAX_FOUND: usize = 1_000;
 
 macro_rules! tool_basics {
     ($name:literal, $description:literal) => {
@@ -34,19 +46,22 @@ impl Tool for FileRead {
                 Ok(Err(e)) => return ToolResult::error(e.to_string()),
                 Err(e) => return e,
             };
-            match tokio::fs::read(&path).await {
-                Ok(bytes) => {
-                    let shown = &bytes[..bytes.len().min(READ_LIMIT)];
-                    let mut text = String::from_utf8_lossy(shown).into_owned();
-                    if bytes.len() > READ_LIMIT {
+            let limit = (ctx.output_cap as u64 + 1) * 4;
+            let workspace = ctx.policy.workspace().to_path_buf();
+            let shown = display(ctx, &path);
+            let read = blocking(move || read_start(&workspace, &path, limit)).await;
+            match read {
+                Ok((bytes, len)) => {
+                    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+                    if len > bytes.len() as u64 {
                         text.push_str(&format!(
-                            "\n[file is {} bytes; only the first {READ_LIMIT} read]",
+                            "\n[file is {len} bytes; only the first {} read]",
                             bytes.len()
                         ));
                     }
                     ToolResult::ok(text)
                 }
-                Err(e) => ToolResult::error(format!("cannot read {}: {e}", display(ctx, &path))),
+                Err(e) => ToolResult::error(format!("cannot read {shown}: {e}")),
             }
         })
     }
@@ -84,27 +99,13 @@ impl Tool for FileWrite {
                 return ToolResult::error(format!("cannot create {}: {e}", display(ctx, dir)));
             }
             let append = args.get("append").and_then(Value::as_bool).unwrap_or(false);
-            let written = if append {
-                use tokio::io::AsyncWriteExt;
-                match tokio::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .await
-                {
-                    Ok(mut f) => f.write_all(content.as_bytes()).await,
-                    Err(e) => Err(e),
-                }
-            } else {
-                tokio::fs::write(&path, content).await
-            };
-            match written {
-                Ok(()) => ToolResult::ok(format!(
-                    "wrote {} bytes to {}",
-                    content.len(),
-                    display(ctx, &path)
-                )),
-                Err(e) => ToolResult::error(format!("cannot write {}: {e}", display(ctx, &path))),
+            let workspace = ctx.policy.workspace().to_path_buf();
+            let shown = display(ctx, &path);
+            let bytes = content.as_bytes().to_vec();
+            let len = bytes.len();
+            match blocking(move || write_checked(&workspace, &path, &bytes, append)).await {
+                Ok(()) => ToolResult::ok(format!("wrote {len} bytes to {shown}")),
+                Err(e) => ToolResult::error(format!("cannot write {shown}: {e}")),
             }
         })
     }
@@ -143,25 +144,25 @@ impl Tool for FileEdit {
                 Ok(p) => p,
                 Err(e) => return ToolResult::error(e.to_string()),
             };
-            let text = match tokio::fs::read_to_string(&path).await {
-                Ok(t) => t,
-                Err(e) => {
-                    return ToolResult::error(format!("cannot read {}: {e}", display(ctx, &path)));
+            let workspace = ctx.policy.workspace().to_path_buf();
+            let shown = display(ctx, &path);
+            let (old, new) = (old.to_string(), new.to_string());
+            let edited = blocking(move || {
+                let (bytes, len) = read_start(&workspace, &path, EDIT_LIMIT)?;
+                if len > bytes.len() as u64 {
+                    return Err(format!("the file is over {EDIT_LIMIT} bytes; too large to edit"));
                 }
-            };
-            match text.matches(old).count() {
-                0 => ToolResult::error(
-                    "`old` does not occur in the file; read it first and copy the text exactly",
-                ),
-                1 => match tokio::fs::write(&path, text.replacen(old, new, 1)).await {
-                    Ok(()) => ToolResult::ok(format!("edited {}", display(ctx, &path))),
-                    Err(e) => {
-                        ToolResult::error(format!("cannot write {}: {e}", display(ctx, &path)))
-                    }
-                },
-                n => ToolResult::error(format!(
-                    "`old` occurs {n} times; include more context so it occurs once"
-                )),
+                let text = String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_string())?;
+                match text.matches(&old).count() {
+                    0 => Err("`old` does not occur in the file; read it first and copy the text exactly".to_string()),
+                    1 => write_checked(&workspace, &path, text.replacen(&old, &new, 1).as_bytes(), false),
+                    n => Err(format!("`old` occurs {n} times; include more context so it occurs once")),
+                }
+            })
+            .await;
+            match edited {
+                Ok(()) => ToolResult::ok(format!("edited {shown}")),
+                Err(e) => ToolResult::error(format!("cannot edit {shown}: {e}")),
             }
         })
     }
@@ -233,30 +234,102 @@ impl Tool for Glob {
                     "the pattern must stay inside the workspace (no leading / or ..)",
                 );
             }
-            let root = ctx.policy.workspace().to_path_buf();
-            let full = root.join(pattern).display().to_string();
-            let paths = match glob::glob(&full) {
+            let pattern = match glob::Pattern::new(pattern) {
                 Ok(p) => p,
                 Err(e) => return ToolResult::error(format!("invalid pattern: {e}")),
             };
-            let mut found: Vec<String> = paths
-                .filter_map(Result::ok)
-                .filter(|p| ctx.policy.resolve(&p.display().to_string(), false).is_ok())
-                .filter_map(|p| p.strip_prefix(&root).ok().map(|r| r.display().to_string()))
-                .take(1000)
-                .collect();
-            found.sort();
-            ToolResult::ok(if found.is_empty() {
+            let root = ctx.policy.workspace().to_path_buf();
+            let (found, note) = match blocking(move || Ok(walk(&root, &pattern))).await {
+                Ok(walked) => walked,
+                Err(e) => return ToolResult::error(e),
+            };
+            let mut text = if found.is_empty() {
                 "no matches".to_string()
             } else {
                 found.join("\n")
-            })
+            };
+            if let Some(note) = note {
+                text.push_str(&format!("\n[{note}]"));
+            }
+            ToolResult::ok(text)
         })
     }
 }
 
+/// Workspace files whose relative path matches `pattern`, sorted, and a
+/// note when the walk stopped early. Symlinks are never followed, so a
+/// link loop costs one entry.
+fn walk(root: &Path, pattern: &glob::Pattern) -> (Vec<String>, Option<String>) {
+    let options = glob::MatchOptions {
+        require_literal_separator: true,
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let mut found = Vec::new();
+    let mut pending: Vec<PathBuf> = vec![PathBuf::new()];
+    let mut visited = 0usize;
+    let mut note = None;
+    'walk: while let Some(relative) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&relative)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > GLOB_MAX_VISITED || started.elapsed() > GLOB_DEADLINE {
+                note = Some(format!(
+                    "stopped after {visited} entries in {:.1} s; narrow the pattern",
+                    started.elapsed().as_secs_f32()
+                ));
+                break 'walk;
+            }
+            let path = relative.join(entry.file_name());
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                pending.push(path.clone());
+            }
+            if pattern.matches_path_with(&path, options) && found.len() < GLOB_MAX_FOUND {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    if found.len() >= GLOB_MAX_FOUND && note.is_none() {
+        note = Some(format!("only the first {GLOB_MAX_FOUND} matches"));
+    }
+    found.sort();
+    (found, note)
+}
+
+/// Runs blocking file work off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(format!("the file task failed: {e}")))
+}
+
+/// Bytes of a file `file_edit` takes on.
+const EDIT_LIMIT: u64 = 4 << 20;
+
+/// The first `limit` bytes of a workspace file, and its length.
+fn read_start(workspace: &Path, path: &Path, limit: u64) -> Result<(Vec<u8>, u64), String> {
+    let file = confined::open(workspace, path, Access::Read)?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut bytes = Vec::with_capacity(len.min(limit) as usize);
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    Ok((bytes, len))
+}
+
+/// Writes (or appends) `bytes` to a workspace file, through the checks.
+fn write_checked(workspace: &Path, path: &Path, bytes: &[u8], append: bool) -> Result<(), String> {
+    let mut file = confined::open(workspace, path, Access::Write { append })?;
+    file.write_all(bytes).map_err(|e| e.to_string())
+}
+
 /// A path as the model should see it: relative to the workspace.
-fn display(ctx: &ToolContext, path: &std::path::Path) -> String {
+fn display(ctx: &ToolContext, path: &Path) -> String {
     path.strip_prefix(ctx.policy.workspace())
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| path.display().to_string())

@@ -6,6 +6,7 @@
 //! scrubbing and an output cap apply to every tool alike. Failures the model
 //! should hear about come back as error results, never as crashes.
 
+mod confined;
 mod files;
 mod http;
 mod shell;
@@ -24,6 +25,7 @@ pub use shell::Shell;
 
 use crate::agent::dispatch::result;
 use crate::providers::ToolSpec;
+use crate::sandbox::{Sandbox, SandboxChoice};
 use crate::security::{Scrubber, SecurityPolicy};
 
 /// What a tool returns: text for the model, and whether it failed.
@@ -55,6 +57,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Clone)]
 pub struct ToolContext {
     pub policy: Arc<SecurityPolicy>,
+    /// What contains the commands tools start.
+    pub sandbox: Arc<Sandbox>,
     pub scrubber: Arc<Scrubber>,
     /// Per call.
     pub timeout: Duration,
@@ -66,11 +70,23 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    /// Tools under `policy`, `timeout` per call, with a fresh scrubber,
-    /// 4,000 characters of output kept and no chat of origin.
+    /// Tools under `policy`, `timeout` per call, commands contained by the
+    /// best sandbox this machine has (no network), a fresh scrubber, 4,000
+    /// characters of output kept and no chat of origin.
     pub fn new(policy: SecurityPolicy, timeout: Duration) -> Self {
+        let limits = crate::sandbox::Limits {
+            cpu_secs: timeout.as_secs().max(1),
+            ..Default::default()
+        };
+        let sandbox = Sandbox::resolve(SandboxChoice::Auto, policy.workspace(), false, limits);
+        Self::with_sandbox(policy, sandbox, timeout)
+    }
+
+    /// As [`ToolContext::new`], with commands contained by `sandbox`.
+    pub fn with_sandbox(policy: SecurityPolicy, sandbox: Sandbox, timeout: Duration) -> Self {
         Self {
             policy: Arc::new(policy),
+            sandbox: Arc::new(sandbox),
             scrubber: Arc::new(Scrubber::new()),
             timeout,
             output_cap: 4_000,
@@ -121,9 +137,13 @@ impl ToolRegistry {
         r
     }
 
-    /// The core tools, plus `http_request` when hosts are allowed.
-    pub fn for_config(agent: &crate::config::AgentConfig) -> Self {
+    /// The core tools, plus `http_request` when hosts are allowed; no
+    /// `shell` when `sandbox` cannot run commands.
+    pub fn for_config(agent: &crate::config::AgentConfig, sandbox: &Sandbox) -> Self {
         let mut r = Self::core();
+        if !sandbox.runs_commands() {
+            r.tools.remove("shell");
+        }
         if !agent.http_allowed_domains.is_empty() {
             r.register(Box::new(HttpRequest::new(
                 agent.http_allowed_domains.clone(),

@@ -1,9 +1,8 @@
-//! The shell tool: one command line in the workspace, under the policy.
-
-use std::process::Stdio;
+//! The shell tool: one command line in the workspace, under the policy's
+//! allowlist (a first, advisory layer) and always inside the OS sandbox,
+//! which is what actually contains it.
 
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 
 use super::{BoxFuture, Tool, ToolContext, ToolResult, arg_str};
 
@@ -15,7 +14,7 @@ impl Tool for Shell {
     }
 
     fn description(&self) -> &str {
-        "Run a shell command in the workspace. Only allowlisted commands; output is capped."
+        "Run a shell command in the workspace (sandboxed: only workspace files, no network). Only allowlisted commands; output is capped."
     }
 
     fn schema(&self) -> Value {
@@ -31,53 +30,31 @@ impl Tool for Shell {
             if let Err(e) = ctx.policy.check_command(command) {
                 return ToolResult::error(format!("refused: {e}"));
             }
-            // A clean environment: no inherited secrets for the command to print.
-            let mut child = match tokio::process::Command::new("sh")
-                .arg("-c")
-                .arg(command)
-                .current_dir(ctx.policy.workspace())
-                .env_clear()
-                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-                .env("LANG", "C.UTF-8")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-            {
-                Ok(c) => c,
-                Err(e) => return ToolResult::error(format!("cannot start the shell: {e}")),
+            let finished = match ctx.sandbox.run(command, ctx.output_cap).await {
+                Ok(f) => f,
+                Err(e) => return ToolResult::error(e.to_string()),
             };
-            // Read at most a little more than the cap: a huge output is cut,
-            // never buffered whole.
-            let limit = (ctx.output_cap as u64 + 1) * 4;
-            let mut out = Vec::new();
-            let mut err = Vec::new();
-            let stdout = child.stdout.take().map(|s| s.take(limit));
-            let stderr = child.stderr.take().map(|s| s.take(limit));
-            let read_out = async {
-                if let Some(mut s) = stdout {
-                    let _ = s.read_to_end(&mut out).await;
-                }
-            };
-            let read_err = async {
-                if let Some(mut s) = stderr {
-                    let _ = s.read_to_end(&mut err).await;
-                }
-            };
-            tokio::join!(read_out, read_err);
-            let _ = child.start_kill();
-            let status = child.wait().await;
-            let mut text = String::from_utf8_lossy(&out).into_owned();
-            if !err.is_empty() {
-                text.push_str(&format!("\n[stderr]\n{}", String::from_utf8_lossy(&err)));
+            let mut text = String::from_utf8_lossy(&finished.stdout).into_owned();
+            if !finished.stderr.is_empty() {
+                text.push_str(&format!(
+                    "\n[stderr]\n{}",
+                    String::from_utf8_lossy(&finished.stderr)
+                ));
             }
-            match status {
-                Ok(s) if s.success() => ToolResult::ok(text),
-                Ok(s) => {
-                    ToolResult::error(format!("exit status {}\n{text}", s.code().unwrap_or(-1)))
-                }
-                Err(e) => ToolResult::error(format!("the command failed: {e}")),
+            if finished.cut {
+                text.push_str("\n[output cut: the command was stopped there]");
+            }
+            let status = finished.status;
+            if status.success() {
+                ToolResult::ok(text)
+            } else if let Some(code) = status.code() {
+                ToolResult::error(format!("exit status {code}\n{text}"))
+            } else {
+                use std::os::unix::process::ExitStatusExt;
+                let signal = status.signal().unwrap_or(0);
+                ToolResult::error(format!(
+                    "killed by signal {signal} (a limit on CPU, memory, file size or processes?)\n{text}"
+                ))
             }
         })
     }

@@ -121,8 +121,11 @@ impl TelegramChannel {
             .await
             .map_err(channel_error)?;
         let dir = self.settings.workspace.join(INBOX);
-        tokio::fs::create_dir_all(&dir)
+        let private = dir.clone();
+        tokio::task::spawn_blocking(move || crate::private::make_private_dir(&private))
             .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r)
             .map_err(|e| ChannelError::Other(format!("cannot create {}: {e}", dir.display())))?;
         // Photos have no name of their own: keep Telegram's extension.
         let mut name = name.to_string();
@@ -132,7 +135,12 @@ impl TelegramChannel {
             name = format!("{name}.{}", safe_file_name(ext));
         }
         let path = dir.join(name);
-        let mut out = tokio::fs::File::create(&path)
+        let mut out = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
             .await
             .map_err(|e| ChannelError::Other(format!("cannot write {}: {e}", path.display())))?;
         if let Err(e) = self.bot.download_file(&file.path, &mut out).await {

@@ -26,7 +26,7 @@ impl OffsetStore {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(dir).map_err(state)?;
+        crate::private::make_private_dir(dir).map_err(state)?;
         let next = match std::fs::read_to_string(&path) {
             Ok(text) => text.trim().parse::<i64>().map_err(|e| {
                 state(std::io::Error::new(
@@ -50,7 +50,7 @@ impl OffsetStore {
             return Ok(());
         }
         let tmp = self.path.with_extension("tmp");
-        std::fs::write(&tmp, format!("{}\n", id + 1))?;
+        crate::private::write_private(&tmp, format!("{}\n", id + 1).as_bytes())?;
         std::fs::rename(&tmp, &self.path)?;
         self.next = id + 1;
         Ok(())

@@ -89,12 +89,12 @@ pub fn save(
         sha256: hex(&Sha256::digest(&payload)),
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::private::make_private_dir(dir)?;
     }
     // Write to a temporary file and rename: a crash never leaves half a file.
     let tmp = path.with_extension("kv.tmp");
     {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        let mut f = std::io::BufWriter::new(crate::private::create_private_file(&tmp)?);
         writeln!(f, "{MAGIC}")?;
         writeln!(
             f,

@@ -1,0 +1,83 @@
+//! Files only hearth's user may read: folders 0700, files 0600, whatever
+//! the umask. The databases hold conversations and memories, the offset and
+//! KV files what was said, received media what was sent; none of it is for
+//! other accounts on the machine.
+
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// Creates `dir` (and missing parents) and makes it 0700.
+pub fn make_private_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::set_permissions(dir, Permissions::from_mode(0o700))
+}
+
+/// Opens `path` for writing (truncated), created 0600; an existing file is
+/// made 0600 too.
+pub fn create_private_file(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
+/// Writes `bytes` to a private file at `path`.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    create_private_file(path)?.write_all(bytes)
+}
+
+/// Makes the SQLite database at `path` private before SQLite opens it:
+/// created empty and 0600 when missing (its `-wal` and `-shm` take its
+/// mode), and an existing one, with its companions, set to 0600.
+pub fn prepare_database(path: &Path) -> io::Result<()> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(suffix);
+        match std::fs::set_permissions(&name, Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn folders_and_files_are_private_even_when_they_existed_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("a/b");
+        make_private_dir(&sub).unwrap();
+        assert_eq!(mode(&sub), 0o700);
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+        let f = dir.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        std::fs::set_permissions(&f, Permissions::from_mode(0o644)).unwrap();
+        write_private(&f, b"y").unwrap();
+        assert_eq!(mode(&f), 0o600);
+        let db = dir.path().join("h.sqlite3");
+        std::fs::write(dir.path().join("h.sqlite3-wal"), "").unwrap();
+        prepare_database(&db).unwrap();
+        assert_eq!(mode(&db), 0o600);
+        assert_eq!(mode(&dir.path().join("h.sqlite3-wal")), 0o600);
+    }
+}

@@ -1,0 +1,97 @@
+//! The bubblewrap sandbox: the command in its own namespaces, seeing only
+//! the workspace (read-write) and the system's programs (read-only).
+//!
+//! - user, PID, IPC, UTS, cgroup and (unless the network is allowed) network
+//!   namespaces; a fresh `/proc` shows only the sandbox's own processes;
+//! - `/usr`, `/bin`, `/lib*` read-only, and from `/etc` only what programs
+//!   need to start (the loader cache, the time zone, Debian's alternatives);
+//!   `/etc/passwd` and `/etc/group` are synthetic, with one user;
+//! - a private `/tmp`, a minimal `/dev`, all capabilities dropped;
+//! - the workspace bound at its own path, as the working folder and `HOME`;
+//! - `--die-with-parent` and `--new-session`.
+
+use std::ffi::OsString;
+use std::os::fd::RawFd;
+use std::path::Path;
+
+/// The program, found on `PATH` when hearth starts.
+pub const PROGRAM: &str = "bwrap";
+
+/// Top-level folders bound read-only when they are folders, or recreated
+/// as the same symlink when they are links (merged `/usr`).
+const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// What programs need from `/etc` to start.
+const ETC_FILES: &[&str] = &["/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"];
+
+/// What name resolution and TLS need, bound only when the network is allowed.
+const ETC_NETWORK: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+];
+
+/// The arguments before the command: `passwd` and `group` are file
+/// descriptors the child inherits, holding the synthetic files.
+pub fn args(workspace: &Path, network: bool, passwd: RawFd, group: RawFd) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::with_capacity(64);
+    let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
+    push(&["--unshare-all", "--die-with-parent", "--new-session"]);
+    push(&["--cap-drop", "ALL", "--hostname", "hearth"]);
+    if network {
+        push(&["--share-net"]);
+    }
+    for dir in SYSTEM_DIRS {
+        let path = Path::new(dir);
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(path) {
+                    a.push("--symlink".into());
+                    a.push(target.into());
+                    a.push(dir.into());
+                }
+            }
+            Ok(m) if m.is_dir() => {
+                a.extend(["--ro-bind".into(), dir.into(), dir.into()]);
+            }
+            _ => {}
+        }
+    }
+    let etc = ETC_FILES
+        .iter()
+        .chain(if network { ETC_NETWORK } else { &[] });
+    for file in etc {
+        a.extend(["--ro-bind-try".into(), file.into(), file.into()]);
+    }
+    a.extend(["--file".into(), passwd.to_string().into(), "/etc/passwd".into()]);
+    a.extend(["--file".into(), group.to_string().into(), "/etc/group".into()]);
+    for item in [
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
+    ] {
+        a.push(item.into());
+    }
+    a.extend([
+        "--bind".into(),
+        workspace.into(),
+        workspace.into(),
+        "--chdir".into(),
+        workspace.into(),
+    ]);
+    a
+}
+
+/// The synthetic `/etc/passwd` and `/etc/group`: the current user, named
+/// `hearth`, at home in the workspace.
+pub fn identity(workspace: &Path) -> (String, String) {
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    (
+        format!(
+            "hearth:x:{uid}:{gid}:hearth:{}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+            workspace.display()
+        ),
+        format!("hearth:x:{gid}:\nnogroup:x:65534:\n"),
+    )
+}

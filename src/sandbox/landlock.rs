@@ -1,0 +1,182 @@
+//! The Landlock sandbox, where bubblewrap cannot run: the kernel limits
+//! what the command's process tree may open, and a seccomp filter what it
+//! may call.
+//!
+//! - files: the workspace read-write; `/usr`, `/bin`, `/lib*` and the few
+//!   files of `/etc` that programs need read-only (the same set as
+//!   bubblewrap's); `/dev/null` and the random devices; nothing else, so no
+//!   `/proc/*/environ`, no data dir, no `/etc/passwd`;
+//! - TCP: no connect or bind unless the network is allowed (Landlock ABI 4);
+//! - signals and abstract sockets: only within the sandbox (ABI 6);
+//! - seccomp: no `setsid`/`setpgid` (the process group is how the command is
+//!   killed), no `ptrace`/`process_vm_*`, no `kill(-1)`, and no sockets but
+//!   Unix ones unless the network is allowed.
+//!
+//! The ruleset and the filter are built before the fork; the child only
+//! applies them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, Scope, path_beneath_rules,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
+
+/// The newest ABI whose rights hearth asks for; older kernels get what
+/// they support (best effort), but at least ABI 1's file rules.
+const ABI_WANTED: ABI = ABI::V6;
+
+const READ_ONLY: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/alternatives",
+];
+
+const READ_ONLY_NETWORK: &[&str] = &[
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+];
+
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum LandlockError {
+    #[error("Landlock is not available in this kernel: {0}")]
+    Unavailable(String),
+    #[error("the seccomp filter could not be built: {0}")]
+    Seccomp(String),
+}
+
+/// Whether this kernel enforces Landlock file rules.
+pub fn available() -> Result<(), LandlockError> {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V1))
+        .and_then(|r| r.create())
+        .map(drop)
+        .map_err(|e| LandlockError::Unavailable(e.to_string()))
+}
+
+/// What the child applies before it executes the command.
+pub struct Confinement {
+    ruleset: Mutex<Option<RulesetCreated>>,
+    filter: BpfProgram,
+}
+
+impl Confinement {
+    pub fn new(workspace: &Path, network: bool) -> Result<Self, LandlockError> {
+        let unavailable = |e: landlock::RulesetError| LandlockError::Unavailable(e.to_string());
+        let existing = |paths: &'static [&'static str]| {
+            paths.iter().copied().filter(|p| Path::new(p).exists())
+        };
+        let mut ruleset = Ruleset::default()
+            .handle_access(AccessFs::from_all(ABI_WANTED))
+            .map_err(unavailable)?;
+        if !network {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(ABI_WANTED))
+                .map_err(unavailable)?;
+        }
+        let mut created = ruleset
+            .scope(Scope::from_all(ABI_WANTED))
+            .map_err(unavailable)?
+            .create()
+            .map_err(unavailable)?
+            .add_rules(path_beneath_rules(
+                [workspace],
+                AccessFs::from_all(ABI_WANTED),
+            ))
+            .map_err(unavailable)?
+            .add_rules(path_beneath_rules(
+                existing(READ_ONLY),
+                AccessFs::from_read(ABI_WANTED),
+            ))
+            .map_err(unavailable)?
+            .add_rules(path_beneath_rules(
+                existing(DEVICES),
+                AccessFs::ReadFile | AccessFs::WriteFile,
+            ))
+            .map_err(unavailable)?;
+        if network {
+            created = created
+                .add_rules(path_beneath_rules(
+                    existing(READ_ONLY_NETWORK),
+                    AccessFs::from_read(ABI_WANTED),
+                ))
+                .map_err(unavailable)?;
+        }
+        Ok(Self {
+            ruleset: Mutex::new(Some(created)),
+            filter: seccomp_filter(network)?,
+        })
+    }
+
+    /// Restricts the calling process (the child, between fork and exec).
+    pub fn apply(&self) -> std::io::Result<()> {
+        let ruleset = self
+            .ruleset
+            .try_lock()
+            .ok()
+            .and_then(|mut r| r.take())
+            .ok_or_else(|| std::io::Error::other("the Landlock ruleset was already used"))?;
+        ruleset
+            .restrict_self()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        seccompiler::apply_filter(&self.filter).map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+fn seccomp_filter(network: bool) -> Result<BpfProgram, LandlockError> {
+    let bad = |e: seccompiler::BackendError| LandlockError::Seccomp(e.to_string());
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| LandlockError::Seccomp(e.to_string()))?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for call in [
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+    ] {
+        rules.insert(call, vec![]);
+    }
+    // kill(-1, …) signals every process the user may signal.
+    let everyone = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, u32::MAX as u64)
+        .map_err(bad)?;
+    rules.insert(libc::SYS_kill, vec![SeccompRule::new(vec![everyone]).map_err(bad)?]);
+    if !network {
+        let not_unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(bad)?;
+        rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(bad)?]);
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(bad)?;
+    filter.try_into().map_err(bad)
+}

@@ -1,0 +1,248 @@
+//! Starting a contained command and ending everything it started.
+//!
+//! The child gets, between fork and exec: a new session (its process group
+//! is how it is killed), umask 077, its `pids` cgroup, the rlimits, and
+//! under Landlock the ruleset and seccomp filter. Everything it needs is
+//! prepared before the fork; the child only makes system calls.
+//!
+//! When the command exits, its process group (and cgroup) is killed, so a
+//! background job cannot outlive it; under bubblewrap the PID namespace
+//! ends with it anyway. The same happens when the call is dropped: a
+//! timeout or a cancelled reply.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::limits::{PidsCgroup, Rlimits, join_self};
+use super::{Containment, Sandbox, SandboxError, bwrap, landlock::Confinement};
+
+/// What a command left.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Output went past the cap, so the command was stopped there.
+    pub cut: bool,
+}
+
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+pub(super) async fn run(
+    sandbox: &Sandbox,
+    command: &str,
+    output_cap: usize,
+) -> Result<Finished, SandboxError> {
+    if let Containment::Unavailable(why) = &sandbox.containment {
+        return Err(SandboxError::Unavailable(why.clone()));
+    }
+    let cgroup = sandbox
+        .cgroups
+        .as_ref()
+        .and_then(|root| root.create(sandbox.limits.processes).ok());
+    let rlimits = Rlimits::new(&sandbox.limits, cgroup.is_some());
+    let confinement = match sandbox.containment {
+        Containment::Landlock => Some(Arc::new(Confinement::new(
+            &sandbox.workspace,
+            sandbox.network,
+        )?)),
+        _ => None,
+    };
+    let (mut std_command, _inherited) = command_for(
+        &sandbox.containment,
+        &sandbox.workspace,
+        sandbox.network,
+        command,
+    )?;
+    let procs = cgroup.as_ref().and_then(PidsCgroup::procs_fd);
+    let inherit: Vec<RawFd> = _inherited.iter().map(AsRawFd::as_raw_fd).collect();
+    // SAFETY: the closure only makes async-signal-safe system calls on
+    // values prepared before the fork (Landlock takes its prepared ruleset
+    // out of an uncontended mutex).
+    unsafe {
+        std_command.pre_exec(move || {
+            prepare_child(&inherit, procs)?;
+            rlimits.apply()?;
+            if let Some(c) = &confinement {
+                c.apply()?;
+            }
+            Ok(())
+        });
+    }
+    let mut child = tokio::process::Command::from(std_command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    drop(_inherited);
+    let group = Group {
+        pgid: child.id().map(|p| p as i32),
+        cgroup,
+    };
+    // Read a little more than the cap (bytes for characters); past it the
+    // command is stopped rather than buffered.
+    let limit = (output_cap as u64 + 1) * 4;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let (out, err, status) = tokio::join!(
+        read_capped(stdout, limit, &group),
+        read_capped(stderr, limit, &group),
+        async {
+            let status = child.wait().await;
+            // Whatever it left running in the background ends with it.
+            group.kill();
+            status
+        }
+    );
+    Ok(Finished {
+        status: status?,
+        cut: out.1 || err.1,
+        stdout: out.0,
+        stderr: err.0,
+    })
+}
+
+/// A started command's process group and cgroup: killed on drop.
+struct Group {
+    pgid: Option<i32>,
+    cgroup: Option<PidsCgroup>,
+}
+
+impl Group {
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid.filter(|p| *p > 1) {
+            // SAFETY: the group the child leads (it called setsid).
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        }
+        if let Some(c) = &self.cgroup {
+            c.kill_all();
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+async fn read_capped(
+    stream: Option<impl AsyncRead + Unpin>,
+    limit: u64,
+    group: &Group,
+) -> (Vec<u8>, bool) {
+    let mut bytes = Vec::new();
+    let Some(stream) = stream else {
+        return (bytes, false);
+    };
+    let mut capped = stream.take(limit);
+    let _ = capped.read_to_end(&mut bytes).await;
+    let cut = bytes.len() as u64 >= limit;
+    if cut {
+        group.kill();
+    }
+    (bytes, cut)
+}
+
+/// In the child: a new session, private file modes, the inherited data
+/// pipes kept open across exec, and the cgroup joined.
+fn prepare_child(inherit: &[RawFd], procs: Option<RawFd>) -> std::io::Result<()> {
+    // SAFETY: async-signal-safe calls with plain arguments.
+    unsafe {
+        if libc::setsid() < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::umask(0o077);
+        for fd in inherit {
+            if libc::fcntl(*fd, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+    }
+    if let Some(fd) = procs {
+        join_self(fd)?;
+    }
+    Ok(())
+}
+
+/// The command line for `containment`, with a clean environment, and the
+/// pipes the child must inherit (bubblewrap's synthetic files).
+fn command_for(
+    containment: &Containment,
+    workspace: &Path,
+    network: bool,
+    command: &str,
+) -> std::io::Result<(std::process::Command, Vec<OwnedFd>)> {
+    let mut inherited = Vec::new();
+    let mut cmd = if *containment == Containment::Bubblewrap {
+        let (passwd, group) = bwrap::identity(workspace);
+        let passwd = data_pipe(passwd.as_bytes())?;
+        let group = data_pipe(group.as_bytes())?;
+        let mut c = std::process::Command::new(bwrap::PROGRAM);
+        c.args(bwrap::args(
+            workspace,
+            network,
+            passwd.as_raw_fd(),
+            group.as_raw_fd(),
+        ));
+        c.args([OsString::from("--"), "/bin/sh".into(), "-c".into(), command.into()]);
+        inherited.push(passwd);
+        inherited.push(group);
+        c
+    } else {
+        let mut c = std::process::Command::new("/bin/sh");
+        c.arg("-c").arg(command);
+        c
+    };
+    cmd.current_dir(workspace)
+        .env_clear()
+        .env("PATH", PATH)
+        .env("LANG", "C.UTF-8")
+        .env("HOME", workspace)
+        .env("USER", "hearth")
+        .env("LOGNAME", "hearth");
+    if *containment == Containment::Bubblewrap {
+        cmd.env("TMPDIR", "/tmp");
+    } else {
+        cmd.env("TMPDIR", workspace);
+    }
+    Ok((cmd, inherited))
+}
+
+/// A pipe whose read end holds `content` (small: it fits the pipe buffer).
+fn data_pipe(content: &[u8]) -> std::io::Result<OwnedFd> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors, which we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    File::from(write).write_all(content)?;
+    Ok(read)
+}
+
+/// Runs `true` under bubblewrap with hearth's arguments.
+pub(super) fn probe_bwrap(workspace: &Path) -> std::io::Result<ExitStatus> {
+    let (mut cmd, inherited) = command_for(&Containment::Bubblewrap, workspace, false, "true")?;
+    let inherit: Vec<RawFd> = inherited.iter().map(AsRawFd::as_raw_fd).collect();
+    // SAFETY: as in `run`.
+    unsafe {
+        cmd.pre_exec(move || prepare_child(&inherit, None));
+    }
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    drop(inherited);
+    status
+}

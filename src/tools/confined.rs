@@ -1,0 +1,137 @@
+//! Opening a workspace file so that no link leads out of it.
+//!
+//! The path is opened relative to the workspace with `openat2` and
+//! `RESOLVE_BENEATH` (no `..` or symlink may leave it, checked by the
+//! kernel during the open itself, so there is no check-then-use race), and
+//! `O_NOFOLLOW` (the file itself may not be a symlink). After the open, the
+//! file's real path (from `/proc/self/fd`) must still be in the workspace,
+//! it must be a regular file (a FIFO cannot hang the call: the open does not
+//! block), and a file about to be written may have no other hard link.
+//! Kernels before 5.6 lack `openat2`: there the last two checks stand alone.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// What the file is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    /// Created 0600 when missing; truncated unless appending, but only
+    /// after the checks.
+    Write { append: bool },
+}
+
+/// Opens `path` (absolute, inside `workspace`) for `access`.
+pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, String> {
+    let relative = path
+        .strip_prefix(workspace)
+        .map_err(|_| format!("{} is outside the workspace", path.display()))?;
+    let relative = if relative.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        relative
+    };
+    let mut flags = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
+    flags |= match access {
+        Access::Read => libc::O_RDONLY,
+        Access::Write { append: false } => libc::O_WRONLY | libc::O_CREAT,
+        Access::Write { append: true } => libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND,
+    };
+    let file = open_beneath(workspace, relative, flags).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => format!("{} is a symbolic link; refused", relative.display()),
+        Some(libc::EXDEV) => format!("{} leads out of the workspace; refused", relative.display()),
+        _ => format!("cannot open {}: {e}", relative.display()),
+    })?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", relative.display()));
+    }
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(|e| format!("cannot check where {} leads: {e}", relative.display()))?;
+    if !real.starts_with(workspace) {
+        return Err(format!("{} leads out of the workspace; refused", relative.display()));
+    }
+    if let Access::Write { append } = access {
+        if meta.nlink() > 1 {
+            return Err(format!(
+                "{} has another hard link; writing through it is refused",
+                relative.display()
+            ));
+        }
+        if !append {
+            file.set_len(0).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(file)
+}
+
+fn open_beneath(workspace: &Path, relative: &Path, flags: i32) -> std::io::Result<File> {
+    let dir = File::open(workspace)?;
+    let name = CString::new(relative.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL in the path"))?;
+    // SAFETY: open_how is plain data; the syscall gets valid pointers.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.mode = if flags & libc::O_CREAT != 0 { 0o600 } else { 0 };
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: a descriptor the kernel just gave us.
+        return Ok(unsafe { File::from_raw_fd(fd as i32) });
+    }
+    let error = std::io::Error::last_os_error();
+    if error.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(error);
+    }
+    // No openat2: a plain open, judged by the checks after it.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_out_of_the_workspace_are_refused_and_files_inside_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(root.join("secret"), "s").unwrap();
+        std::fs::write(ws.join("ok.txt"), "fine").unwrap();
+        std::os::unix::fs::symlink(root.join("secret"), ws.join("link")).unwrap();
+        std::os::unix::fs::symlink(&root, ws.join("up")).unwrap();
+        std::fs::hard_link(root.join("secret"), ws.join("hard")).unwrap();
+        let write = Access::Write { append: false };
+        assert!(open(&ws, &ws.join("ok.txt"), Access::Read).is_ok());
+        assert!(open(&ws, &ws.join("new.txt"), write).is_ok());
+        for (path, access) in [
+            ("link", Access::Read),
+            ("link", write),
+            ("up/secret", Access::Read),
+            ("up/new", write),
+            ("hard", write),
+        ] {
+            let e = open(&ws, &ws.join(path), access).unwrap_err();
+            assert!(e.contains("refused"), "{path}: {e}");
+        }
+        assert!(!root.join("new").exists());
+        assert_eq!(std::fs::read_to_string(root.join("secret")).unwrap(), "s");
+    }
+}
