@@ -134,7 +134,10 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
     report.line(
         "tools",
         true,
-        format!("workspace {} (tools see nothing else)", a.workspace.display()),
+        format!(
+            "workspace {} (tools see nothing else)",
+            a.workspace.display()
+        ),
     );
     report.line("sandbox", sandbox.runs_commands(), sandbox.describe());
 

@@ -12,7 +12,7 @@ mod logging;
 mod memory_cmd;
 mod service;
 mod startup;
-mod tools_cmd;
+pub mod tools_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -29,7 +29,10 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
         .with_max_actions_per_hour(a.max_actions_per_hour);
     if created {
         crate::private::make_private_dir(policy.workspace()).with_context(|| {
-            format!("cannot make the workspace {} private", a.workspace.display())
+            format!(
+                "cannot make the workspace {} private",
+                a.workspace.display()
+            )
         })?;
     }
     let sandbox = Sandbox::resolve(
@@ -61,8 +64,7 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
 fn move_old_workspace(config: &Config) -> anyhow::Result<()> {
     let old = crate::config::old_workspace(&config.data_dir);
     let new = &config.agent.workspace;
-    if *new != crate::config::default_workspace(&config.data_dir) || new.exists() || !old.is_dir()
-    {
+    if *new != crate::config::default_workspace(&config.data_dir) || new.exists() || !old.is_dir() {
         return Ok(());
     }
     std::fs::rename(&old, new).with_context(|| {

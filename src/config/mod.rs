@@ -562,7 +562,10 @@ pub fn old_workspace(data_dir: &std::path::Path) -> PathBuf {
 /// Whether one folder is inside the other (or they are the same), judged
 /// by their absolute, resolved paths.
 fn overlaps(a: &std::path::Path, b: &std::path::Path) -> bool {
-    let (a, b) = (crate::paths::resolve_lenient(a), crate::paths::resolve_lenient(b));
+    let (a, b) = (
+        crate::paths::resolve_lenient(a),
+        crate::paths::resolve_lenient(b),
+    );
     a.starts_with(&b) || b.starts_with(&a)
 }
 

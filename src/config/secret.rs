@@ -45,10 +45,12 @@ impl fmt::Display for Secret {
 pub fn names_a_secret(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     let last = name.rsplit(['.', '[']).next().unwrap_or(&name);
-    matches!(last, "key" | "apikey" | "sig" | "signature" | "auth" | "passwd" | "pass")
-        || ["token", "_key", "-key", "secret", "password"]
-            .iter()
-            .any(|s| last.ends_with(s))
+    matches!(
+        last,
+        "key" | "apikey" | "sig" | "signature" | "auth" | "passwd" | "pass"
+    ) || ["token", "_key", "-key", "secret", "password"]
+        .iter()
+        .any(|s| last.ends_with(s))
 }
 
 /// The secrets inside a URL: its password and the values of query
@@ -79,7 +81,11 @@ pub fn mask_url(url: &str) -> String {
         let pairs: Vec<(String, String)> = parsed
             .query_pairs()
             .map(|(k, v)| {
-                let v = if names_a_secret(&k) { "***".to_string() } else { v.into_owned() };
+                let v = if names_a_secret(&k) {
+                    "***".to_string()
+                } else {
+                    v.into_owned()
+                };
                 (k.into_owned(), v)
             })
             .collect();
@@ -99,7 +105,10 @@ mod tests {
         for secret in ["hunter22", "abc", "k1k2k3"] {
             assert!(!masked.contains(secret), "{masked}");
         }
-        assert!(masked.contains("cal.example.edu/feed.ics") && masked.contains("course=7"), "{masked}");
+        assert!(
+            masked.contains("cal.example.edu/feed.ics") && masked.contains("course=7"),
+            "{masked}"
+        );
         assert_eq!(url_secrets(url), ["hunter22", "abc/def123", "k1k2k3"]);
         assert!(url_secrets("https://example.edu/cal.ics?course=7").is_empty());
     }

@@ -10,8 +10,8 @@ use crate::dispatch::Delivery;
 use crate::lms::{Notice, NoticeSink, Notifier};
 use crate::memory::{self, MemoryStore, StoreMemory, TurnMemory};
 use crate::providers::Provider;
-use crate::scheduler::{self, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
 use crate::sandbox::Sandbox;
+use crate::scheduler::{self, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
 use crate::tools::{BoxFuture, ToolRegistry};
 
 /// What the config turned on.

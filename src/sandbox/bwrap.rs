@@ -19,7 +19,9 @@ pub const PROGRAM: &str = "bwrap";
 
 /// Top-level folders bound read-only when they are folders, or recreated
 /// as the same symlink when they are links (merged `/usr`).
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
 
 /// What programs need from `/etc` to start.
 const ETC_FILES: &[&str] = &["/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"];
@@ -65,8 +67,16 @@ pub fn args(workspace: &Path, network: bool, passwd: RawFd, group: RawFd) -> Vec
     for file in etc {
         a.extend(["--ro-bind-try".into(), file.into(), file.into()]);
     }
-    a.extend(["--file".into(), passwd.to_string().into(), "/etc/passwd".into()]);
-    a.extend(["--file".into(), group.to_string().into(), "/etc/group".into()]);
+    a.extend([
+        "--file".into(),
+        passwd.to_string().into(),
+        "/etc/passwd".into(),
+    ]);
+    a.extend([
+        "--file".into(),
+        group.to_string().into(),
+        "/etc/group".into(),
+    ]);
     for item in [
         "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
     ] {

@@ -158,9 +158,17 @@ fn seccomp_filter(network: bool) -> Result<BpfProgram, LandlockError> {
         rules.insert(call, vec![]);
     }
     // kill(-1, …) signals every process the user may signal.
-    let everyone = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, u32::MAX as u64)
-        .map_err(bad)?;
-    rules.insert(libc::SYS_kill, vec![SeccompRule::new(vec![everyone]).map_err(bad)?]);
+    let everyone = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        u32::MAX as u64,
+    )
+    .map_err(bad)?;
+    rules.insert(
+        libc::SYS_kill,
+        vec![SeccompRule::new(vec![everyone]).map_err(bad)?],
+    );
     if !network {
         let not_unix = SeccompCondition::new(
             0,
@@ -169,7 +177,10 @@ fn seccomp_filter(network: bool) -> Result<BpfProgram, LandlockError> {
             libc::AF_UNIX as u64,
         )
         .map_err(bad)?;
-        rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![not_unix]).map_err(bad)?]);
+        rules.insert(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![not_unix]).map_err(bad)?],
+        );
     }
     let filter = SeccompFilter::new(
         rules,

@@ -98,11 +98,13 @@ fn user_tasks() -> u64 {
     };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
-        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
-        .map(|e| {
-            std::fs::read_dir(e.path().join("task")).map_or(1, |t| t.count() as u64)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
         })
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
+        .map(|e| std::fs::read_dir(e.path().join("task")).map_or(1, |t| t.count() as u64))
         .sum()
 }
 
@@ -123,7 +125,9 @@ impl CgroupRoot {
             let mut parts = line.splitn(3, ':');
             let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
             let mount = if controllers.split(',').any(|c| c == "pids") {
-                mount_point(&mounts, |fs, opts| fs == "cgroup" && opts.split(',').any(|o| o == "pids"))
+                mount_point(&mounts, |fs, opts| {
+                    fs == "cgroup" && opts.split(',').any(|o| o == "pids")
+                })
             } else if controllers.is_empty() {
                 mount_point(&mounts, |fs, _| fs == "cgroup2")
             } else {

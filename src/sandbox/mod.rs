@@ -106,7 +106,10 @@ impl Sandbox {
             SandboxChoice::Auto => match (bwrap_works(workspace), landlock::available()) {
                 (Ok(()), _) => Containment::Bubblewrap,
                 (Err(why), Ok(())) => {
-                    tracing::info!(reason = why, "bubblewrap cannot run; tools are contained by Landlock");
+                    tracing::info!(
+                        reason = why,
+                        "bubblewrap cannot run; tools are contained by Landlock"
+                    );
                     Containment::Landlock
                 }
                 (Err(why), Err(e)) => Containment::Unavailable(format!("{why}; {e}")),
@@ -133,7 +136,11 @@ impl Sandbox {
     /// One line for `hearth doctor`: what contains commands, or why nothing
     /// does and how to fix it.
     pub fn describe(&self) -> String {
-        let net = if self.network { "network allowed" } else { "no network" };
+        let net = if self.network {
+            "network allowed"
+        } else {
+            "no network"
+        };
         let procs = if self.cgroups.is_some() {
             "a pids cgroup"
         } else {
@@ -147,9 +154,9 @@ impl Sandbox {
         );
         match &self.containment {
             Containment::Bubblewrap => format!("bubblewrap: the workspace only; {limits}"),
-            Containment::Landlock => format!(
-                "Landlock (bubblewrap cannot run here): the workspace only; {limits}"
-            ),
+            Containment::Landlock => {
+                format!("Landlock (bubblewrap cannot run here): the workspace only; {limits}")
+            }
             Containment::Uncontained => format!(
                 "OFF (`[agent] sandbox = \"off\"`): commands can read and write anything this user can; {limits}"
             ),

@@ -194,7 +194,12 @@ fn command_for(
             passwd.as_raw_fd(),
             group.as_raw_fd(),
         ));
-        c.args([OsString::from("--"), "/bin/sh".into(), "-c".into(), command.into()]);
+        c.args([
+            OsString::from("--"),
+            "/bin/sh".into(),
+            "-c".into(),
+            command.into(),
+        ]);
         inherited.push(passwd);
         inherited.push(group);
         c

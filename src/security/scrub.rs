@@ -80,9 +80,16 @@ impl Scrubber {
             if secret.chars().count() < 8 {
                 continue;
             }
-            let spaced: Vec<String> = secret.chars().map(|c| regex::escape(&c.to_string())).collect();
+            let spaced: Vec<String> = secret
+                .chars()
+                .map(|c| regex::escape(&c.to_string()))
+                .collect();
             forms.push(spaced.join("[^A-Za-z0-9]{0,4}"));
-            forms.extend(base64_forms(secret.as_bytes()).iter().map(|f| regex::escape(f)));
+            forms.extend(
+                base64_forms(secret.as_bytes())
+                    .iter()
+                    .map(|f| regex::escape(f)),
+            );
         }
         forms.sort();
         forms.dedup();
@@ -91,7 +98,9 @@ impl Scrubber {
         if !forms.is_empty() {
             match Regex::new(&forms.join("|")) {
                 Ok(known) => self.known = Some(known),
-                Err(e) => tracing::error!(error = %e, "the daemon's secrets cannot be matched; only the patterns scrub them"),
+                Err(e) => {
+                    tracing::error!(error = %e, "the daemon's secrets cannot be matched; only the patterns scrub them")
+                }
             }
         }
         self
@@ -140,7 +149,10 @@ fn base64_forms(secret: &[u8]) -> Vec<String> {
         // `end` bits of whatever follows.
         let skip = (pad * 8).div_ceil(6);
         let end = bytes.len() * 8 / 6;
-        for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
+        for engine in [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::URL_SAFE,
+        ] {
             let encoded = engine.encode(&bytes);
             if end > skip + 8 {
                 forms.push(encoded[skip..end].to_string());

@@ -22,7 +22,9 @@ pub enum Access {
     Read,
     /// Created 0600 when missing; truncated unless appending, but only
     /// after the checks.
-    Write { append: bool },
+    Write {
+        append: bool,
+    },
 }
 
 /// Opens `path` (absolute, inside `workspace`) for `access`.
@@ -53,7 +55,10 @@ pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, Strin
     let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .map_err(|e| format!("cannot check where {} leads: {e}", relative.display()))?;
     if !real.starts_with(workspace) {
-        return Err(format!("{} leads out of the workspace; refused", relative.display()));
+        return Err(format!(
+            "{} leads out of the workspace; refused",
+            relative.display()
+        ));
     }
     if let Access::Write { append } = access {
         if meta.nlink() > 1 {

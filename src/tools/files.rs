@@ -150,13 +150,26 @@ impl Tool for FileEdit {
             let edited = blocking(move || {
                 let (bytes, len) = read_start(&workspace, &path, EDIT_LIMIT)?;
                 if len > bytes.len() as u64 {
-                    return Err(format!("the file is over {EDIT_LIMIT} bytes; too large to edit"));
+                    return Err(format!(
+                        "the file is over {EDIT_LIMIT} bytes; too large to edit"
+                    ));
                 }
-                let text = String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_string())?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| "the file is not UTF-8 text".to_string())?;
                 match text.matches(&old).count() {
-                    0 => Err("`old` does not occur in the file; read it first and copy the text exactly".to_string()),
-                    1 => write_checked(&workspace, &path, text.replacen(&old, &new, 1).as_bytes(), false),
-                    n => Err(format!("`old` occurs {n} times; include more context so it occurs once")),
+                    0 => Err(
+                        "`old` does not occur in the file; read it first and copy the text exactly"
+                            .to_string(),
+                    ),
+                    1 => write_checked(
+                        &workspace,
+                        &path,
+                        text.replacen(&old, &new, 1).as_bytes(),
+                        false,
+                    ),
+                    n => Err(format!(
+                        "`old` occurs {n} times; include more context so it occurs once"
+                    )),
                 }
             })
             .await;
@@ -283,7 +296,9 @@ fn walk(root: &Path, pattern: &glob::Pattern) -> (Vec<String>, Option<String>) {
                 break 'walk;
             }
             let path = relative.join(entry.file_name());
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             if kind.is_dir() {
                 pending.push(path.clone());
             }

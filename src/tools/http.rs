@@ -109,10 +109,9 @@ impl HttpRequest {
         if let Some(body) = args.get("body").and_then(Value::as_str) {
             request = request.body(body.to_string());
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ToolResult::error(format!("request failed: {}", error_chain(&e.without_url()))))?;
+        let response = request.send().await.map_err(|e| {
+            ToolResult::error(format!("request failed: {}", error_chain(&e.without_url())))
+        })?;
         let status = response.status();
         let content_type = response
             .headers()
@@ -244,9 +243,8 @@ impl reqwest::dns::Resolve for PublicOnly {
         let literal = self.literal.clone();
         Box::pin(async move {
             let host = name.as_str().to_string();
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let kept: Vec<SocketAddr> = found
                 .iter()
                 .copied()
@@ -323,8 +321,17 @@ mod tests {
     #[test]
     fn internal_addresses_are_recognised() {
         for ip in [
-            "127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
-            "100.64.0.1", "0.0.0.0", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1",
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
         ] {
             assert!(is_internal(ip.parse().unwrap()), "{ip}");
         }
