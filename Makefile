@@ -5,12 +5,14 @@
 #   make bench   speed, prompt-cache reuse and restart figures (hearth bench)
 #
 # Prerequisites (cmake, clang, libclang-dev for llama.cpp's bindings; python3
-# with pip for the model fetch) are installed with apt-get when running as
-# root on Debian/Ubuntu; otherwise the exact command to run is printed.
+# with pip for the model fetch; bubblewrap, the sandbox tool commands run in)
+# are installed with apt-get when running as root on Debian/Ubuntu; otherwise
+# the exact command to run is printed. Without bubblewrap hearth falls back to
+# Landlock, so a non-root build goes on with a note.
 
 CARGO ?= cargo
 HEARTH := target/release/hearth
-APT_PACKAGES := cmake clang libclang-dev python3-pip
+APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
 .PHONY: chat test bench build prereqs model test-models clean
 
@@ -42,6 +44,13 @@ prereqs:
 	  ls /usr/lib*/libclang*.so* /usr/lib/*/libclang*.so* /usr/lib/llvm*/lib/libclang*.so* >/dev/null 2>&1 || missing="$$missing libclang-dev"; \
 	fi; \
 	python3 -m pip --version >/dev/null 2>&1 || missing="$$missing python3-pip"; \
+	if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    missing="$$missing bubblewrap"; \
+	  else \
+	    echo "note: bubblewrap is not installed; tools will be contained by Landlock. For the stronger sandbox: sudo apt-get install -y bubblewrap"; \
+	  fi; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing build prerequisites:$$missing"; \

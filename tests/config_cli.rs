@@ -122,8 +122,12 @@ fn tools_run_under_the_policy_with_exit_codes() {
     let out = run(&["file_read", r#"{"path": "a.txt"}"#]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
     assert!(
-        s.path("data/workspace/a.txt").is_file(),
-        "the default workspace is under the data dir"
+        s.path("hearth-workspace/a.txt").is_file(),
+        "the default workspace is beside the data dir"
+    );
+    assert!(
+        !s.path("data/workspace").exists(),
+        "nothing of the workspace is inside the data dir"
     );
     for (tool, args) in [
         ("shell", r#"{"command": "rm -rf /"}"#),

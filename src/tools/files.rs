@@ -16,6 +16,8 @@ use super::{BoxFuture, Tool, ToolContext, ToolResult, arg_str};
 const GLOB_DEADLINE: Duration = Duration::from_secs(5);
 /// Entries one `glob` looks at, at most.
 const GLOB_MAX_VISITED: usize = 200_000;
+/// Wildcards one `glob` pattern may hold.
+const GLOB_MAX_WILDCARDS: usize = 8;
 /// Matches one `glob` returns, at most.
 const GLOB_MAX_FOUND: usize = 1_000;
 
@@ -246,6 +248,15 @@ impl Tool for Glob {
                 return ToolResult::error(
                     "the pattern must stay inside the workspace (no leading / or ..)",
                 );
+            }
+            // Matching backtracks over each wildcard: many of them make one
+            // name cost exponential time, which no deadline between names
+            // could stop.
+            let wildcards = pattern.matches(['*', '?', '[']).count();
+            if pattern.len() > 512 || wildcards > GLOB_MAX_WILDCARDS {
+                return ToolResult::error(format!(
+                    "the pattern has {wildcards} wildcards; use at most {GLOB_MAX_WILDCARDS} (and 512 characters)"
+                ));
             }
             let pattern = match glob::Pattern::new(pattern) {
                 Ok(p) => p,

@@ -80,7 +80,8 @@ mod tests {
         assert_eq!(s.draft_interval, Duration::from_millis(500));
         assert!(!s.ack_reactions);
         assert_eq!(s.state_dir, Path::new("/srv/hearth/telegram"));
-        assert_eq!(s.workspace, Path::new("/srv/hearth/workspace"));
+        // The workspace is beside the data dir, never inside it.
+        assert_eq!(s.workspace, Path::new("/srv/hearth-workspace"));
     }
 
     #[test]
