@@ -144,20 +144,28 @@ fn evicted_conversations_resume_from_ram_disk_and_after_restart() {
 
     // Reference: enough slots for everyone, nothing evicted.
     let mut ref_histories = vec![Vec::new(); 4];
-    let reference = {
+    let (reference, ram_budget) = {
         let engine = start(settings(&dir.path().join("ref"), 4, 1 << 30, true));
-        let mut r: Vec<String> = run(&engine, &mut ref_histories)
-            .into_iter()
-            .map(|(_, r)| r.text)
+        let replies = run(&engine, &mut ref_histories);
+        // Tokens of a and b after round 1: greedy replies differ in length
+        // from one CPU to another, so the RAM budget follows them.
+        let tokens: Vec<usize> = replies[..2]
+            .iter()
+            .map(|(_, r)| (r.usage.prompt_tokens + r.usage.completion_tokens) as usize)
             .collect();
+        let mut r: Vec<String> = replies.into_iter().map(|(_, r)| r.text).collect();
         r.push(turn(&engine, "a", &mut ref_histories[0], QUESTIONS[2]).text);
-        r
+        let metadata =
+            hearth::engine::gguf::GgufMetadata::read(&common::model(common::SMOLLM2)).unwrap();
+        let per_token = metadata.kv_bytes_per_token().unwrap() as usize + 4;
+        // Room for b and half of a: one conversation fits, two do not.
+        (r, per_token * (tokens[1] + tokens[0] / 2))
     };
 
-    // Two slots, and RAM for about one conversation (~37 tokens of
-    // SmolLM2 state, 23 KB each): the rest spills to disk.
+    // Two slots, and RAM for about one conversation: the rest spills to
+    // disk.
     let kv = dir.path().join("kv");
-    let engine = start(settings(&kv, 2, 1_200_000, true));
+    let engine = start(settings(&kv, 2, ram_budget, true));
     let mut histories = vec![Vec::new(); 4];
     let replies = run(&engine, &mut histories);
     let (first, second) = replies.split_at(4);
@@ -184,7 +192,7 @@ fn evicted_conversations_resume_from_ram_disk_and_after_restart() {
     engine.shutdown();
 
     // After a restart, conversation a resumes from disk with a cache hit.
-    let engine = start(settings(&kv, 2, 1_200_000, true));
+    let engine = start(settings(&kv, 2, ram_budget, true));
     let before = histories[0].len();
     let reply = turn(&engine, "a", &mut histories[0], QUESTIONS[2]);
     assert_eq!(reply.usage.cache_origin, CacheOrigin::Disk);
