@@ -61,7 +61,9 @@ fn doctor_reports_every_line() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for name in ["cpu", "ram", "gpu", "config", "data", "model", "load"] {
+    for name in [
+        "cpu", "ram", "gpu", "config", "data", "tools", "sandbox", "model", "load",
+    ] {
         assert!(
             stdout
                 .lines()
@@ -75,6 +77,117 @@ fn doctor_reports_every_line() {
     if !has_nvidia {
         assert!(stdout.contains("no GPU present"), "{stdout}");
     }
+    assert!(
+        stdout.contains("ok   sandbox bubblewrap: the workspace only; no network"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn doctor_says_why_no_sandbox_runs_and_how_to_fix_it() {
+    let s = Sandbox::new();
+    // bubblewrap forced, and not to be found: the shell is not offered.
+    let path = s.config(
+        "[agent]
+sandbox = \"bubblewrap\"\n",
+    );
+    let out = s
+        .hearth()
+        .arg("--config")
+        .arg(&path)
+        .arg("doctor")
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(" sandbox "))
+        .unwrap_or_else(|| panic!("no sandbox line: {stdout}"));
+    assert!(line.starts_with("FAIL"), "{line}");
+    assert!(
+        line.contains("not installed") && line.contains("apt-get install bubblewrap"),
+        "{line}"
+    );
+    let listed = s
+        .hearth()
+        .arg("--config")
+        .arg(&path)
+        .args(["tools", "list"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let tools = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        tools.contains("file_read") && !tools.contains("shell"),
+        "{tools}"
+    );
+}
+
+#[test]
+fn secrets_inside_urls_and_type_errors_are_never_printed() {
+    let s = Sandbox::new();
+    let path = s.config(
+        "[lms]\n[[lms.sources]]\nkind = \"ical\"\nname = \"cal\"\nurl = \"https://ada:hunter22@cal.example.edu/feed.ics?authtoken=tok-0123456789abcdef&course=7\"\n",
+    );
+    let out = s
+        .hearth()
+        .args(["config", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("cal.example.edu/feed.ics") && stdout.contains("course=7"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("tok-0123456789abcdef") && !stdout.contains("hunter22"),
+        "{stdout}"
+    );
+
+    let path = s.config("[channels.telegram]\nbot_token = 7712345678\n");
+    let out = s
+        .hearth()
+        .args(["config", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("bot_token") && !stderr.contains("7712345678"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_old_workspace_inside_the_data_dir_is_moved_out_once() {
+    let s = Sandbox::new();
+    let old = s.path("data/workspace");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("notes.txt"), "kept").unwrap();
+    let read = || {
+        s.hearth()
+            .args(["tools", "run", "file_read", r#"{"path": "notes.txt"}"#])
+            .output()
+            .unwrap()
+    };
+    let out = read();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "kept\n");
+    assert!(!old.exists(), "the old workspace is gone from the data dir");
+    assert!(s.path("hearth-workspace/notes.txt").is_file());
+    // A second start finds the new one and moves nothing.
+    std::fs::create_dir_all(&old).unwrap();
+    let out = read();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "kept\n");
+    assert!(old.is_dir(), "nothing was moved over the workspace in use");
 }
 
 #[test]

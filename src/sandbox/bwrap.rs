@@ -12,10 +12,16 @@
 
 use std::ffi::OsString;
 use std::os::fd::RawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// The program, found on `PATH` when hearth starts.
-pub const PROGRAM: &str = "bwrap";
+/// `bwrap` on hearth's own `PATH` (not the clean one commands get), as
+/// an absolute path.
+pub fn find() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|p| p.is_absolute() && p.is_file())
+}
 
 /// Top-level folders bound read-only when they are folders, or recreated
 /// as the same symlink when they are links (merged `/usr`).

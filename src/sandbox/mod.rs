@@ -84,6 +84,8 @@ pub enum SandboxError {
 #[derive(Debug)]
 pub struct Sandbox {
     containment: Containment,
+    /// Where `bwrap` is, when it is installed.
+    bwrap: Option<PathBuf>,
     workspace: PathBuf,
     network: bool,
     limits: Limits,
@@ -93,6 +95,8 @@ pub struct Sandbox {
 impl Sandbox {
     /// The sandbox `choice` names for `workspace`, probed on this machine.
     pub fn resolve(choice: SandboxChoice, workspace: &Path, network: bool, limits: Limits) -> Self {
+        let bwrap = bwrap::find();
+        let bwrap_works = |workspace: &Path| bwrap_works(bwrap.as_deref(), workspace);
         let containment = match choice {
             SandboxChoice::Off => Containment::Uncontained,
             SandboxChoice::Bubblewrap => match bwrap_works(workspace) {
@@ -117,6 +121,7 @@ impl Sandbox {
         };
         Self {
             containment,
+            bwrap,
             workspace: workspace.to_path_buf(),
             network,
             limits,
@@ -174,9 +179,11 @@ impl Sandbox {
 }
 
 /// Whether bubblewrap starts a command with hearth's arguments here.
-fn bwrap_works(workspace: &Path) -> Result<(), String> {
-    let probe = process::probe_bwrap(workspace);
-    match probe {
+fn bwrap_works(program: Option<&Path>, workspace: &Path) -> Result<(), String> {
+    let Some(program) = program else {
+        return Err("bubblewrap (bwrap) is not installed".to_string());
+    };
+    match process::probe_bwrap(program, workspace) {
         Ok(status) if status.success() => Ok(()),
         Ok(status) => Err(format!(
             "bubblewrap failed to start a command ({status}); are user namespaces allowed?"

@@ -58,6 +58,7 @@ pub(super) async fn run(
     };
     let (mut std_command, _inherited) = command_for(
         &sandbox.containment,
+        sandbox.bwrap.as_deref(),
         &sandbox.workspace,
         sandbox.network,
         command,
@@ -178,16 +179,20 @@ fn prepare_child(inherit: &[RawFd], procs: Option<RawFd>) -> std::io::Result<()>
 /// pipes the child must inherit (bubblewrap's synthetic files).
 fn command_for(
     containment: &Containment,
+    bwrap: Option<&Path>,
     workspace: &Path,
     network: bool,
     command: &str,
 ) -> std::io::Result<(std::process::Command, Vec<OwnedFd>)> {
     let mut inherited = Vec::new();
     let mut cmd = if *containment == Containment::Bubblewrap {
+        let program = bwrap.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "bwrap is not installed")
+        })?;
         let (passwd, group) = bwrap::identity(workspace);
         let passwd = data_pipe(passwd.as_bytes())?;
         let group = data_pipe(group.as_bytes())?;
-        let mut c = std::process::Command::new(bwrap::PROGRAM);
+        let mut c = std::process::Command::new(program);
         c.args(bwrap::args(
             workspace,
             network,
@@ -235,9 +240,15 @@ fn data_pipe(content: &[u8]) -> std::io::Result<OwnedFd> {
     Ok(read)
 }
 
-/// Runs `true` under bubblewrap with hearth's arguments.
-pub(super) fn probe_bwrap(workspace: &Path) -> std::io::Result<ExitStatus> {
-    let (mut cmd, inherited) = command_for(&Containment::Bubblewrap, workspace, false, "true")?;
+/// Runs `true` under the bubblewrap at `program` with hearth's arguments.
+pub(super) fn probe_bwrap(program: &Path, workspace: &Path) -> std::io::Result<ExitStatus> {
+    let (mut cmd, inherited) = command_for(
+        &Containment::Bubblewrap,
+        Some(program),
+        workspace,
+        false,
+        "true",
+    )?;
     let inherit: Vec<RawFd> = inherited.iter().map(AsRawFd::as_raw_fd).collect();
     // SAFETY: as in `run`.
     unsafe {
