@@ -18,6 +18,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -88,6 +89,7 @@ pub(super) async fn run(
     let group = Group {
         pgid: child.id().map(|p| p as i32),
         cgroup,
+        reaped: AtomicBool::new(false),
     };
     // Read a little more than the cap (bytes for characters); past it the
     // command is stopped rather than buffered.
@@ -101,6 +103,7 @@ pub(super) async fn run(
             let status = child.wait().await;
             // Whatever it left running in the background ends with it.
             group.kill();
+            group.reaped.store(true, Ordering::SeqCst);
             status
         }
     );
@@ -116,11 +119,17 @@ pub(super) async fn run(
 struct Group {
     pgid: Option<i32>,
     cgroup: Option<PidsCgroup>,
+    /// The leader was reaped and its group killed: its number may be
+    /// reused, so the group is not signalled again.
+    reaped: AtomicBool,
 }
 
 impl Group {
     fn kill(&self) {
-        if let Some(pgid) = self.pgid.filter(|p| *p > 1) {
+        if let Some(pgid) = self
+            .pgid
+            .filter(|p| *p > 1 && !self.reaped.load(Ordering::SeqCst))
+        {
             // SAFETY: the group the child leads (it called setsid).
             unsafe { libc::killpg(pgid, libc::SIGKILL) };
         }
