@@ -118,7 +118,9 @@ fn tool_line(tool: &ToolSpec, profile: Profile) -> String {
 fn project_context(workspace: &Path) -> String {
     let mut out = String::new();
     for name in BOOTSTRAP_FILES {
-        let Ok(text) = std::fs::read_to_string(workspace.join(name)) else {
+        // Four bytes a character at most.
+        let limit = (BOOTSTRAP_LIMIT as u64 + 1) * 4;
+        let Some(text) = crate::tools::confined::read_text(workspace, name, limit) else {
             continue;
         };
         let text = text.trim();
@@ -184,5 +186,24 @@ mod tests {
         assert_eq!(Profile::for_context(32768), Profile::Full);
         let no_tools = build(&inputs(&[], dir.path(), Profile::Full));
         assert!(!no_tools.contains("<tool_call>"));
+    }
+
+    #[test]
+    fn a_symlink_a_command_left_cannot_pull_a_file_into_the_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("skills/leak")).unwrap();
+        std::fs::write(dir.path().join("config.toml"), "bot_token = \"SECRET-1\"").unwrap();
+        // What `ln -s` inside the sandbox can do: name a path it cannot see.
+        std::os::unix::fs::symlink(dir.path().join("config.toml"), ws.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("config.toml"),
+            ws.join("skills/leak/SKILL.md"),
+        )
+        .unwrap();
+        std::fs::write(ws.join("USER.md"), "The user is Ada.").unwrap();
+        let prompt = build(&inputs(&[], &ws, Profile::Full));
+        assert!(!prompt.contains("SECRET-1"), "{prompt}");
+        assert!(prompt.contains("The user is Ada."), "{prompt}");
     }
 }

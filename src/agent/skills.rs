@@ -19,6 +19,9 @@ pub struct Skill {
     pub body: String,
 }
 
+/// Bytes of one SKILL.md read at most.
+const SKILL_BYTES: u64 = 256 << 10;
+
 /// The skills under `<workspace>/skills`, sorted by name. Unreadable or
 /// empty files are skipped.
 pub fn load(workspace: &Path) -> Vec<Skill> {
@@ -29,7 +32,8 @@ pub fn load(workspace: &Path) -> Vec<Skill> {
         .flatten()
         .filter_map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(entry.path().join("SKILL.md")).ok()?;
+            let file = format!("skills/{name}/SKILL.md");
+            let text = crate::tools::confined::read_text(workspace, &file, SKILL_BYTES)?;
             parse(&name, &text)
         })
         .collect();

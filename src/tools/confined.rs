@@ -74,6 +74,19 @@ pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, Strin
     Ok(file)
 }
 
+/// The text of `relative` in `workspace`, opened through the same checks
+/// and read up to `max_bytes`, for hearth's own reads of workspace files
+/// (the system prompt's context files and skills): a symlink a command left
+/// there cannot make hearth read its config or databases into a prompt.
+pub fn read_text(workspace: &Path, relative: &str, max_bytes: u64) -> Option<String> {
+    use std::io::Read;
+    let workspace = workspace.canonicalize().ok()?;
+    let file = open(&workspace, &workspace.join(relative), Access::Read).ok()?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 fn open_beneath(workspace: &Path, relative: &Path, flags: i32) -> std::io::Result<File> {
     let dir = File::open(workspace)?;
     let name = CString::new(relative.as_os_str().as_bytes())
@@ -137,6 +150,9 @@ mod tests {
             assert!(e.contains("refused"), "{path}: {e}");
         }
         assert!(!root.join("new").exists());
+        assert_eq!(read_text(&ws, "ok.txt", 100).as_deref(), Some("fine"));
+        assert_eq!(read_text(&ws, "link", 100), None);
+        assert_eq!(read_text(&ws, "up/secret", 100), None);
         assert_eq!(std::fs::read_to_string(root.join("secret")).unwrap(), "s");
     }
 }

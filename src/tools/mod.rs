@@ -6,7 +6,7 @@
 //! scrubbing and an output cap apply to every tool alike. Failures the model
 //! should hear about come back as error results, never as crashes.
 
-mod confined;
+pub(crate) mod confined;
 mod files;
 mod http;
 mod shell;
