@@ -2,7 +2,7 @@
 //! documents, saved into the workspace and handed on as markers.
 
 use std::future::IntoFuture;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use teloxide::net::Download;
 use teloxide::prelude::Requester;
@@ -120,13 +120,6 @@ impl TelegramChannel {
             .into_future()
             .await
             .map_err(channel_error)?;
-        let dir = self.settings.workspace.join(INBOX);
-        let private = dir.clone();
-        tokio::task::spawn_blocking(move || crate::private::make_private_dir(&private))
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r)
-            .map_err(|e| ChannelError::Other(format!("cannot create {}: {e}", dir.display())))?;
         // Photos have no name of their own: keep Telegram's extension.
         let mut name = name.to_string();
         if !name.contains('.')
@@ -134,15 +127,12 @@ impl TelegramChannel {
         {
             name = format!("{name}.{}", safe_file_name(ext));
         }
-        let path = dir.join(name);
-        let mut out = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
+        let workspace = self.settings.workspace.clone();
+        let (path, out) = tokio::task::spawn_blocking(move || open_inbox_file(&workspace, &name))
             .await
-            .map_err(|e| ChannelError::Other(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| ChannelError::Other(e.to_string()))?
+            .map_err(ChannelError::Other)?;
+        let mut out = tokio::fs::File::from_std(out);
         if let Err(e) = self.bot.download_file(&file.path, &mut out).await {
             drop(out);
             let _ = tokio::fs::remove_file(&path).await;
@@ -162,9 +152,54 @@ impl TelegramChannel {
     }
 }
 
+/// A new private file `<workspace>/telegram/<name>`, opened beneath the
+/// workspace: a `telegram` symlink a sandboxed command left cannot send the
+/// download (or a chmod) elsewhere.
+fn open_inbox_file(workspace: &Path, name: &str) -> Result<(PathBuf, std::fs::File), String> {
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| format!("workspace {}: {e}", workspace.display()))?;
+    let dir = workspace.join(INBOX);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "{} is not a folder (a link?); refused",
+                dir.display()
+            ));
+        }
+        Err(_) => crate::private::make_private_dir(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?,
+    }
+    let path = dir.join(name);
+    let file = crate::tools::confined::open(
+        &workspace,
+        &path,
+        crate::tools::confined::Access::Write { append: false },
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok((path, file))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn downloads_never_follow_a_link_out_of_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let (path, _) = open_inbox_file(&ws, "a.pdf").unwrap();
+        assert!(path.ends_with("telegram/a.pdf") && path.is_file());
+        std::fs::remove_dir_all(ws.join(INBOX)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, ws.join(INBOX)).unwrap();
+        let e = open_inbox_file(&ws, "authorized_keys").unwrap_err();
+        assert!(e.contains("refused"), "{e}");
+        assert!(!elsewhere.join("authorized_keys").exists());
+    }
 
     #[test]
     fn commands_addressed_to_this_bot_lose_the_suffix() {
