@@ -48,6 +48,7 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
         }
     });
     let names: Vec<String> = runtime.channels().map(|c| c.name().to_string()).collect();
+    let stop = signalled();
     eprintln!(
         "hearth daemon: listening on {}; Ctrl-C stops.",
         names.join(", ")
@@ -55,7 +56,7 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), stop_services.clone());
-    signalled().await;
+    stop.await;
     stop_services.cancel();
     eprintln!(
         "hearth daemon: stopping (in-flight replies get {} s)…",

@@ -85,25 +85,33 @@ impl Daemon {
     }
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn signalled() {
+/// Installs the SIGINT (Ctrl-C) and SIGTERM handlers now, and returns
+/// what resolves at the first of them. Called before the daemon says it is
+/// listening, so a signal sent right after that line is never missed.
+pub fn signalled() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let handlers =
+            signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
+        async move {
+            match handlers {
+                Ok((mut interrupt, mut term)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = term.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
