@@ -8,6 +8,7 @@
 //! `$HEARTH_CONFIG`, then `~/.config/hearth/config.toml`, else the built-in
 //! defaults, which work out of the box with the model that `make chat` fetches.
 
+mod agent;
 mod daemon;
 mod environment;
 mod error;
@@ -24,6 +25,7 @@ mod telegram;
 
 use std::path::PathBuf;
 
+pub use agent::{AgentConfig, default_workspace, old_workspace};
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
@@ -89,51 +91,6 @@ pub enum GpuLayers {
     /// As many as fit beside the KV cache (none without a GPU build and GPU).
     Auto,
     Count(u32),
-}
-
-/// Tools and what they may do.
-#[derive(Debug, Clone)]
-pub struct AgentConfig {
-    /// The folder tools work in; nothing outside it is touched.
-    pub workspace: PathBuf,
-    pub autonomy: crate::security::Autonomy,
-    /// First words a shell command may start with.
-    pub allowed_commands: Vec<String>,
-    pub tool_timeout_secs: u64,
-    /// Characters of one tool result kept for the model.
-    pub tool_output_chars: usize,
-    pub max_actions_per_hour: u32,
-    pub max_tool_iterations: u32,
-    /// How tool calls travel: `auto` picks native only for providers that
-    /// support it (the local engine uses XML).
-    pub tool_dispatcher: crate::agent::dispatch::DispatcherChoice,
-    /// Run the calls of one reply at once instead of one after another.
-    pub parallel_tools: bool,
-    /// Hosts `http_request` may reach (`example.org` also allows its
-    /// subdomains). Empty: the tool is not offered.
-    pub http_allowed_domains: Vec<String>,
-    /// Bytes of a response body `http_request` reads at most.
-    pub http_max_bytes: usize,
-    /// What contains the commands tools start.
-    pub sandbox: crate::sandbox::SandboxChoice,
-    /// Whether contained commands may use the network.
-    pub sandbox_network: bool,
-    /// Address space per contained process, in MiB.
-    pub sandbox_memory_mb: u64,
-    /// Processes a contained command may run at once.
-    pub sandbox_max_processes: u32,
-}
-
-impl AgentConfig {
-    /// The limits every contained command runs under.
-    pub fn sandbox_limits(&self) -> crate::sandbox::Limits {
-        crate::sandbox::Limits {
-            cpu_secs: self.tool_timeout_secs,
-            memory_bytes: self.sandbox_memory_mb << 20,
-            processes: self.sandbox_max_processes,
-            ..Default::default()
-        }
-    }
 }
 
 /// The engine's KV cache: one sequence per conversation.
@@ -360,134 +317,7 @@ impl Config {
             .or_else(|| raw.data.and_then(|d| d.dir).map(|d| env.expand(&d)))
             .unwrap_or_else(|| env.default_data_dir());
 
-        let a = raw.agent.unwrap_or_default();
-        let agent = AgentConfig {
-            workspace: a
-                .workspace
-                .map(|w| env.expand(&w))
-                .unwrap_or_else(|| default_workspace(&data_dir)),
-            autonomy: match a.autonomy.as_deref() {
-                None | Some("supervised") => crate::security::Autonomy::Supervised,
-                Some("readonly") => crate::security::Autonomy::ReadOnly,
-                Some("full") => crate::security::Autonomy::Full,
-                Some(other) => {
-                    return Err(ConfigError::invalid(
-                        "agent.autonomy",
-                        format!("`{other}` is not one of readonly, supervised, full"),
-                    ));
-                }
-            },
-            allowed_commands: a.allowed_commands.unwrap_or_else(|| {
-                crate::security::policy::DEFAULT_COMMANDS
-                    .iter()
-                    .map(|c| c.to_string())
-                    .collect()
-            }),
-            tool_timeout_secs: a.tool_timeout_secs.unwrap_or(60),
-            tool_output_chars: a.tool_output_chars.unwrap_or(4_000),
-            max_actions_per_hour: a.max_actions_per_hour.unwrap_or(120),
-            max_tool_iterations: a.max_tool_iterations.unwrap_or(10),
-            tool_dispatcher: match a.tool_dispatcher.as_deref() {
-                None | Some("auto") => crate::agent::dispatch::DispatcherChoice::Auto,
-                Some("xml") => crate::agent::dispatch::DispatcherChoice::Xml,
-                Some("native") => crate::agent::dispatch::DispatcherChoice::Native,
-                Some(other) => {
-                    return Err(ConfigError::invalid(
-                        "agent.tool_dispatcher",
-                        format!("`{other}` is not one of auto, xml, native"),
-                    ));
-                }
-            },
-            parallel_tools: a.parallel_tools.unwrap_or(false),
-            http_allowed_domains: a
-                .http_allowed_domains
-                .unwrap_or_default()
-                .into_iter()
-                .map(|d| d.trim().trim_start_matches("*.").to_ascii_lowercase())
-                .collect(),
-            http_max_bytes: a.http_max_bytes.unwrap_or(1 << 20),
-            sandbox: match a.sandbox.as_deref() {
-                None => crate::sandbox::SandboxChoice::Auto,
-                Some(name) => crate::sandbox::SandboxChoice::parse(name).ok_or_else(|| {
-                    ConfigError::invalid(
-                        "agent.sandbox",
-                        format!(
-                            "`{name}` is not one of {}",
-                            crate::sandbox::SandboxChoice::NAMES
-                        ),
-                    )
-                })?,
-            },
-            sandbox_network: a.sandbox_network.unwrap_or(false),
-            sandbox_memory_mb: a.sandbox_memory_mb.unwrap_or(1024),
-            sandbox_max_processes: a.sandbox_max_processes.unwrap_or(64),
-        };
-        if overlaps(&agent.workspace, &data_dir) {
-            return Err(ConfigError::invalid(
-                "agent.workspace",
-                format!(
-                    "{} overlaps the data dir {}; tools could reach hearth's databases and tokens. Choose a folder outside it",
-                    agent.workspace.display(),
-                    data_dir.display()
-                ),
-            ));
-        }
-        if agent.sandbox == crate::sandbox::SandboxChoice::Off
-            && agent.autonomy != crate::security::Autonomy::Full
-        {
-            return Err(ConfigError::invalid(
-                "agent.sandbox",
-                "`off` runs commands with all of this user's rights; it is accepted only with `autonomy = \"full\"`",
-            ));
-        }
-        if !(64..=1 << 20).contains(&agent.sandbox_memory_mb) {
-            return Err(ConfigError::invalid(
-                "agent.sandbox_memory_mb",
-                "must be between 64 and 1048576",
-            ));
-        }
-        if !(4..=4096).contains(&agent.sandbox_max_processes) {
-            return Err(ConfigError::invalid(
-                "agent.sandbox_max_processes",
-                "must be between 4 and 4096",
-            ));
-        }
-        if let Some(bad) = agent
-            .http_allowed_domains
-            .iter()
-            .find(|d| !valid_host_entry(d))
-        {
-            return Err(ConfigError::invalid(
-                "agent.http_allowed_domains",
-                format!(
-                    "`{bad}` is not a host name or host:port (write example.org or example.org:8080, no scheme or path)"
-                ),
-            ));
-        }
-        if !(1_024..=(64 << 20)).contains(&agent.http_max_bytes) {
-            return Err(ConfigError::invalid(
-                "agent.http_max_bytes",
-                "must be between 1024 and 67108864",
-            ));
-        }
-        if agent.tool_timeout_secs == 0 || agent.tool_timeout_secs > 3600 {
-            return Err(ConfigError::invalid(
-                "agent.tool_timeout_secs",
-                "must be between 1 and 3600",
-            ));
-        }
-        if agent.tool_output_chars < 200 {
-            return Err(ConfigError::invalid(
-                "agent.tool_output_chars",
-                "must be at least 200",
-            ));
-        }
-        if !(1..=50).contains(&agent.max_tool_iterations) {
-            return Err(ConfigError::invalid(
-                "agent.max_tool_iterations",
-                "must be between 1 and 50",
-            ));
-        }
+        let agent = AgentConfig::from_raw(raw.agent, env, &data_dir)?;
 
         let log_level = raw
             .log
@@ -545,30 +375,6 @@ fn check_range(key: &str, value: f32, min: f32, max: f32) -> Result<(), ConfigEr
     }
 }
 
-/// The workspace when none is configured: `hearth-workspace` beside the
-/// data dir, never inside it.
-pub fn default_workspace(data_dir: &std::path::Path) -> PathBuf {
-    data_dir
-        .parent()
-        .unwrap_or(std::path::Path::new("."))
-        .join("hearth-workspace")
-}
-
-/// The workspace of hearth versions that kept it inside the data dir.
-pub fn old_workspace(data_dir: &std::path::Path) -> PathBuf {
-    data_dir.join("workspace")
-}
-
-/// Whether one folder is inside the other (or they are the same), judged
-/// by their absolute, resolved paths.
-fn overlaps(a: &std::path::Path, b: &std::path::Path) -> bool {
-    let (a, b) = (
-        crate::paths::resolve_lenient(a),
-        crate::paths::resolve_lenient(b),
-    );
-    a.starts_with(&b) || b.starts_with(&a)
-}
-
 impl Config {
     /// Every secret value this configuration holds (tokens, keys, secrets
     /// inside feed URLs), so tool output can be scrubbed of them.
@@ -587,25 +393,5 @@ impl Config {
             out.extend(secret::url_secrets(&source.url));
         }
         out
-    }
-}
-
-/// `example.org`, `example.org:8080`, `10.0.0.5`, `[::1]:8080` or `::1`.
-fn valid_host_entry(entry: &str) -> bool {
-    if entry.is_empty() || entry.contains(['/', ' ', '@', '?', '#']) {
-        return false;
-    }
-    if entry.parse::<std::net::IpAddr>().is_ok() {
-        return true;
-    }
-    let port_ok = |p: &str| p.parse::<u16>().is_ok_and(|p| p > 0);
-    if let Some(rest) = entry.strip_prefix('[') {
-        return rest
-            .split_once("]:")
-            .is_some_and(|(h, p)| h.parse::<std::net::Ipv6Addr>().is_ok() && port_ok(p));
-    }
-    match entry.split_once(':') {
-        Some((host, port)) => !host.is_empty() && port_ok(port),
-        None => true,
     }
 }
