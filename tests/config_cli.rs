@@ -2,7 +2,30 @@
 
 mod common;
 
+use std::path::Path;
+use std::process::Output;
+
 use common::{Sandbox, assert_no_panic};
+
+/// `hearth config check FILE`.
+fn config_check(s: &Sandbox, path: &Path) -> Output {
+    s.hearth()
+        .args(["config", "check"])
+        .arg(path)
+        .output()
+        .unwrap()
+}
+
+/// `hearth --config FILE ARGS…` with a PATH on which no bwrap is found.
+fn without_bwrap(s: &Sandbox, path: &Path, args: &[&str]) -> Output {
+    s.hearth()
+        .arg("--config")
+        .arg(path)
+        .args(args)
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap()
+}
 
 #[test]
 fn config_check_prints_resolved_config_with_secrets_masked() {
@@ -38,12 +61,7 @@ fn config_check_prints_resolved_config_with_secrets_masked() {
 fn config_check_rejects_a_bad_file() {
     let s = Sandbox::new();
     let path = s.config("[model]\nthreads = -1\n");
-    let out = s
-        .hearth()
-        .args(["config", "check"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = config_check(&s, &path);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("`model.threads`"), "{stderr}");
@@ -91,14 +109,7 @@ fn doctor_says_why_no_sandbox_runs_and_how_to_fix_it() {
         "[agent]
 sandbox = \"bubblewrap\"\n",
     );
-    let out = s
-        .hearth()
-        .arg("--config")
-        .arg(&path)
-        .arg("doctor")
-        .env("PATH", "/nonexistent")
-        .output()
-        .unwrap();
+    let out = without_bwrap(&s, &path, &["doctor"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success());
     let line = stdout
@@ -110,14 +121,7 @@ sandbox = \"bubblewrap\"\n",
         line.contains("not installed") && line.contains("apt-get install bubblewrap"),
         "{line}"
     );
-    let listed = s
-        .hearth()
-        .arg("--config")
-        .arg(&path)
-        .args(["tools", "list"])
-        .env("PATH", "/nonexistent")
-        .output()
-        .unwrap();
+    let listed = without_bwrap(&s, &path, &["tools", "list"]);
     let tools = String::from_utf8_lossy(&listed.stdout);
     assert!(
         tools.contains("file_read") && !tools.contains("shell"),
@@ -131,12 +135,7 @@ fn secrets_inside_urls_and_type_errors_are_never_printed() {
     let path = s.config(
         "[lms]\n[[lms.sources]]\nkind = \"ical\"\nname = \"cal\"\nurl = \"https://ada:hunter22@cal.example.edu/feed.ics?authtoken=tok-0123456789abcdef&course=7\"\n",
     );
-    let out = s
-        .hearth()
-        .args(["config", "check"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = config_check(&s, &path);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -153,12 +152,7 @@ fn secrets_inside_urls_and_type_errors_are_never_printed() {
     );
 
     let path = s.config("[channels.telegram]\nbot_token = 7712345678\n");
-    let out = s
-        .hearth()
-        .args(["config", "check"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = config_check(&s, &path);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
