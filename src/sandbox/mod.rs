@@ -107,16 +107,19 @@ impl Sandbox {
                 Ok(()) => Containment::Landlock,
                 Err(e) => Containment::Unavailable(e.to_string()),
             },
-            SandboxChoice::Auto => match (bwrap_works(workspace), landlock::available()) {
-                (Ok(()), _) => Containment::Bubblewrap,
-                (Err(why), Ok(())) => {
-                    tracing::info!(
-                        reason = why,
-                        "bubblewrap cannot run; tools are contained by Landlock"
-                    );
-                    Containment::Landlock
-                }
-                (Err(why), Err(e)) => Containment::Unavailable(format!("{why}; {e}")),
+            SandboxChoice::Auto => match bwrap_works(workspace) {
+                Ok(()) => Containment::Bubblewrap,
+                // Landlock is probed only when bubblewrap cannot run.
+                Err(why) => match landlock::available() {
+                    Ok(()) => {
+                        tracing::info!(
+                            reason = why,
+                            "bubblewrap cannot run; tools are contained by Landlock"
+                        );
+                        Containment::Landlock
+                    }
+                    Err(e) => Containment::Unavailable(format!("{why}; {e}")),
+                },
             },
         };
         Self {
