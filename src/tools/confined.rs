@@ -79,12 +79,22 @@ pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, Strin
 /// (the system prompt's context files and skills): a symlink a command left
 /// there cannot make hearth read its config or databases into a prompt.
 pub fn read_text(workspace: &Path, relative: &str, max_bytes: u64) -> Option<String> {
-    use std::io::Read;
     let workspace = workspace.canonicalize().ok()?;
-    let file = open(&workspace, &workspace.join(relative), Access::Read).ok()?;
-    let mut bytes = Vec::new();
-    file.take(max_bytes).read_to_end(&mut bytes).ok()?;
+    let (bytes, _) = read_start(&workspace, &workspace.join(relative), max_bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The first `limit` bytes of a workspace file, and its length: a large
+/// file is never read past what is shown.
+pub fn read_start(workspace: &Path, path: &Path, limit: u64) -> Result<(Vec<u8>, u64), String> {
+    use std::io::Read;
+    let file = open(workspace, path, Access::Read)?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut bytes = Vec::with_capacity(len.min(limit) as usize);
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    Ok((bytes, len))
 }
 
 fn open_beneath(workspace: &Path, relative: &Path, flags: i32) -> std::io::Result<File> {

@@ -3,7 +3,7 @@
 //! Reads stop at what the result can show; `glob` walks off the async
 //! runtime, without following links, under a deadline.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ impl Tool for FileRead {
             let limit = (ctx.output_cap as u64 + 1) * 4;
             let workspace = ctx.policy.workspace().to_path_buf();
             let shown = display(ctx, &path);
-            let read = blocking(move || read_start(&workspace, &path, limit)).await;
+            let read = blocking(move || confined::read_start(&workspace, &path, limit)).await;
             match read {
                 Ok((bytes, len)) => {
                     let mut text = String::from_utf8_lossy(&bytes).into_owned();
@@ -150,7 +150,7 @@ impl Tool for FileEdit {
             let shown = display(ctx, &path);
             let (old, new) = (old.to_string(), new.to_string());
             let edited = blocking(move || {
-                let (bytes, len) = read_start(&workspace, &path, EDIT_LIMIT)?;
+                let (bytes, len) = confined::read_start(&workspace, &path, EDIT_LIMIT)?;
                 if len > bytes.len() as u64 {
                     return Err(format!(
                         "the file is over {EDIT_LIMIT} bytes; too large to edit"
@@ -336,17 +336,6 @@ async fn blocking<T: Send + 'static>(
 
 /// Bytes of a file `file_edit` takes on.
 const EDIT_LIMIT: u64 = 4 << 20;
-
-/// The first `limit` bytes of a workspace file, and its length.
-fn read_start(workspace: &Path, path: &Path, limit: u64) -> Result<(Vec<u8>, u64), String> {
-    let file = confined::open(workspace, path, Access::Read)?;
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
-    let mut bytes = Vec::with_capacity(len.min(limit) as usize);
-    file.take(limit)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    Ok((bytes, len))
-}
 
 /// Writes (or appends) `bytes` to a workspace file, through the checks.
 fn write_checked(workspace: &Path, path: &Path, bytes: &[u8], append: bool) -> Result<(), String> {
