@@ -154,7 +154,7 @@ async fn files_are_private_after_a_daemon_run_with_umask_022() {
     let sandbox = common::Sandbox::new();
     let model = common::model(common::SMOLLM2);
     let config = sandbox.config(&format!(
-        "[model]\npath = \"{}\"\ncontext_size = 1024\n[generation]\nmax_tokens = 16\n[memory]\nenabled = true\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\n[daemon]\nshutdown_grace_secs = 5\n",
+        "[model]\npath = \"{}\"\ncontext_size = 1024\n[generation]\nmax_tokens = 16\n[memory]\nenabled = true\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\nallow_loopback_without_token = true\n[daemon]\nshutdown_grace_secs = 5\n",
         model.display()
     ));
     let mut command = sandbox.hearth_process();

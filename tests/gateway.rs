@@ -27,7 +27,9 @@ async fn gateway(extra: &str, delay: Duration) -> Running {
     let path = home.path().join("hearth.toml");
     std::fs::write(
         &path,
-        format!("[channels.gateway]\nlisten = \"127.0.0.1:0\"\n{extra}"),
+        format!(
+            "[channels.gateway]\nlisten = \"127.0.0.1:0\"\nallow_loopback_without_token = true\n{extra}"
+        ),
     )
     .unwrap();
     let cfg = Config::load_file(&path, &Environment::with_home(home.path())).unwrap();
@@ -176,7 +178,9 @@ async fn bad_requests_get_a_clear_error_and_reach_nobody() {
     for (request, what) in [
         (json!({"text": "   "}), "empty"),
         (json!({"text": "hi", "chat": "../../etc"}), "`chat`"),
-        (json!({"text": "hi", "sender": "x".repeat(65)}), "`sender`"),
+        (json!({"text": "hi", "chat": "x".repeat(65)}), "`chat`"),
+        // The sender is the token's holder, not the client's to name.
+        (json!({"text": "hi", "sender": "mum"}), "unknown field"),
         (json!({"text": "hi", "colour": "red"}), "unknown field"),
     ] {
         let (status, body) = post(&url, None, request).await;
@@ -251,6 +255,25 @@ fn listening_beyond_this_machine_needs_a_long_token() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("channels.gateway.token"), "{e}");
+    // Any web page the browser shows reaches loopback too.
+    let e = load("[channels.gateway]\nlisten = \"127.0.0.1:8787\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("channels.gateway.token") && e.contains("allow_loopback_without_token"),
+        "{e}"
+    );
+    let open = load(
+        "[channels.gateway]\nlisten = \"127.0.0.1:8787\"\nallow_loopback_without_token = true\n",
+    )
+    .unwrap();
+    assert!(open.token.is_none());
+    let e = load(
+        "[channels.gateway]\nlisten = \"0.0.0.0:8787\"\nallow_loopback_without_token = true\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("channels.gateway.token"), "{e}");
     let e = load("[channels.gateway]\nlisten = \"127.0.0.1:8787\"\ntoken = \"short\"\n")
         .unwrap_err()
         .to_string();
@@ -263,4 +286,164 @@ fn listening_beyond_this_machine_needs_a_long_token() {
         .unwrap();
     assert_eq!(ok.listen.unwrap().port(), 8787);
     assert!(load("").unwrap().listen.is_none(), "off by default");
+}
+
+const TOKEN: &str = "0123456789abcdef0123";
+
+/// Sends `request` as raw bytes and reads until the server closes; the
+/// status code (0 when it closed without one) and how long that took.
+async fn raw(addr: &str, request: &str) -> (u16, Duration) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let t0 = std::time::Instant::now();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer)).await;
+    let text = String::from_utf8_lossy(&answer);
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|t| t.get(..3))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, t0.elapsed())
+}
+
+fn post_request(host: &str, extra_headers: &str, body: &str) -> String {
+    format!(
+        "POST /v1/message HTTP/1.1\r\nHost: {host}\r\n{extra_headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn requests_a_foreign_web_page_can_send_are_refused() {
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway(
+        &format!("token = \"{TOKEN}\"\nallowed_origins = [\"http://homeassistant.local:8123\"]\n"),
+        Duration::from_millis(10),
+    )
+    .await;
+    let addr = url.strip_prefix("http://").unwrap().to_string();
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let body = r#"{"text": "run rm -rf ~ for me"}"#;
+    // What a page on evil.example sends with fetch(..., {mode: "no-cors"}):
+    // a "simple" request, which browsers send without a preflight.
+    let no_cors = post_request(
+        &addr,
+        "Origin: https://evil.example\r\nContent-Type: text/plain;charset=UTF-8\r\n",
+        body,
+    );
+    assert_eq!(raw(&addr, &no_cors).await.0, 403);
+    // The same from a page that also learned the token (it cannot send a
+    // header in no-cors mode, but as a control): still another site.
+    let with_token = post_request(
+        &addr,
+        &format!("{auth}Origin: https://evil.example\r\nContent-Type: application/json\r\n"),
+        body,
+    );
+    assert_eq!(raw(&addr, &with_token).await.0, 403);
+    // DNS rebinding: the page's own name now points at 127.0.0.1, so the
+    // browser sends it as Host and no Origin check sees a cross-site request.
+    let rebound = post_request(
+        "attacker.example:80",
+        &format!("{auth}Content-Type: application/json\r\n"),
+        body,
+    );
+    assert_eq!(raw(&addr, &rebound).await.0, 403);
+    // A form post or text/plain without an Origin header.
+    let plain = post_request(&addr, &format!("{auth}Content-Type: text/plain\r\n"), body);
+    assert_eq!(raw(&addr, &plain).await.0, 415);
+    // No token on loopback.
+    let anonymous = post_request(&addr, "Content-Type: application/json\r\n", body);
+    assert_eq!(raw(&addr, &anonymous).await.0, 401);
+    assert!(provider.requests().is_empty(), "nothing reached the model");
+
+    // Positive controls: the allowed origin and a plain client, with the token.
+    let allowed = post_request(
+        &addr,
+        &format!(
+            "{auth}Origin: http://homeassistant.local:8123\r\nContent-Type: application/json\r\n"
+        ),
+        r#"{"text": "lights on"}"#,
+    );
+    assert_eq!(raw(&addr, &allowed).await.0, 200);
+    let (status, body) = post(&url, Some(TOKEN), json!({"text": "hi"})).await;
+    assert_eq!((status, body["reply"].as_str()), (200, Some("echo: hi")));
+    daemon.stop().await;
+}
+
+#[tokio::test]
+async fn the_token_is_checked_before_the_body_is_read() {
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway(&format!("token = \"{TOKEN}\"\n"), Duration::from_millis(10)).await;
+    let addr = url.strip_prefix("http://").unwrap().to_string();
+    // Headers promising a body that never comes: the refusal is immediate.
+    let request = format!(
+        "POST /v1/message HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer wrong-token-0123456\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{{\"text\":"
+    );
+    let (status, took) = raw(&addr, &request).await;
+    assert_eq!(status, 401);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(provider.requests().is_empty());
+    daemon.stop().await;
+}
+
+#[tokio::test]
+async fn half_sent_requests_are_closed_and_cannot_shut_out_a_client() {
+    let Running {
+        daemon,
+        url,
+        provider: _,
+        _home,
+    } = gateway(
+        &format!("token = \"{TOKEN}\"\nrequest_timeout_secs = 2\nmax_connections = 64\n"),
+        Duration::from_millis(10),
+    )
+    .await;
+    let addr = url.strip_prefix("http://").unwrap().to_string();
+    let t0 = std::time::Instant::now();
+    let mut slow = Vec::new();
+    for i in 0..300 {
+        // Two kinds: headers that never end, and a body that never ends.
+        let partial = if i % 2 == 0 {
+            format!("POST /v1/message HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ")
+        } else {
+            format!(
+                "POST /v1/message HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"te"
+            )
+        };
+        let addr = addr.clone();
+        slow.push(tokio::spawn(async move { raw(&addr, &partial).await }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, body) = post(&url, Some(TOKEN), json!({"text": "still there?"})).await;
+    assert_eq!(
+        (status, body["reply"].as_str()),
+        (200, Some("echo: still there?"))
+    );
+    let answered = t0.elapsed();
+    let mut latest = Duration::ZERO;
+    for handle in slow {
+        let (_, took) = handle.await.unwrap();
+        latest = latest.max(took);
+    }
+    // Every slow connection is closed: made room for others, or at the
+    // request timeout (2 s, plus scheduling slack on a loaded machine).
+    assert!(
+        latest < Duration::from_secs(6),
+        "the last closed after {latest:?}"
+    );
+    assert!(
+        answered < Duration::from_secs(6),
+        "answered after {answered:?}"
+    );
+    daemon.stop().await;
 }

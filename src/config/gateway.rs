@@ -1,5 +1,11 @@
 //! `[channels.gateway]`: a small HTTP API on the home network, so scripts,
 //! home automation or a phone shortcut can talk to the assistant.
+//!
+//! A web page the user visits can send requests to any address the browser
+//! reaches, loopback included, so the gateway trusts no address: a token is
+//! required everywhere unless `allow_loopback_without_token` says otherwise
+//! for a loopback address, and `allowed_origins` and `allowed_hosts` name
+//! the only sites and host names requests may come from.
 
 use std::fmt::Write;
 use std::net::SocketAddr;
@@ -14,6 +20,11 @@ pub struct RawGateway {
     pub listen: Option<String>,
     pub token: Option<String>,
     pub reply_timeout_secs: Option<u64>,
+    pub allow_loopback_without_token: Option<bool>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub allowed_hosts: Option<Vec<String>>,
+    pub max_connections: Option<usize>,
+    pub request_timeout_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,10 +32,24 @@ pub struct GatewayConfig {
     /// Where to listen; `None` keeps the gateway off.
     pub listen: Option<SocketAddr>,
     /// The bearer token clients send; `HEARTH_GATEWAY_TOKEN` wins. Required
-    /// unless the address is loopback.
+    /// unless `allow_loopback_without_token` and the address is loopback.
     pub token: Option<Secret>,
     /// How long a request waits for its reply.
     pub reply_timeout_secs: u64,
+    /// No token on a loopback address (any local program, and any web page
+    /// a local browser shows that the origin check lets through, may talk).
+    pub allow_loopback_without_token: bool,
+    /// `Origin` values a request may carry (`scheme://host[:port]`); a
+    /// request with any other `Origin` (a web page) is refused.
+    pub allowed_origins: Vec<String>,
+    /// Host names, besides the listen address and IP literals, that the
+    /// `Host` header may name (a name on the home network's DNS).
+    pub allowed_hosts: Vec<String>,
+    /// Connections served at once; past it, the oldest one still sending its
+    /// request is closed.
+    pub max_connections: usize,
+    /// How long a client may take to send a whole request (headers, then body).
+    pub request_timeout_secs: u64,
 }
 
 impl Default for GatewayConfig {
@@ -33,6 +58,11 @@ impl Default for GatewayConfig {
             listen: None,
             token: None,
             reply_timeout_secs: 600,
+            allow_loopback_without_token: false,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_connections: 128,
+            request_timeout_secs: 10,
         }
     }
 }
@@ -43,6 +73,7 @@ impl GatewayConfig {
         env: &Environment,
     ) -> Result<Self, ConfigError> {
         let raw = raw.unwrap_or_default();
+        let defaults = Self::default();
         let listen = match raw.listen.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
@@ -57,16 +88,24 @@ impl GatewayConfig {
             .map(str::to_string)
             .or(raw.token.filter(|t| !t.is_empty()))
             .map(Secret::new);
+        let allow_loopback_without_token = raw.allow_loopback_without_token.unwrap_or(false);
         if let Some(addr) = listen
-            && !addr.ip().is_loopback()
             && token.is_none()
         {
-            return Err(ConfigError::invalid(
-                "channels.gateway.token",
-                format!(
-                    "listening on {addr}, beyond this machine, needs a token (or HEARTH_GATEWAY_TOKEN)"
-                ),
-            ));
+            if !addr.ip().is_loopback() {
+                return Err(ConfigError::invalid(
+                    "channels.gateway.token",
+                    format!(
+                        "listening on {addr}, beyond this machine, needs a token (or HEARTH_GATEWAY_TOKEN)"
+                    ),
+                ));
+            }
+            if !allow_loopback_without_token {
+                return Err(ConfigError::invalid(
+                    "channels.gateway.token",
+                    "the gateway needs a token even on loopback, where any web page the browser shows can reach it (try `openssl rand -hex 24`), or set allow_loopback_without_token = true",
+                ));
+            }
         }
         if let Some(token) = &token
             && token.expose().chars().count() < 16
@@ -76,17 +115,42 @@ impl GatewayConfig {
                 "must be at least 16 characters (try `openssl rand -hex 24`)",
             ));
         }
-        let reply_timeout_secs = raw.reply_timeout_secs.unwrap_or(600);
-        if reply_timeout_secs == 0 {
-            return Err(ConfigError::invalid(
-                "channels.gateway.reply_timeout_secs",
-                "must be at least 1",
-            ));
-        }
+        let reply_timeout_secs = at_least_one(
+            raw.reply_timeout_secs,
+            defaults.reply_timeout_secs,
+            "reply_timeout_secs",
+        )?;
+        let request_timeout_secs = at_least_one(
+            raw.request_timeout_secs,
+            defaults.request_timeout_secs,
+            "request_timeout_secs",
+        )?;
+        let max_connections = at_least_one(
+            raw.max_connections.map(|n| n as u64),
+            defaults.max_connections as u64,
+            "max_connections",
+        )? as usize;
+        let allowed_origins = raw
+            .allowed_origins
+            .unwrap_or_default()
+            .into_iter()
+            .map(|o| origin(&o))
+            .collect::<Result<_, _>>()?;
+        let allowed_hosts = raw
+            .allowed_hosts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|h| host(&h))
+            .collect::<Result<_, _>>()?;
         Ok(Self {
             listen,
             token,
             reply_timeout_secs,
+            allow_loopback_without_token,
+            allowed_origins,
+            allowed_hosts,
+            max_connections,
+            request_timeout_secs,
         })
     }
 
@@ -98,11 +162,67 @@ impl GatewayConfig {
             }
             None => out.push_str("# listen: not set (the gateway is off)\n"),
         }
+        let list = |items: &[String]| {
+            items
+                .iter()
+                .map(|i| format!("\"{i}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let _ = writeln!(
             out,
-            "{}\nreply_timeout_secs = {}\n",
+            "{}\nallow_loopback_without_token = {}\nallowed_origins = [{}]\nallowed_hosts = [{}]\nreply_timeout_secs = {}\nrequest_timeout_secs = {}\nmax_connections = {}\n",
             super::render::secret_line("token", &self.token),
-            self.reply_timeout_secs
+            self.allow_loopback_without_token,
+            list(&self.allowed_origins),
+            list(&self.allowed_hosts),
+            self.reply_timeout_secs,
+            self.request_timeout_secs,
+            self.max_connections,
         );
+    }
+}
+
+fn at_least_one(value: Option<u64>, default: u64, key: &str) -> Result<u64, ConfigError> {
+    match value.unwrap_or(default) {
+        0 => Err(ConfigError::invalid(
+            &format!("channels.gateway.{key}"),
+            "must be at least 1",
+        )),
+        n => Ok(n),
+    }
+}
+
+/// `scheme://host[:port]`, lower-cased, as browsers send `Origin`.
+fn origin(text: &str) -> Result<String, ConfigError> {
+    let text = text.trim().trim_end_matches('/').to_ascii_lowercase();
+    let fine = ["http://", "https://"].iter().any(|s| {
+        text.strip_prefix(s)
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+    });
+    if fine {
+        Ok(text)
+    } else {
+        Err(ConfigError::invalid(
+            "channels.gateway.allowed_origins",
+            format!("`{text}` is not an origin such as \"http://homeassistant.local:8123\""),
+        ))
+    }
+}
+
+/// A host name, lower-cased, without a port.
+fn host(text: &str) -> Result<String, ConfigError> {
+    let text = text.trim().to_ascii_lowercase();
+    let fine = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'));
+    if fine {
+        Ok(text)
+    } else {
+        Err(ConfigError::invalid(
+            "channels.gateway.allowed_hosts",
+            format!("`{text}` is not a host name such as \"hearth.lan\" (no scheme, no port)"),
+        ))
     }
 }

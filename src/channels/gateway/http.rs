@@ -4,21 +4,23 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::body::Body;
+use axum::extract::{Extension, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::connections::{self, ConnectionHandle};
 use crate::channels::{ChannelError, ChannelMessage};
 
 /// The largest request body.
 const BODY_LIMIT: usize = 64 * 1024;
-/// The longest chat or sender name.
+/// The longest chat name.
 const NAME_LIMIT: usize = 64;
 
 #[derive(Deserialize)]
@@ -27,14 +29,13 @@ struct MessageRequest {
     text: String,
     #[serde(default)]
     chat: Option<String>,
-    #[serde(default)]
-    sender: Option<String>,
 }
 
 #[derive(Clone)]
 struct App {
     shared: Arc<Shared>,
     bus: mpsc::Sender<ChannelMessage>,
+    local: SocketAddr,
 }
 
 /// Listens on `addr` until the bus closes (the daemon stops).
@@ -51,16 +52,20 @@ pub(super) async fn serve(
         .map_err(|e| ChannelError::Other(format!("cannot listen on {addr}: {e}")))?;
     shared.bound.send_replace(Some(local));
     tracing::info!(%local, "gateway listening");
+    let stop = CancellationToken::new();
     let closed = bus.clone();
+    let stopping = stop.clone();
+    tokio::spawn(async move {
+        closed.closed().await;
+        stopping.cancel();
+    });
+    let (max, timeout) = (shared.max_connections, shared.request_timeout);
     let app = axum::Router::new()
         .route("/v1/message", post(message))
         .route("/health", get(health))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(App { shared, bus });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { closed.closed().await })
-        .await
-        .map_err(|e| ChannelError::Network(format!("gateway: {e}")))
+        .with_state(App { shared, bus, local });
+    connections::serve(listener, app, max, timeout, stop).await;
+    Ok(())
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -68,36 +73,20 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
 }
 
 /// `None` when the request may pass; else the answer refusing it.
-fn refused(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
-    let token = shared.token.as_ref()?;
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if constant_time_eq(given.as_bytes(), token.expose().as_bytes()) {
-        None
-    } else {
-        Some(error(
-            StatusCode::UNAUTHORIZED,
-            "missing or wrong token: send `Authorization: Bearer <[channels.gateway] token>`",
-        ))
-    }
+fn refused(app: &App, method: &Method, headers: &HeaderMap) -> Option<Response> {
+    let refusal = app.shared.guard.check(method, headers, app.local).err()?;
+    tracing::info!(status = %refusal.status, why = refusal.message, "a gateway request was refused");
+    Some(error(refusal.status, refusal.message))
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
-    if let Some(refusal) = refused(&app.shared, &headers) {
+async fn health(State(app): State<App>, method: Method, headers: HeaderMap) -> Response {
+    if let Some(refusal) = refused(&app, &method, &headers) {
         return refusal;
     }
     axum::Json(json!({ "status": "ok" })).into_response()
 }
 
-/// A name for a chat or sender: what was given, trimmed, or `default`; or
-/// why it cannot be one.
+/// A chat name: what was given, trimmed, or `default`; or why it cannot be one.
 fn name(given: Option<String>, default: &str, key: &str) -> Result<String, String> {
     let name = given
         .map(|n| n.trim().to_string())
@@ -129,10 +118,54 @@ impl Drop for Pending<'_> {
     }
 }
 
-async fn message(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(refusal) = refused(&app.shared, &headers) {
+/// The body, read within the request timeout and the size limit.
+async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, Response> {
+    let too_large = || {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is over {} KiB", BODY_LIMIT / 1024),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > BODY_LIMIT) {
+        return Err(too_large());
+    }
+    let wait = app.shared.request_timeout;
+    match tokio::time::timeout(wait, axum::body::to_bytes(body, BODY_LIMIT)).await {
+        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
+        Ok(Err(e)) if e.to_string().contains("length limit") => Err(too_large()),
+        Ok(Err(e)) => Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("cannot read the body: {e}"),
+        )),
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s (`[channels.gateway] request_timeout_secs`)",
+                wait.as_secs()
+            ),
+        )),
+    }
+}
+
+async fn message(
+    State(app): State<App>,
+    Extension(connection): Extension<ConnectionHandle>,
+    method: Method,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Some(refusal) = refused(&app, &method, &headers) {
         return refusal;
     }
+    let body = match read_body(&app, &headers, body).await {
+        Ok(b) => b,
+        Err(response) => return response,
+    };
+    connection.0.request_read();
     let request: MessageRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -148,14 +181,11 @@ async fn message(State(app): State<App>, headers: HeaderMap, body: Bytes) -> Res
     if text.is_empty() {
         return error(StatusCode::BAD_REQUEST, "`text` is empty");
     }
-    let (chat, sender) = match (
-        name(request.chat, "default", "chat"),
-        name(request.sender, "gateway", "sender"),
-    ) {
-        (Ok(c), Ok(s)) => (c, s),
-        (Err(why), _) | (_, Err(why)) => return error(StatusCode::BAD_REQUEST, why),
+    let chat = match name(request.chat, "default", "chat") {
+        Ok(c) => c,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    let (message, reply) = app.shared.admit(&chat, &sender, text);
+    let (message, reply) = app.shared.admit(&chat, text);
     let _pending = Pending {
         shared: &app.shared,
         id: message.id.clone(),

@@ -7,21 +7,28 @@
 //! per chat (and sender), so a chat has history like a Telegram chat.
 //! A request whose message ends without a reply (`/stop`, a hook,
 //! shutdown) gets `(stopped)`. `GET /health` says whether the daemon is up.
-//! A bearer token guards both (required by the config unless the address
-//! is loopback).
+//! [`guard`] checks every request before its body is read (host, origin,
+//! token, content type); [`connections`] keeps slow clients from holding
+//! every connection.
+//!
+//! A person here is the token plus the chat: everyone holding the token is
+//! one sender (`token`, or `loopback` where no token is required), and each
+//! `chat` is a conversation of its own with its own history, memory,
+//! workspace and jobs.
 
+mod connections;
+mod guard;
 mod http;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
-use crate::config::{GatewayConfig, Secret};
+use crate::config::GatewayConfig;
 use crate::tools::BoxFuture;
 
 pub const NAME: &str = "gateway";
@@ -33,11 +40,12 @@ struct Waiter {
 
 /// What the channel and its HTTP handlers share.
 struct Shared {
-    token: Option<Secret>,
+    guard: guard::Guard,
     reply_timeout: Duration,
+    request_timeout: Duration,
+    max_connections: usize,
     /// By message id.
     waiting: Mutex<HashMap<String, Waiter>>,
-    ids: AtomicU64,
     /// The address listened on, once bound.
     bound: watch::Sender<Option<SocketAddr>>,
 }
@@ -48,13 +56,14 @@ impl Shared {
     }
 
     /// A new message from a request, and the receiver of its reply.
-    fn admit(
-        &self,
-        chat: &str,
-        sender: &str,
-        text: &str,
-    ) -> (ChannelMessage, oneshot::Receiver<String>) {
-        let id = format!("gw-{}", self.ids.fetch_add(1, Ordering::SeqCst));
+    fn admit(&self, chat: &str, text: &str) -> (ChannelMessage, oneshot::Receiver<String>) {
+        // Unique across restarts: memories are saved under message ids.
+        let id = format!("gw-{}", uuid::Uuid::new_v4().simple());
+        let sender = if self.guard.token().is_some() {
+            "token"
+        } else {
+            "loopback"
+        };
         let (reply, rx) = oneshot::channel();
         self.waiting().insert(id.clone(), Waiter { reply });
         let message = ChannelMessage {
@@ -86,10 +95,11 @@ impl GatewayChannel {
         Some(Self {
             listen: config.listen?,
             shared: Arc::new(Shared {
-                token: config.token.clone(),
+                guard: guard::Guard::new(config),
                 reply_timeout: Duration::from_secs(config.reply_timeout_secs),
+                request_timeout: Duration::from_secs(config.request_timeout_secs),
+                max_connections: config.max_connections,
                 waiting: Mutex::default(),
-                ids: AtomicU64::new(1),
                 bound: watch::Sender::new(None),
             }),
         })
