@@ -24,6 +24,7 @@
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
 //! - [`config`]: TOML → validated configuration.
 //! - [`clock`]: wall-clock time behind a trait, for the scheduler and the LMS notifier.
+//! - [`workspace`]: one workspace folder per conversation.
 
 pub mod agent;
 pub mod channels;
@@ -45,3 +46,4 @@ pub mod scheduler;
 pub mod security;
 pub mod storage;
 pub mod tools;
+pub mod workspace;

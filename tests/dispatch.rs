@@ -628,7 +628,14 @@ async fn background_jobs_deliver_and_run_prompts() {
     assert!(delivery.deliver("nowhere", "chat9", "x").await.is_err());
     channel.refuse_sends(false);
     delivery
-        .run_prompt("mem", "chat9", "Summarise the new notices")
+        .run_prompt(hearth::dispatch::PromptJob {
+            id: 7,
+            channel: "mem",
+            to: "chat9",
+            thread: None,
+            owner: "chat9",
+            prompt: "Summarise the new notices",
+        })
         .await
         .unwrap();
     let r = reports(&mut rx, 1).await;

@@ -117,6 +117,7 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
                 channel: "mem".into(),
                 to: "ada".into(),
                 thread: None,
+                owner: None,
             },
         })
         .unwrap();

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use hearth::channels::telegram::{Allowlist, TelegramSettings, utf16_len};
 use hearth::channels::{Channel, ChannelError, ChannelMessage, SendMessage, TelegramChannel};
 use hearth::config::{Secret, StreamMode};
+use hearth::workspace::Workspaces;
 use support::telegram_fake::{BOT_USERNAME, FakeTelegram, Incoming, TOKEN, visible};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -27,7 +28,7 @@ fn settings(fake: &FakeTelegram, dir: &Path, allowed: &[&str]) -> TelegramSettin
         interrupt_on_new_message: true,
         ack_reactions: true,
         show_tool_calls: false,
-        workspace,
+        workspaces: Workspaces::new(&workspace, false),
         state_dir: dir.join("state"),
         poll_timeout: Duration::from_secs(5),
         max_rate_limit_retries: 5,
@@ -334,16 +335,22 @@ async fn media_markers_go_out_as_files_and_received_files_come_in_as_markers() {
     let fake = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let ch = channel(&fake, dir.path(), &["42"]);
-    let ws = ch.settings().workspace.clone();
+    // Chat 42's folder; chat 43's is another person's.
+    let ws = ch.settings().folder("42");
+    let theirs = ch.settings().folder("43");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&theirs).unwrap();
+    std::fs::write(theirs.join("passport.pdf"), b"THEIRS").unwrap();
     std::fs::write(ws.join("cat.png"), b"PNGDATA").unwrap();
     std::fs::write(ws.join("report.pdf"), b"PDFDATA").unwrap();
     std::fs::write(ws.join("hello.ogg"), b"OGGDATA").unwrap();
     std::fs::write(dir.path().join("secret.txt"), b"no").unwrap();
     let outside = dir.path().join("secret.txt");
     let reply = format!(
-        "Here you go [IMAGE:cat.png]\n[DOCUMENT:{}/report.pdf] [VOICE:hello.ogg]\nnot this: [DOCUMENT:{}]",
+        "Here you go [IMAGE:cat.png]\n[DOCUMENT:{}/report.pdf] [VOICE:hello.ogg]\nnot this: [DOCUMENT:{}] nor [DOCUMENT:{}/passport.pdf] [DOCUMENT:../43/passport.pdf]",
         ws.display(),
-        outside.display()
+        outside.display(),
+        theirs.display()
     );
     ch.send(&SendMessage::new("42", reply)).await.unwrap();
     let uploads = fake.uploads();
@@ -397,7 +404,7 @@ async fn media_markers_go_out_as_files_and_received_files_come_in_as_markers() {
         .strip_prefix("[DOCUMENT:")
         .and_then(|p| p.strip_suffix(']'))
         .unwrap();
-    assert!(Path::new(path).starts_with(ws.join("telegram")), "{path}");
+    assert!(Path::new(path).starts_with(ws.join("received")), "{path}");
     assert!(path.ends_with("notes.txt"));
     assert_eq!(std::fs::read(path).unwrap(), b"my notes");
 }

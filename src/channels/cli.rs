@@ -19,6 +19,8 @@ use crate::tools::BoxFuture;
 
 const CLI_HELP: &str = "/quit — leave (also Ctrl-D), stopping any reply being written\nCtrl-C stops a reply that is being written.";
 const SENDER: &str = "user";
+/// How the ids of `/stop` messages the chat sends itself begin.
+pub const STOP_ID: &str = "cli-stop-";
 
 pub struct CliChannel {
     /// The chat: the session name.
@@ -89,7 +91,11 @@ impl CliChannel {
 
     fn message(&self, content: String, n: usize) -> ChannelMessage {
         ChannelMessage {
-            id: format!("cli-{n}"),
+            // Unique across restarts: memories are saved under message ids.
+            id: match n {
+                0 => format!("{STOP_ID}{}", uuid::Uuid::new_v4().simple()),
+                n => format!("cli-{n}-{}", uuid::Uuid::new_v4().simple()),
+            },
             sender: SENDER.to_string(),
             reply_target: self.session.clone(),
             content,
@@ -97,6 +103,7 @@ impl CliChannel {
             timestamp: chrono::Utc::now().timestamp().max(0) as u64,
             thread_ts: None,
             interruption_scope_id: None,
+            initiator: Default::default(),
         }
     }
 

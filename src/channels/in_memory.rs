@@ -99,6 +99,7 @@ impl InMemoryChannel {
             timestamp: 0,
             thread_ts: None,
             interruption_scope_id: None,
+            initiator: Default::default(),
         };
         self.inject(message.clone());
         message

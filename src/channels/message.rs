@@ -19,6 +19,20 @@ pub struct ChannelMessage {
     pub thread_ts: Option<String>,
     /// Messages with the same sender and scope interrupt each other.
     pub interruption_scope_id: Option<String>,
+    /// Who started this turn: the sender, or a job on their behalf.
+    pub initiator: Initiator,
+}
+
+/// Who started a message's turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Initiator {
+    /// The sender wrote it.
+    #[default]
+    Person,
+    /// A job the sender set fired it: it runs in their scope, but only tools
+    /// that change nothing may run, and it is neither remembered nor kept
+    /// in their own conversation.
+    Schedule,
 }
 
 /// One outgoing message.

@@ -18,5 +18,5 @@ pub use cli::CliChannel;
 pub use error::ChannelError;
 pub use gateway::GatewayChannel;
 pub use in_memory::{ChannelEvent, InMemoryChannel};
-pub use message::{ChannelMessage, SendMessage};
+pub use message::{ChannelMessage, Initiator, SendMessage};
 pub use telegram::TelegramChannel;

@@ -55,7 +55,10 @@ pub async fn run(
         }
         tokio::select! {
             report = reports.recv() => match report {
-                Some(r) if r.message_id.starts_with("cli-") && r.message_id != "cli-0" => {
+                Some(r)
+                    if r.message_id.starts_with("cli-")
+                        && !r.message_id.starts_with(crate::channels::cli::STOP_ID) =>
+                {
                     handled += 1;
                     channel.handled();
                 }

@@ -123,6 +123,7 @@ fn new_job(scheduler: &Scheduler, a: AddArgs) -> anyhow::Result<NewJob> {
             channel: a.channel,
             to: a.to,
             thread: a.thread,
+            owner: None,
         },
     })
 }

@@ -11,6 +11,7 @@ use crate::config::{Config, Environment};
 use crate::sandbox::{Containment, Sandbox};
 use crate::security::{Scrubber, SecurityPolicy};
 use crate::tools::{ToolContext, ToolRegistry};
+use crate::workspace::Workspaces;
 
 /// The tool context the configuration describes: the workspace (an old
 /// one inside the data dir moved out first), the policy and the sandbox.
@@ -51,11 +52,13 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
         ),
         Containment::Bubblewrap | Containment::Landlock => {}
     }
+    let workspaces = Workspaces::new(policy.workspace(), a.shared_workspace);
     Ok(ToolContext {
         output_cap: a.tool_output_chars,
         scrubber: Arc::new(Scrubber::new().with_secrets(config.secrets())),
         ..ToolContext::with_sandbox(policy, sandbox, Duration::from_secs(a.tool_timeout_secs))
-    })
+    }
+    .with_workspaces(workspaces))
 }
 
 /// Earlier versions kept the workspace inside the data dir, where tools

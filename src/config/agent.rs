@@ -9,8 +9,12 @@ use super::{ConfigError, Environment};
 /// Tools and what they may do.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
-    /// The folder tools work in; nothing outside it is touched.
+    /// The folder tools work in; nothing outside it is touched. Each
+    /// conversation works in a folder of its own beneath it.
     pub workspace: PathBuf,
+    /// Every conversation works in the workspace itself: people see each
+    /// other's files.
+    pub shared_workspace: bool,
     pub autonomy: crate::security::Autonomy,
     /// First words a shell command may start with.
     pub allowed_commands: Vec<String>,
@@ -51,6 +55,7 @@ impl AgentConfig {
                 .workspace
                 .map(|w| env.expand(&w))
                 .unwrap_or_else(|| default_workspace(data_dir)),
+            shared_workspace: a.shared_workspace.unwrap_or(false),
             autonomy: match a.autonomy.as_deref() {
                 None | Some("supervised") => crate::security::Autonomy::Supervised,
                 Some("readonly") => crate::security::Autonomy::ReadOnly,

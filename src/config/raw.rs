@@ -98,6 +98,7 @@ pub struct RawProviders {
 #[serde(deny_unknown_fields)]
 pub struct RawAgent {
     pub workspace: Option<String>,
+    pub shared_workspace: Option<bool>,
     pub autonomy: Option<String>,
     pub allowed_commands: Option<Vec<String>>,
     pub tool_timeout_secs: Option<u64>,

@@ -57,8 +57,9 @@ impl Config {
         };
         let _ = writeln!(
             out,
-            "[agent]\nworkspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\ntool_dispatcher = \"{dispatcher}\"\nparallel_tools = {}\nhttp_allowed_domains = [{}]\nhttp_max_bytes = {}\nsandbox = \"{}\"\nsandbox_network = {}\nsandbox_memory_mb = {}\nsandbox_max_processes = {}\n",
+            "[agent]\nworkspace = {}\nshared_workspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\ntool_dispatcher = \"{dispatcher}\"\nparallel_tools = {}\nhttp_allowed_domains = [{}]\nhttp_max_bytes = {}\nsandbox = \"{}\"\nsandbox_network = {}\nsandbox_memory_mb = {}\nsandbox_max_processes = {}\n",
             quote(&a.workspace.display().to_string()),
+            a.shared_workspace,
             commands.join(", "),
             a.tool_timeout_secs,
             a.tool_output_chars,

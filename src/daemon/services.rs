@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::dispatch::Delivery;
+use crate::dispatch::{Delivery, PromptJob};
 use crate::lms::{Notice, NoticeSink, Notifier};
 use crate::memory::{self, MemoryStore, StoreMemory, TurnMemory};
 use crate::providers::Provider;
@@ -140,7 +140,14 @@ impl JobSink for Jobs {
             match &job.payload {
                 Payload::AgentPrompt { prompt } => self
                     .delivery
-                    .run_prompt(&job.delivery.channel, &job.delivery.to, prompt)
+                    .run_prompt(PromptJob {
+                        id: job.id,
+                        channel: &job.delivery.channel,
+                        to: &job.delivery.to,
+                        thread: job.delivery.thread.as_deref(),
+                        owner: job.delivery.owner(),
+                        prompt,
+                    })
                     .await
                     .map_err(|e| e.to_string()),
                 Payload::LmsPoll { .. } => {

@@ -3,15 +3,11 @@
 //! prompt whose reply goes to the chat like any other reply.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::mpsc;
 
-use crate::channels::{ChannelError, ChannelMessage, SendMessage};
+use crate::channels::{ChannelError, ChannelMessage, Initiator, SendMessage};
 use crate::pipeline::Runtime;
-
-/// The sender of prompts that jobs run (its own history key per chat).
-pub const JOB_SENDER: &str = "hearth-jobs";
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeliveryError {
@@ -28,16 +24,11 @@ pub enum DeliveryError {
 pub struct Delivery {
     runtime: Arc<Runtime>,
     bus: mpsc::Sender<ChannelMessage>,
-    ids: Arc<AtomicU64>,
 }
 
 impl Delivery {
     pub fn new(runtime: Arc<Runtime>, bus: mpsc::Sender<ChannelMessage>) -> Self {
-        Self {
-            runtime,
-            bus,
-            ids: Arc::default(),
-        }
+        Self { runtime, bus }
     }
 
     /// Sends `text` to chat `to` on `channel`; `Ok` once the channel
@@ -53,30 +44,38 @@ impl Delivery {
         }
     }
 
-    /// Queues `prompt` as a message from [`JOB_SENDER`] in chat `to`: the
-    /// agent answers it (with tools and the job conversation's history)
-    /// and the reply goes to `to`. Returns once queued.
-    pub async fn run_prompt(
-        &self,
-        channel: &str,
-        to: &str,
-        prompt: &str,
-    ) -> Result<(), DeliveryError> {
-        let n = self.ids.fetch_add(1, Ordering::SeqCst);
+    /// Queues `prompt` as a message from `owner` in chat `to`, started by
+    /// a job ([`Initiator::Schedule`]): the agent answers it with the
+    /// owner's memory and workspace, reading tools only, and the reply goes
+    /// to `to`. Returns once queued.
+    pub async fn run_prompt(&self, job: PromptJob<'_>) -> Result<(), DeliveryError> {
+        // Unique across restarts: memories and records use message ids.
+        let id = format!("job-{}-{}", job.id, uuid::Uuid::new_v4().simple());
         let message = ChannelMessage {
-            id: format!("job-{n}"),
-            sender: JOB_SENDER.to_string(),
-            reply_target: to.to_string(),
-            content: prompt.to_string(),
-            channel: channel.to_string(),
+            id: id.clone(),
+            sender: job.owner.to_string(),
+            reply_target: job.to.to_string(),
+            content: job.prompt.to_string(),
+            channel: job.channel.to_string(),
             timestamp: chrono::Utc::now().timestamp().max(0) as u64,
-            thread_ts: None,
-            // Jobs never interrupt each other.
-            interruption_scope_id: Some(format!("job-{n}")),
+            thread_ts: job.thread.map(str::to_string),
+            // Jobs never interrupt each other, nor their owner's replies.
+            interruption_scope_id: Some(id),
+            initiator: Initiator::Schedule,
         };
         self.bus
             .send(message)
             .await
             .map_err(|_| DeliveryError::ShuttingDown)
     }
+}
+
+/// A job's prompt to run: which job, for whom, where.
+pub struct PromptJob<'a> {
+    pub id: i64,
+    pub channel: &'a str,
+    pub to: &'a str,
+    pub thread: Option<&'a str>,
+    pub owner: &'a str,
+    pub prompt: &'a str,
 }

@@ -18,7 +18,7 @@ pub mod supervisor;
 pub mod tracker;
 
 pub use bus::{BUS_CAPACITY, bus};
-pub use delivery::{Delivery, DeliveryError};
+pub use delivery::{Delivery, DeliveryError, PromptJob};
 pub use dispatcher::{Dispatcher, Report, in_flight_limit};
 pub use health::{ListenerHealth, ListenerState, StatusBoard};
 pub use supervisor::{Backoff, supervise};

@@ -77,6 +77,10 @@ impl Tool for LmsUpcoming {
         "List course items (assignments, quizzes, events) due in the next N days, from the LMS sites hearth polls."
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn schema(&self) -> Value {
         json!({
             "type": "object",

@@ -109,6 +109,38 @@ impl MemoryStore {
         })
     }
 
+    /// Stores `content` under `key` unless another memory holds the key:
+    /// then under `key` with a unique suffix. Never replaces anything; the
+    /// same content stored twice under one key is kept once. The key used.
+    pub fn store_new(
+        &self,
+        scope: &str,
+        key: &str,
+        content: &str,
+        category: Category,
+    ) -> Result<String, MemoryError> {
+        let same: Option<String> = self.with(|c| {
+            c.query_row(
+                "SELECT key FROM memories WHERE scope = ?1 AND content = ?3
+                     AND (key = ?2 OR substr(key, 1, length(?2) + 1) = ?2 || '~')",
+                params![scope, key, content],
+                |r| r.get(0),
+            )
+            .optional()
+        })?;
+        if let Some(same) = same {
+            return Ok(same);
+        }
+        if self.get(scope, key)?.is_some() {
+            let unique = format!("{key}~{}", uuid::Uuid::new_v4().simple());
+            tracing::warn!(key, "a memory already has this key; saving under {unique}");
+            self.store(scope, &unique, content, category)?;
+            return Ok(unique);
+        }
+        self.store(scope, key, content, category)?;
+        Ok(key.to_string())
+    }
+
     /// Up to `limit` entries of `scope` that share words with `query`, the
     /// most relevant first. Any text is a valid query.
     pub fn recall(

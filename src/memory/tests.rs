@@ -28,6 +28,7 @@ fn msg(id: &str, sender: &str, chat: &str, content: &str) -> ChannelMessage {
         timestamp: 1_700_000_000,
         thread_ts: None,
         interruption_scope_id: None,
+        initiator: Default::default(),
     }
 }
 
@@ -50,12 +51,39 @@ fn auto_save_keys_and_length_threshold() {
     );
     long.thread_ts = Some("7".into());
     assert!(m.save_message(&long));
-    assert_eq!(StoreMemory::auto_save_key(&long), "telegram_7_alice_42");
+    assert_eq!(
+        StoreMemory::auto_save_key(&long),
+        "telegram_alice_7_alice_42"
+    );
     let saved = s
-        .get("telegram:alice", "telegram_7_alice_42")
+        .get("telegram:alice", "telegram_alice_7_alice_42")
         .unwrap()
         .unwrap();
     assert_eq!(saved.category, Category::Conversation);
+    // The same key with other words (a channel whose ids started over)
+    // is saved beside it, never over it; the same words again are one memory.
+    let mut again = long.clone();
+    again.content = "The locker code is 4711, remember it".into();
+    assert!(m.save_message(&again));
+    assert!(m.save_message(&again));
+    assert_eq!(
+        s.get("telegram:alice", "telegram_alice_7_alice_42")
+            .unwrap()
+            .unwrap()
+            .content,
+        "I keep the spare key under the blue pot"
+    );
+    assert_eq!(s.list(None, None, 10).unwrap().len(), 2);
+    s.forget(
+        "telegram:alice",
+        &s.list(None, None, 10)
+            .unwrap()
+            .iter()
+            .find(|e| e.content.contains("4711"))
+            .unwrap()
+            .key,
+    )
+    .unwrap();
     // 19 characters: not saved.
     assert!(!m.save_message(&msg("43", "alice", "alice", "ok thanks a lot!!!!")));
     assert_eq!(s.list(None, None, 10).unwrap().len(), 1);
@@ -265,6 +293,7 @@ fn tool_ctx(dir: &tempfile::TempDir, origin: Option<ToolOrigin>) -> ToolContext 
         Duration::from_secs(5),
     )
     .with_origin(origin)
+    .unwrap()
 }
 
 fn origin(sender: &str, chat: &str) -> Option<ToolOrigin> {

@@ -84,6 +84,10 @@ impl Tool for MemoryRecallTool {
         "Search what was remembered about this user (and this group) by keywords."
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {
             "query": {"type": "string"},

@@ -42,11 +42,14 @@ impl StoreMemory {
     }
 
     /// The key a message is auto-saved under:
-    /// `{channel}_{thread_ts}_{sender}_{id}` (an empty thread when none).
+    /// `{channel}_{chat}_{thread_ts}_{sender}_{id}` (an empty thread when
+    /// none). Channels give ids unique across restarts (Telegram's are
+    /// unique per chat, hence the chat).
     pub fn auto_save_key(message: &ChannelMessage) -> String {
         format!(
-            "{}_{}_{}_{}",
+            "{}_{}_{}_{}_{}",
             message.channel,
+            message.reply_target,
             message.thread_ts.as_deref().unwrap_or(""),
             message.sender,
             message.id
@@ -93,13 +96,13 @@ impl StoreMemory {
             return false;
         }
         let scope = Scopes::of_message(message).sender;
-        match self.store.store(
+        match self.store.store_new(
             &scope,
             &Self::auto_save_key(message),
             text,
             Category::Conversation,
         ) {
-            Ok(()) => true,
+            Ok(_) => true,
             Err(e) => {
                 tracing::warn!("memory auto-save failed: {e}");
                 false

@@ -4,7 +4,7 @@
 
 use std::sync::Mutex;
 
-use crate::channels::ChannelMessage;
+use crate::channels::{ChannelMessage, Initiator};
 use crate::history::{HISTORY_LIMIT, HistoryError, HistoryStore};
 use crate::providers::ChatMessage;
 
@@ -13,7 +13,9 @@ pub const OVERFLOW_KEEP_MESSAGES: usize = 12;
 /// Characters kept of each of them.
 pub const OVERFLOW_KEEP_CHARS: usize = 600;
 
-/// `{channel}_{reply_target}_{sender}`, with `_{thread_ts}` when threaded.
+/// `{channel}_{reply_target}_{sender}`, with `_{thread_ts}` when threaded
+/// and `_jobs` for the turns the sender's jobs start (kept apart from what
+/// the sender said).
 pub fn history_key(message: &ChannelMessage) -> String {
     let mut key = format!(
         "{}_{}_{}",
@@ -22,6 +24,9 @@ pub fn history_key(message: &ChannelMessage) -> String {
     if let Some(thread) = &message.thread_ts {
         key.push('_');
         key.push_str(thread);
+    }
+    if message.initiator == Initiator::Schedule {
+        key.push_str("_jobs");
     }
     key
 }
@@ -97,6 +102,7 @@ mod tests {
             timestamp: 0,
             thread_ts: thread.map(str::to_string),
             interruption_scope_id: None,
+            initiator: Default::default(),
         }
     }
 

@@ -14,7 +14,7 @@ use super::{Outcome, Runtime, budget, normalize, outcome, prompt, routing, sanit
 use crate::agent::context::ContextLimits;
 use crate::agent::dispatch;
 use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
-use crate::channels::{Channel, ChannelMessage, SendMessage};
+use crate::channels::{Channel, ChannelMessage, Initiator, SendMessage};
 use crate::providers::{ChatMessage, ProviderError, SamplingParams, ToolChoice};
 use crate::tools::ToolOrigin;
 
@@ -43,7 +43,10 @@ impl Runtime {
         if let Err(e) = self.sessions.append(key, &[user_turn]) {
             tracing::error!(error = %e, "cannot save the user's message");
         }
-        self.memory.on_user_message(message).await;
+        let scheduled = message.initiator == Initiator::Schedule;
+        if !scheduled {
+            self.memory.on_user_message(message).await;
+        }
         let memory = self.memory.recall_context(message).await;
 
         let history = normalize::history(history, vision);
@@ -52,7 +55,26 @@ impl Runtime {
         } else {
             normalize::strip_images(&message.content)
         };
-        let specs = self.tools.specs();
+        let tool_context = match self.tool_context.clone().with_origin(Some(ToolOrigin {
+            channel: message.channel.clone(),
+            reply_target: message.reply_target.clone(),
+            sender: message.sender.clone(),
+            thread_ts: message.thread_ts.clone(),
+        })) {
+            Ok(c) if scheduled => c.read_only(),
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "no workspace folder for this chat");
+                return self
+                    .failed(channel, message, key, None, &e.to_string())
+                    .await;
+            }
+        };
+        let specs = if scheduled {
+            self.tools.read_only_specs()
+        } else {
+            self.tools.specs()
+        };
         let provider = match self.providers.provider(&route).await {
             Ok(p) => p,
             Err(e) => {
@@ -80,12 +102,6 @@ impl Runtime {
             let _ = notices.send(Progress::Tool(call.name.clone()));
             HookDecision::Run
         };
-        let tool_context = self.tool_context.clone().with_origin(Some(ToolOrigin {
-            channel: message.channel.clone(),
-            reply_target: message.reply_target.clone(),
-            sender: message.sender.clone(),
-            thread_ts: message.thread_ts.clone(),
-        }));
         let dispatcher = dispatch::choose(
             config.agent.tool_dispatcher,
             tee.inner.supports_native_tools(),
@@ -145,7 +161,9 @@ impl Runtime {
                 {
                     tracing::error!(error = %e, "cannot save the reply");
                 }
-                self.memory.after_turn(message, &text).await;
+                if !scheduled {
+                    self.memory.after_turn(message, &text).await;
+                }
                 outcome
             }
             Err(LoopError::Cancelled) => {

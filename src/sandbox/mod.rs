@@ -81,7 +81,7 @@ pub enum SandboxError {
 }
 
 /// How commands are contained, decided once at start.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Sandbox {
     containment: Containment,
     /// Where `bwrap` is, when it is installed.
@@ -129,6 +129,15 @@ impl Sandbox {
             network,
             limits,
             cgroups: limits::CgroupRoot::find(),
+        }
+    }
+
+    /// The same containment, for commands run in `workspace` (a
+    /// conversation's folder): nothing is probed again.
+    pub fn for_workspace(&self, workspace: &Path) -> Self {
+        Self {
+            workspace: workspace.to_path_buf(),
+            ..self.clone()
         }
     }
 

@@ -151,7 +151,7 @@ impl Payload {
     }
 }
 
-/// Where a job's result is delivered.
+/// Where a job's result is delivered, and for whom.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     /// A channel name (`"telegram"`, `"cli"`).
@@ -159,6 +159,17 @@ pub struct Delivery {
     /// The chat (a `ChannelMessage::reply_target`).
     pub to: String,
     pub thread: Option<String>,
+    /// Who set the job (a sender id in that chat): it runs with their
+    /// memory and workspace. `None` (a job the command line added): the
+    /// chat's own person, as in a private chat.
+    pub owner: Option<String>,
+}
+
+impl Delivery {
+    /// The sender the job's turns run as.
+    pub fn owner(&self) -> &str {
+        self.owner.as_deref().unwrap_or(&self.to)
+    }
 }
 
 /// A job to add.

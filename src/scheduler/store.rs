@@ -38,7 +38,8 @@ const SCHEMA: &str = "
                      next_run INTEGER NOT NULL,
                      last_run INTEGER,
                      last_error TEXT,
-                     created INTEGER NOT NULL
+                     created INTEGER NOT NULL,
+                     owner TEXT
                  );
                  CREATE INDEX IF NOT EXISTS jobs_by_next_run ON jobs (next_run);";
 
@@ -47,7 +48,7 @@ pub struct JobStore {
     path: PathBuf,
 }
 
-const COLUMNS: &str = "id, name, kind, spec, timezone, payload, channel, recipient, thread, next_run, last_run, last_error";
+const COLUMNS: &str = "id, name, kind, spec, timezone, payload, channel, recipient, thread, next_run, last_run, last_error, owner";
 
 impl JobStore {
     pub fn path_in(data_dir: &Path) -> PathBuf {
@@ -55,10 +56,20 @@ impl JobStore {
     }
 
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        Ok(Self {
-            conn: Mutex::new(crate::storage::open(path, SCHEMA)?),
+        let conn = crate::storage::open(path, SCHEMA)?;
+        let store = Self {
+            conn: Mutex::new(conn),
             path: path.to_path_buf(),
-        })
+        };
+        // Files from before jobs had owners.
+        store.with(|c| {
+            let has_owner = c.prepare("SELECT owner FROM jobs LIMIT 0").is_ok();
+            if !has_owner {
+                c.execute_batch("ALTER TABLE jobs ADD COLUMN owner TEXT")?;
+            }
+            Ok(())
+        })?;
+        Ok(store)
     }
 
     /// Stores a job that first runs at `next_run`; its id.
@@ -77,8 +88,8 @@ impl JobStore {
         let payload = serde_json::to_string(payload).unwrap_or_else(|_| "{}".into());
         self.with(|c| {
             c.execute(
-                "INSERT INTO jobs (name, kind, spec, timezone, payload, channel, recipient, thread, next_run, created)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO jobs (name, kind, spec, timezone, payload, channel, recipient, thread, next_run, created, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     name,
                     kind,
@@ -89,7 +100,8 @@ impl JobStore {
                     delivery.to,
                     delivery.thread,
                     next_run.timestamp(),
-                    now.timestamp()
+                    now.timestamp(),
+                    delivery.owner
                 ],
             )?;
             Ok(c.last_insert_rowid())
@@ -225,6 +237,7 @@ fn job_from_row(row: &rusqlite::Row<'_>) -> Result<Option<Job>, rusqlite::Error>
             channel: row.get(6)?,
             to: row.get(7)?,
             thread: row.get(8)?,
+            owner: row.get(12)?,
         },
         next_run,
         last_run: last_run.and_then(|s| DateTime::from_timestamp(s, 0)),

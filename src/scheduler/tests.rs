@@ -68,6 +68,7 @@ fn to(chat: &str) -> Delivery {
         channel: "telegram".into(),
         to: chat.into(),
         thread: None,
+        owner: None,
     }
 }
 
@@ -247,6 +248,7 @@ fn tool_ctx(dir: &tempfile::TempDir, origin: Option<ToolOrigin>) -> ToolContext 
         Duration::from_secs(5),
     )
     .with_origin(origin)
+    .unwrap()
 }
 
 fn chat(chat: &str, thread: Option<&str>) -> Option<ToolOrigin> {
@@ -312,6 +314,18 @@ async fn cron_add_from_a_chat_delivers_to_that_chat() {
     let id = s.list().unwrap()[0].id;
     let r = reg.run("cron_remove", json!({"id": id}), &other).await;
     assert!(r.is_error, "another chat cannot remove it: {r:?}");
+    // Another member of the same chat neither sees nor removes it.
+    let member = tool_ctx(
+        &dir,
+        Some(ToolOrigin {
+            sender: "43".into(),
+            ..chat("555", Some("12")).unwrap()
+        }),
+    );
+    let theirs = reg.run("cron_list", json!({}), &member).await;
+    assert_eq!(theirs.content, "no jobs are scheduled");
+    let r = reg.run("cron_remove", json!({"id": id}), &member).await;
+    assert!(r.is_error, "another member cannot remove it: {r:?}");
 
     let sink = Recorder::new(&clock);
     run_for(&s, &sink, Duration::from_secs(86_400)).await;
@@ -324,6 +338,7 @@ async fn cron_add_from_a_chat_delivers_to_that_chat() {
             channel: "telegram".into(),
             to: "555".into(),
             thread: Some("12".into()),
+            owner: Some("42".into()),
         }
     );
     assert_eq!(fired[0].payload, prompt("Remind me to take out the bins"));
@@ -432,4 +447,30 @@ async fn retries_stop_before_the_next_regular_run() {
         .collect();
     assert_eq!(gaps, [60, 90], "{:?}", sink.attempts());
     assert!(s.get(job.id).unwrap().is_some());
+}
+
+#[test]
+fn a_job_file_from_before_owners_opens_and_keeps_its_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = JobStore::path_in(dir.path());
+    let old = rusqlite::Connection::open(&path).unwrap();
+    old.execute_batch(
+        "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, kind TEXT NOT NULL,
+             spec TEXT NOT NULL, timezone TEXT NOT NULL, payload TEXT NOT NULL, channel TEXT NOT NULL,
+             recipient TEXT NOT NULL, thread TEXT, next_run INTEGER NOT NULL, last_run INTEGER,
+             last_error TEXT, created INTEGER NOT NULL);
+         INSERT INTO jobs (kind, spec, timezone, payload, channel, recipient, next_run, created)
+             VALUES ('every', '3600', 'UTC', '{\"kind\":\"agent_prompt\",\"prompt\":\"water the plants\"}',
+                     'telegram', '42', 1736000000, 1736000000);",
+    )
+    .unwrap();
+    drop(old);
+    let store = JobStore::open(&path).unwrap();
+    let jobs = store.list().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].delivery.owner, None);
+    assert_eq!(jobs[0].delivery.owner(), "42", "the chat's own person");
+    drop(store);
+    // Opening again does not try to add the column twice.
+    assert_eq!(JobStore::open(&path).unwrap().list().unwrap().len(), 1);
 }

@@ -2,7 +2,8 @@
 //!
 //! A job set from a chat is delivered to that chat (the call's
 //! [`ToolOrigin`]): "remind me tomorrow at 9" from Telegram comes back to
-//! the same Telegram chat, and a chat sees and removes only its own jobs.
+//! the same Telegram chat, runs as the person who set it, and a person sees
+//! and removes only the jobs they set in that chat.
 //! Only calls from no chat (the command line) may name another target.
 
 use std::sync::Arc;
@@ -27,8 +28,14 @@ pub struct CronAdd(pub Arc<Scheduler>);
 pub struct CronList(pub Arc<Scheduler>);
 pub struct CronRemove(pub Arc<Scheduler>);
 
+/// Whether a call from `origin` may see `job`: the command line sees every
+/// job; a chat member only the jobs they set in that chat.
 fn belongs_to(job: &Job, origin: Option<&ToolOrigin>) -> bool {
-    origin.is_none_or(|o| job.delivery.channel == o.channel && job.delivery.to == o.reply_target)
+    origin.is_none_or(|o| {
+        job.delivery.channel == o.channel
+            && job.delivery.to == o.reply_target
+            && job.delivery.owner() == o.sender
+    })
 }
 
 fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
@@ -78,12 +85,14 @@ impl CronAdd {
                     channel: o.channel.clone(),
                     to: o.reply_target.clone(),
                     thread: o.thread_ts.clone(),
+                    owner: Some(o.sender.clone()),
                 }
             }
             (None, Some(channel), Some(to)) => Delivery {
                 channel: channel.to_string(),
                 to: to.to_string(),
                 thread: str_arg(args, "thread").map(str::to_string),
+                owner: None,
             },
             (None, _, _) => return Err("no chat to deliver to: give `channel` and `to`".into()),
         };
@@ -146,6 +155,10 @@ impl Tool for CronList {
 
     fn description(&self) -> &str {
         "List the scheduled jobs and reminders of this chat, with their ids."
+    }
+
+    fn read_only(&self) -> bool {
+        true
     }
 
     fn schema(&self) -> Value {

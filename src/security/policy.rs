@@ -9,11 +9,12 @@
 //!   expansion (environment exfiltration) and redirection outside the
 //!   workspace are refused unless autonomy is `full`.
 //! - `readonly` autonomy refuses every write and every command.
-//! - At most `max_actions_per_hour` actions.
+//! - At most `max_actions_per_hour` actions, counted per person: each
+//!   person's policy ([`SecurityPolicy::for_person`]) has its own budget.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How much the agent may do on its own.
@@ -48,7 +49,10 @@ pub struct SecurityPolicy {
     forbidden: Vec<PathBuf>,
     allowed_commands: Vec<String>,
     max_actions_per_hour: u32,
-    actions: Mutex<VecDeque<Instant>>,
+    /// This policy's budget: the actions of the last hour.
+    actions: Arc<Mutex<VecDeque<Instant>>>,
+    /// Every person's budget, shared by the policies derived from one.
+    budgets: Arc<Mutex<HashMap<String, Arc<Mutex<VecDeque<Instant>>>>>>,
 }
 
 /// Commands allowed by default: reading and searching, nothing that
@@ -86,7 +90,35 @@ impl SecurityPolicy {
             forbidden,
             allowed_commands: DEFAULT_COMMANDS.iter().map(|c| c.to_string()).collect(),
             max_actions_per_hour: 120,
-            actions: Mutex::new(VecDeque::new()),
+            actions: Arc::default(),
+            budgets: Arc::default(),
+        })
+    }
+
+    /// The same rules for `person` (a stable id such as `telegram:42`),
+    /// in `workspace` (an existing folder), with that person's own budget.
+    pub fn for_person(&self, person: &str, workspace: &Path) -> std::io::Result<Self> {
+        let workspace = workspace.canonicalize()?;
+        let actions = self
+            .budgets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(person.to_string())
+            .or_default()
+            .clone();
+        Ok(Self {
+            autonomy: self.autonomy,
+            forbidden: self
+                .forbidden
+                .iter()
+                .filter(|f| !workspace.starts_with(f))
+                .cloned()
+                .collect(),
+            workspace,
+            allowed_commands: self.allowed_commands.clone(),
+            max_actions_per_hour: self.max_actions_per_hour,
+            actions,
+            budgets: Arc::clone(&self.budgets),
         })
     }
 

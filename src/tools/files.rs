@@ -37,6 +37,10 @@ pub struct FileRead;
 impl Tool for FileRead {
     tool_basics!("file_read", "Read a text file in the workspace.");
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
     }
@@ -191,6 +195,10 @@ impl Tool for ListDir {
         "List a folder in the workspace (folders end with /)."
     );
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"path": {"type": "string"}}})
     }
@@ -233,6 +241,10 @@ impl Tool for Glob {
         "glob",
         "Find workspace files matching a pattern such as `src/**/*.rs`."
     );
+
+    fn read_only(&self) -> bool {
+        true
+    }
 
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]})

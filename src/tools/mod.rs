@@ -27,6 +27,7 @@ use crate::agent::dispatch::result;
 use crate::providers::ToolSpec;
 use crate::sandbox::{Sandbox, SandboxChoice};
 use crate::security::{Scrubber, SecurityPolicy};
+use crate::workspace::{WorkspaceError, Workspaces};
 
 /// What a tool returns: text for the model, and whether it failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,12 @@ pub struct ToolContext {
     /// The chat this call serves, when it serves one (memory scope, and
     /// where a reminder set from a chat is delivered).
     pub origin: Option<ToolOrigin>,
+    /// Where each conversation's folder is; `None` keeps every call in the
+    /// policy's workspace (the command line's `hearth tools run`).
+    pub workspaces: Option<Arc<Workspaces>>,
+    /// Only tools that change nothing may run: the turn was not started by
+    /// a person (a scheduled job).
+    pub read_only: bool,
 }
 
 impl ToolContext {
@@ -91,12 +98,48 @@ impl ToolContext {
             timeout,
             output_cap: 4_000,
             origin: None,
+            workspaces: None,
+            read_only: false,
         }
     }
 
-    /// The same context, serving the chat `origin`.
-    pub fn with_origin(self, origin: Option<ToolOrigin>) -> Self {
-        Self { origin, ..self }
+    /// Gives each conversation its own folder of `workspaces`.
+    pub fn with_workspaces(self, workspaces: Workspaces) -> Self {
+        Self {
+            workspaces: Some(Arc::new(workspaces)),
+            ..self
+        }
+    }
+
+    /// The same context, serving the chat `origin`: in that chat's folder
+    /// (when conversations have folders), with its sender's action budget.
+    pub fn with_origin(self, origin: Option<ToolOrigin>) -> Result<Self, WorkspaceError> {
+        let (Some(o), Some(workspaces)) = (&origin, &self.workspaces) else {
+            return Ok(Self { origin, ..self });
+        };
+        let folder = workspaces.prepare(&o.channel, &o.reply_target)?;
+        let person = format!("{}:{}", o.channel, o.sender);
+        let policy =
+            self.policy
+                .for_person(&person, &folder)
+                .map_err(|source| WorkspaceError::Create {
+                    path: folder.clone(),
+                    source,
+                })?;
+        Ok(Self {
+            policy: Arc::new(policy),
+            sandbox: Arc::new(self.sandbox.for_workspace(&folder)),
+            origin,
+            ..self
+        })
+    }
+
+    /// The same context, allowing only tools that change nothing.
+    pub fn read_only(self) -> Self {
+        Self {
+            read_only: true,
+            ..self
+        }
     }
 }
 
@@ -115,6 +158,11 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON schema of the arguments (an object schema).
     fn schema(&self) -> Value;
+    /// Whether the tool only reads (files, memories, jobs) and changes
+    /// nothing, so it may run in turns no person started.
+    fn read_only(&self) -> bool {
+        false
+    }
     fn execute<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
 }
 
@@ -168,8 +216,18 @@ impl ToolRegistry {
 
     /// What the model is offered.
     pub fn specs(&self) -> Vec<ToolSpec> {
+        self.specs_where(|_| true)
+    }
+
+    /// What the model is offered in a turn where only reading tools run.
+    pub fn read_only_specs(&self) -> Vec<ToolSpec> {
+        self.specs_where(|t| t.read_only())
+    }
+
+    fn specs_where(&self, keep: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
         self.tools
             .values()
+            .filter(|t| keep(t.as_ref()))
             .map(|t| ToolSpec {
                 name: t.name().to_string(),
                 description: t.description().to_string(),
@@ -187,6 +245,11 @@ impl ToolRegistry {
                 known.join(", ")
             ));
         };
+        if ctx.read_only && !tool.read_only() {
+            return ToolResult::error(format!(
+                "`{name}` changes things, and this turn was not started by a person (a scheduled job): only reading tools may run"
+            ));
+        }
         if let Err(e) = crate::engine::validate_json_schema(&args, &tool.schema()) {
             return ToolResult::error(format!("invalid arguments for `{name}`: {e}"));
         }

@@ -75,6 +75,7 @@ impl Shared {
             timestamp: chrono::Utc::now().timestamp().max(0) as u64,
             thread_ts: None,
             interruption_scope_id: None,
+            initiator: Default::default(),
         };
         (message, rx)
     }

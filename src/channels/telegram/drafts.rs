@@ -50,7 +50,7 @@ fn key(chat: ChatId, id: MessageId) -> String {
 impl TelegramChannel {
     pub(super) async fn start_draft(&self, message: &SendMessage) -> Result<String, ChannelError> {
         let to = Target::parse(&message.recipient, message.thread_ts.as_deref())?;
-        let visible = draft_text(&message.content, &self.settings.workspace);
+        let visible = draft_text(&message.content, &self.settings.folder(&message.recipient));
         let first = truncate(visible.trim(), MAX_MESSAGE_UTF16);
         let first = if first.is_empty() {
             "…".to_string()
@@ -78,7 +78,7 @@ impl TelegramChannel {
     ) -> Result<(), ChannelError> {
         let to = Target::parse(recipient, None)?;
         let id = parse_message_id(draft_id)?;
-        let visible = draft_text(text, &self.settings.workspace);
+        let visible = draft_text(text, &self.settings.folder(recipient));
         let shown = truncate(visible.trim(), MAX_MESSAGE_UTF16);
         if shown.is_empty() {
             return Ok(());
@@ -119,7 +119,8 @@ impl TelegramChannel {
         if let Some(last) = last {
             tokio::time::sleep_until(last.last_edit + self.settings.draft_interval).await;
         }
-        let (text, media) = extract_media(&message.content, &self.settings.workspace);
+        let (text, media) =
+            extract_media(&message.content, &self.settings.folder(&message.recipient));
         let mut parts = split_message(&text, MAX_MESSAGE_UTF16).into_iter();
         match parts.next() {
             Some(first) => match self.edit_part(to.chat, id, &first, true).await {

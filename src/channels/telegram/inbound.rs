@@ -13,8 +13,8 @@ use super::error::{channel_error, download_error};
 use super::media::safe_file_name;
 use crate::channels::ChannelError;
 
-/// Received files go here, under the workspace.
-pub const INBOX: &str = "telegram";
+/// Received files go here, in the chat's workspace folder.
+pub const INBOX: &str = "received";
 
 /// Who the bot is, to tell whether a group message is meant for it.
 #[derive(Debug, Clone)]
@@ -101,7 +101,7 @@ impl TelegramChannel {
         } else {
             return Ok(String::new());
         };
-        match self.download(&file_id, &name).await {
+        match self.download(&chat.to_string(), &file_id, &name).await {
             Ok(path) => Ok(format!("[{marker}:{}]", path.display())),
             Err(ChannelError::Rejected(why)) => {
                 tracing::warn!("telegram: could not fetch a received file: {why}");
@@ -113,7 +113,12 @@ impl TelegramChannel {
         }
     }
 
-    async fn download(&self, file_id: &FileId, name: &str) -> Result<PathBuf, ChannelError> {
+    async fn download(
+        &self,
+        chat: &str,
+        file_id: &FileId,
+        name: &str,
+    ) -> Result<PathBuf, ChannelError> {
         let file = self
             .bot
             .get_file(file_id.clone())
@@ -127,11 +132,17 @@ impl TelegramChannel {
         {
             name = format!("{name}.{}", safe_file_name(ext));
         }
-        let workspace = self.settings.workspace.clone();
-        let (path, out) = tokio::task::spawn_blocking(move || open_inbox_file(&workspace, &name))
-            .await
-            .map_err(|e| ChannelError::Other(e.to_string()))?
-            .map_err(ChannelError::Other)?;
+        let workspaces = self.settings.workspaces.clone();
+        let chat = chat.to_string();
+        let (path, out) = tokio::task::spawn_blocking(move || {
+            let folder = workspaces
+                .prepare(super::NAME, &chat)
+                .map_err(|e| e.to_string())?;
+            open_inbox_file(&folder, &name)
+        })
+        .await
+        .map_err(|e| ChannelError::Other(e.to_string()))?
+        .map_err(ChannelError::Other)?;
         let mut out = tokio::fs::File::from_std(out);
         if let Err(e) = self.bot.download_file(&file.path, &mut out).await {
             drop(out);
@@ -152,9 +163,9 @@ impl TelegramChannel {
     }
 }
 
-/// A new private file `<workspace>/telegram/<name>`, opened beneath the
-/// workspace: a `telegram` symlink a sandboxed command left cannot send the
-/// download (or a chmod) elsewhere.
+/// A new private file `<folder>/received/<name>` (`folder`: the chat's
+/// workspace folder), opened beneath the folder: a `received` symlink a
+/// sandboxed command left cannot send the download (or a chmod) elsewhere.
 fn open_inbox_file(workspace: &Path, name: &str) -> Result<(PathBuf, std::fs::File), String> {
     let workspace = workspace
         .canonicalize()
@@ -193,7 +204,7 @@ mod tests {
         std::fs::create_dir_all(&ws).unwrap();
         std::fs::create_dir_all(&elsewhere).unwrap();
         let (path, _) = open_inbox_file(&ws, "a.pdf").unwrap();
-        assert!(path.ends_with("telegram/a.pdf") && path.is_file());
+        assert!(path.ends_with("received/a.pdf") && path.is_file());
         std::fs::remove_dir_all(ws.join(INBOX)).unwrap();
         std::os::unix::fs::symlink(&elsewhere, ws.join(INBOX)).unwrap();
         let e = open_inbox_file(&ws, "authorized_keys").unwrap_err();

@@ -170,13 +170,14 @@ impl TelegramChannel {
             sender: user.id.0.to_string(),
             reply_target: chat.to_string(),
             content,
-            channel: "telegram".to_string(),
+            channel: super::NAME.to_string(),
             timestamp: message.date.timestamp().max(0) as u64,
             interruption_scope_id: Some(match &thread {
                 Some(t) => format!("{chat}:{t}"),
                 None => chat.to_string(),
             }),
             thread_ts: thread,
+            initiator: Default::default(),
         }))
     }
 

@@ -42,6 +42,9 @@ use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
 use crate::config::StreamMode;
 use crate::tools::BoxFuture;
 use error::channel_error;
+
+/// The channel's name, and its folder in the workspace.
+pub const NAME: &str = "telegram";
 use outbound::{Target, parse_message_id};
 
 pub struct TelegramChannel {
@@ -92,7 +95,8 @@ impl TelegramChannel {
 
     async fn deliver(&self, message: &SendMessage) -> Result<(), ChannelError> {
         let to = Target::parse(&message.recipient, message.thread_ts.as_deref())?;
-        let (text, media) = media::extract_media(&message.content, &self.settings.workspace);
+        let (text, media) =
+            media::extract_media(&message.content, &self.settings.folder(&message.recipient));
         self.send_text(to, &text).await?;
         self.send_media(to, &media).await
     }
@@ -137,7 +141,7 @@ impl TelegramChannel {
 
 impl Channel for TelegramChannel {
     fn name(&self) -> &str {
-        "telegram"
+        NAME
     }
 
     fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {

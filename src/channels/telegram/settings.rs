@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::allowlist::Allowlist;
 use super::error::TelegramError;
 use crate::config::{Config, Secret, StreamMode};
+use crate::workspace::Workspaces;
 
 /// Everything the channel needs, already checked.
 #[derive(Debug, Clone)]
@@ -22,8 +23,9 @@ pub struct TelegramSettings {
     pub interrupt_on_new_message: bool,
     pub ack_reactions: bool,
     pub show_tool_calls: bool,
-    /// Incoming media are saved here, and outgoing media must lie inside it.
-    pub workspace: PathBuf,
+    /// Each chat's incoming media are saved in its folder, and its outgoing
+    /// media must lie inside it.
+    pub workspaces: Workspaces,
     /// Where the confirmed update offset is kept across restarts.
     pub state_dir: PathBuf,
     /// How long one `getUpdates` call waits for news (Telegram's long poll).
@@ -33,6 +35,11 @@ pub struct TelegramSettings {
 }
 
 impl TelegramSettings {
+    /// The workspace folder of `chat` (it may not exist yet).
+    pub fn folder(&self, chat: &str) -> PathBuf {
+        self.workspaces.of_chat(super::NAME, chat)
+    }
+
     /// The settings for `hearth daemon`; an error when no token is set.
     pub fn from_config(config: &Config) -> Result<Self, TelegramError> {
         let t = &config.telegram;
@@ -47,7 +54,7 @@ impl TelegramSettings {
             interrupt_on_new_message: t.interrupt_on_new_message,
             ack_reactions: t.ack_reactions,
             show_tool_calls: t.show_tool_calls,
-            workspace: config.agent.workspace.clone(),
+            workspaces: Workspaces::new(&config.agent.workspace, config.agent.shared_workspace),
             state_dir: config.data_dir.join("telegram"),
             poll_timeout: Duration::from_secs(30),
             max_rate_limit_retries: 5,
@@ -81,7 +88,11 @@ mod tests {
         assert!(!s.ack_reactions);
         assert_eq!(s.state_dir, Path::new("/srv/hearth/telegram"));
         // The workspace is beside the data dir, never inside it.
-        assert_eq!(s.workspace, Path::new("/srv/hearth-workspace"));
+        assert_eq!(s.workspaces.root(), Path::new("/srv/hearth-workspace"));
+        assert_eq!(
+            s.workspaces.of_chat("telegram", "42"),
+            Path::new("/srv/hearth-workspace/telegram/42")
+        );
     }
 
     #[test]
