@@ -49,11 +49,14 @@ pub struct SecurityPolicy {
     forbidden: Vec<PathBuf>,
     allowed_commands: Vec<String>,
     max_actions_per_hour: u32,
-    /// This policy's budget: the actions of the last hour.
-    actions: Arc<Mutex<VecDeque<Instant>>>,
+    /// This policy's budget.
+    actions: Budget,
     /// Every person's budget, shared by the policies derived from one.
-    budgets: Arc<Mutex<HashMap<String, Arc<Mutex<VecDeque<Instant>>>>>>,
+    budgets: Arc<Mutex<HashMap<String, Budget>>>,
 }
+
+/// One person's actions of the last hour.
+type Budget = Arc<Mutex<VecDeque<Instant>>>;
 
 /// Commands allowed by default: reading and searching, nothing that
 /// deletes, fetches or escalates.
