@@ -631,7 +631,9 @@ async fn a_document_in_a_group_topic_is_answered_in_that_topic_with_a_photo() {
     let home = tempfile::tempdir().unwrap();
     let mut cfg = config(home.path());
     telegram_config(&mut cfg, &fake, &["42"], StreamMode::Partial);
-    let workspace = cfg.agent.workspace.clone();
+    let group = -100_123;
+    // The group's own folder in the workspace.
+    let workspace = cfg.agent.workspace.join(format!("telegram/{group}"));
     std::fs::create_dir_all(&workspace).unwrap();
     std::fs::write(workspace.join("cat.png"), b"PNGDATA").unwrap();
     // The marker streams early, so a draft edit comes after it.
@@ -645,7 +647,6 @@ async fn a_document_in_a_group_topic_is_answered_in_that_topic_with_a_photo() {
     });
     let mut bot = start(fake, home, cfg, local(provider.clone()), |b| b);
 
-    let group = -100_123;
     let mut m = Incoming::text(42, "");
     m.text = None;
     m.chat_id = Some(group);

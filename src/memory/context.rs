@@ -42,7 +42,9 @@ pub fn build(mut recalled: Vec<Recalled>, limits: &ContextLimits) -> Option<Stri
         if !admissible(r, limits.min_relevance) || shown.contains(&r.entry.content.as_str()) {
             continue;
         }
-        let line = format!("\n- {}", cut(r.entry.content.trim(), limits.entry_chars));
+        // Memories hold what people and pages said: data, never markup.
+        let content = crate::security::fence::defuse(r.entry.content.trim());
+        let line = format!("\n- {}", cut(&content, limits.entry_chars));
         let len = line.chars().count();
         if used + len > limits.total_chars {
             continue;

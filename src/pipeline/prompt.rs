@@ -54,7 +54,11 @@ pub fn messages(
     out.push(ChatMessage::system(system));
     out.extend(history);
     let content = match memory.filter(|m| !m.trim().is_empty()) {
-        Some(context) => format!("[Memory context]\n{}\n\n{user}", context.trim()),
+        // Recalled text is data: fenced, so nothing in it reads as markup.
+        Some(context) => format!(
+            "{}\n\n{user}",
+            crate::security::fence::fence("recalled memories", &context)
+        ),
         None => user.to_string(),
     };
     // A history ending in a user turn (an interrupted message) merges with this one.

@@ -2,8 +2,9 @@
 //!
 //! [`policy`] decides which paths and commands tools may use; [`scrub`]
 //! removes credentials from tool output before it reaches the model or the
-//! history.
+//! history; [`fence`] makes untrusted text inert before the model reads it.
 
+pub mod fence;
 pub mod policy;
 pub mod scrub;
 

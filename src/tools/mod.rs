@@ -3,7 +3,8 @@
 //! A [`Tool`] has a name, a description, a JSON schema for its arguments and
 //! an `execute`. The [`ToolRegistry`] runs a call under the
 //! [`SecurityPolicy`]: the hourly action limit, a timeout, credential
-//! scrubbing and an output cap apply to every tool alike. Failures the model
+//! scrubbing, defused markup ([`crate::security::fence`]) and an output cap
+//! apply to every tool alike. Failures the model
 //! should hear about come back as error results, never as crashes.
 
 pub(crate) mod confined;
@@ -263,8 +264,11 @@ impl ToolRegistry {
                 ctx.timeout.as_secs()
             ))
         });
+        // Whatever a tool read (a file, a page, a calendar) is data: markup
+        // in it that would start a call if the model repeated it is defused.
+        let content = crate::security::fence::defuse(&ctx.scrubber.scrub(&result.content));
         ToolResult {
-            content: result::cap(&ctx.scrubber.scrub(&result.content), ctx.output_cap),
+            content: result::cap(&content, ctx.output_cap),
             is_error: result.is_error,
         }
     }

@@ -7,7 +7,9 @@
 //!   `<toolcall>` or `<tool-call>`, closed or cut off at the end;
 //! - `<invoke name="…"><parameter name="…">…</parameter></invoke>`;
 //! - `<function=name>{…}</function>` (or with `<parameter=…>` tags);
-//! - a fenced code block holding `{"name": …, "arguments": …}`;
+//! - a fenced code block holding `{"name": …, "arguments": …}`, only where
+//!   the protocol in use says so ([`Dialects::fenced_json`]): otherwise a
+//!   model quoting a JSON example (or a document holding one) would call it;
 //! - several calls in one reply, and arguments given as a JSON string.
 //!
 //! `<think>` blocks are removed (an unclosed one runs to the end) and kept as
@@ -27,8 +29,21 @@ const WRAPPERS: [&str; 4] = [
     "</tool_calls>",
 ];
 
-/// Splits a reply into text, reasoning, calls and malformed calls.
+/// Which call spellings beyond the tagged ones a protocol accepts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dialects {
+    /// A fenced code block whose JSON is a call object is a call.
+    pub fenced_json: bool,
+}
+
+/// Splits a reply into text, reasoning, calls and malformed calls, under
+/// hearth's XML protocol (fenced JSON is text).
 pub fn parse_reply(reply: &str) -> ParsedReply {
+    parse_reply_with(reply, Dialects::default())
+}
+
+/// As [`parse_reply`], accepting the spellings `dialects` adds.
+pub fn parse_reply_with(reply: &str, dialects: Dialects) -> ParsedReply {
     let (visible, reasoning) = strip_think(reply);
     let mut out = ParsedReply {
         reasoning,
@@ -36,7 +51,7 @@ pub fn parse_reply(reply: &str) -> ParsedReply {
     };
     let mut text = String::new();
     let mut rest = visible.as_str();
-    while let Some(found) = next_call(rest) {
+    while let Some(found) = next_call(rest, dialects) {
         text.push_str(&rest[..found.start]);
         match found.calls {
             Ok(calls) => {
@@ -97,8 +112,9 @@ struct Found {
     calls: Calls,
 }
 
-/// The first call in `s`, skipping fenced blocks that are not calls.
-fn next_call(s: &str) -> Option<Found> {
+/// The first call in `s`, skipping fenced blocks that are not calls (all
+/// of them, unless `dialects` takes fenced JSON).
+fn next_call(s: &str, dialects: Dialects) -> Option<Found> {
     let mut offset = 0;
     loop {
         let hay = &s[offset..];
@@ -106,7 +122,7 @@ fn next_call(s: &str) -> Option<Found> {
             CALL_OPENERS.iter().filter_map(|o| find_ci(hay, o)).min(),
             find_ci(hay, "<invoke"),
             find_ci(hay, "<function="),
-            hay.find("```"),
+            hay.find("```").filter(|_| dialects.fenced_json),
         ];
         let start = candidates.iter().flatten().min().copied()?;
         let at = &hay[start..];

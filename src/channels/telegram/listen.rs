@@ -150,6 +150,13 @@ impl TelegramChannel {
                 .await;
             return Ok(None);
         }
+        // A forwarded message is somebody else's words: fenced as data.
+        let text = match message.forward_origin() {
+            Some(_) if !text.is_empty() => {
+                crate::security::fence::fence("forwarded message", &text)
+            }
+            _ => text,
+        };
         let media = self.receive_media(message).await?;
         let content = match (media.is_empty(), text.is_empty()) {
             (true, true) => {

@@ -71,11 +71,17 @@ fn function_equals_form() {
 fn fenced_json_calls_and_plain_code_blocks() {
     let reply =
         "I'll list it.\n```json\n{\"name\": \"list_dir\", \"arguments\": {\"path\": \".\"}}\n```";
+    // hearth's protocol: a fenced example is text, never a call.
     let parsed = parse_reply(reply);
+    assert!(parsed.calls.is_empty(), "{parsed:?}");
+    assert!(parsed.text.contains("list_dir"));
+    // A protocol that says fenced JSON is a call.
+    let fenced = Dialects { fenced_json: true };
+    let parsed = parse_reply_with(reply, fenced);
     assert_eq!(parsed.calls[0].name, "list_dir");
     assert_eq!(parsed.text, "I'll list it.");
     let code = "Here is code:\n```json\n{\"a\": 1}\n```\nand more";
-    let parsed = parse_reply(code);
+    let parsed = parse_reply_with(code, fenced);
     assert!(parsed.calls.is_empty());
     assert!(parsed.text.contains("{\"a\": 1}"), "{}", parsed.text);
 }
