@@ -447,3 +447,52 @@ async fn half_sent_requests_are_closed_and_cannot_shut_out_a_client() {
     );
     daemon.stop().await;
 }
+
+#[tokio::test]
+async fn memories_saved_before_and_after_a_restart_all_remain() {
+    use hearth::memory::{MemoryStore, StoreMemory};
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("hearth.toml");
+    std::fs::write(
+        &path,
+        format!("[memory]\nenabled = true\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\n"),
+    )
+    .unwrap();
+    let said = [
+        "My locker code is 4711, please remember it",
+        "My bike lock code is 1234, please remember it",
+    ];
+    for text in said {
+        // A new daemon each time, as after a restart.
+        let cfg = Config::load_file(&path, &Environment::with_home(home.path())).unwrap();
+        let store = Arc::new(MemoryStore::open(&MemoryStore::path_in(&cfg.data_dir)).unwrap());
+        let memory = StoreMemory::new(store, cfg.memory.clone());
+        let channel = Arc::new(GatewayChannel::from_config(&cfg.gateway).unwrap());
+        let runtime = builder(cfg, local(SlowEcho::new("echo", Duration::from_millis(1))))
+            .memory(Arc::new(memory))
+            .channel(channel.clone())
+            .build()
+            .unwrap();
+        let daemon = Daemon::start(runtime, None);
+        let addr = channel.local_addr().await;
+        let (status, _) = post(
+            &format!("http://{addr}"),
+            Some(TOKEN),
+            json!({"text": text}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        daemon.stop().await;
+    }
+    let cfg = Config::load_file(&path, &Environment::with_home(home.path())).unwrap();
+    let store = MemoryStore::open(&MemoryStore::path_in(&cfg.data_dir)).unwrap();
+    let kept: Vec<String> = store
+        .list(None, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.content)
+        .collect();
+    for text in said {
+        assert!(kept.iter().any(|k| k == text), "{text} lost: {kept:?}");
+    }
+}
