@@ -1,7 +1,7 @@
 //! The tool-call parser against realistic outputs of local models, kept as
 //! fixtures in `tests/fixtures/tool_calls.json` (malformed ones included).
 
-use hearth::agent::dispatch::xml::parse_reply;
+use hearth::agent::dispatch::xml::{Dialects, parse_reply_with};
 use serde_json::Value;
 
 #[test]
@@ -15,7 +15,11 @@ fn fixtures_parse_as_expected() {
     assert!(fixtures.len() >= 20);
     for f in &fixtures {
         let name = f["name"].as_str().unwrap();
-        let parsed = parse_reply(f["output"].as_str().unwrap());
+        // Fenced JSON is a call only in fixtures for a protocol that says so.
+        let dialects = Dialects {
+            fenced_json: f["fenced_json"].as_bool().unwrap_or(false),
+        };
+        let parsed = parse_reply_with(f["output"].as_str().unwrap(), dialects);
         let calls: Vec<Value> = parsed
             .calls
             .iter()
