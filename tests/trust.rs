@@ -12,9 +12,7 @@ use std::sync::{Arc, Mutex};
 use hearth::channels::InMemoryChannel;
 use hearth::config::Environment;
 use hearth::memory::{Category, MemoryStore, StoreMemory};
-use hearth::providers::{
-    ChatRequest, ChatStream, FinishReason, Provider, Role, StreamEvent, Usage,
-};
+use hearth::providers::{ChatRequest, ChatStream, Provider, Role};
 use hearth::tools::ToolRegistry;
 use support::*;
 use tokio::sync::mpsc;
@@ -54,17 +52,7 @@ impl Provider for Parrot {
             format!("You wrote: {last}")
         };
         self.requests.lock().unwrap().push(request);
-        let (tx, rx) = mpsc::channel(4);
-        tokio::spawn(async move {
-            let _ = tx.send(StreamEvent::TextDelta(text)).await;
-            let _ = tx
-                .send(StreamEvent::Done {
-                    usage: Usage::default(),
-                    finish: FinishReason::Stop,
-                })
-                .await;
-        });
-        ChatStream::new(rx)
+        ChatStream::text(text)
     }
 }
 

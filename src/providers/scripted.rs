@@ -4,10 +4,9 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatRequest, ChatStream, FinishReason, Provider, ProviderError, StreamEvent, Usage};
+use super::{ChatRequest, ChatStream, Provider, ProviderError};
 
 /// Replies with the scripted texts in order and records every request.
 #[derive(Default)]
@@ -79,23 +78,12 @@ impl Provider for ScriptedProvider {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .pop_front();
-        let (tx, rx) = mpsc::channel(4);
-        let events = match next {
-            Some(Ok(text)) => vec![
-                StreamEvent::TextDelta(text),
-                StreamEvent::Done {
-                    usage: Usage::default(),
-                    finish: FinishReason::Stop,
-                },
-            ],
-            Some(Err(e)) => vec![StreamEvent::Error(e)],
-            None => vec![StreamEvent::Error(ProviderError::Failed(
+        match next {
+            Some(Ok(text)) => ChatStream::text(text),
+            Some(Err(e)) => ChatStream::failed(e),
+            None => ChatStream::failed(ProviderError::Failed(
                 "the script has no more replies".into(),
-            ))],
-        };
-        for event in events {
-            let _ = tx.try_send(event);
+            )),
         }
-        ChatStream::new(rx)
     }
 }

@@ -32,6 +32,17 @@ impl ChatStream {
         Self { rx }
     }
 
+    /// A whole reply of `text`, already finished.
+    pub fn text(text: impl Into<String>) -> Self {
+        let (tx, rx) = mpsc::channel(2);
+        let _ = tx.try_send(StreamEvent::TextDelta(text.into()));
+        let _ = tx.try_send(StreamEvent::Done {
+            usage: Usage::default(),
+            finish: FinishReason::Stop,
+        });
+        Self { rx }
+    }
+
     pub async fn next(&mut self) -> Option<StreamEvent> {
         self.rx.recv().await
     }
