@@ -232,3 +232,42 @@ async fn two_people_never_reach_each_others_files() {
     assert!(reply.contains("P1234567"), "{reply}");
     w.daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_a_job_started_runs_reading_tools_only() {
+    let mut w = world();
+    std::fs::create_dir_all(w.folder("ada")).unwrap();
+    std::fs::write(w.folder("ada").join("plan.txt"), "water the plants").unwrap();
+    let write = call(
+        "file_write",
+        serde_json::json!({"path": "job.txt", "content": "written by a job"}),
+    );
+    let read = call("file_read", serde_json::json!({"path": "plan.txt"}));
+    for (n, text) in [&write, &read].into_iter().enumerate() {
+        w.channel.inject(hearth::channels::ChannelMessage {
+            id: format!("job-{n}"),
+            sender: "ada".into(),
+            reply_target: "ada".into(),
+            content: text.clone(),
+            channel: "mem".into(),
+            timestamp: 0,
+            thread_ts: None,
+            interruption_scope_id: Some(format!("job-{n}")),
+            initiator: hearth::channels::Initiator::Schedule,
+        });
+        reports(&mut w.reports, 1).await;
+    }
+    let sent = texts(&w.channel, "ada");
+    assert!(
+        !w.folder("ada").join("job.txt").exists(),
+        "a job turn wrote"
+    );
+    assert!(
+        sent.iter().any(|t| t.contains("water the plants")),
+        "a job turn may read: {sent:?}"
+    );
+    // Positive control: the person's own turn writes.
+    w.say("ada", &write).await;
+    assert!(w.folder("ada").join("job.txt").exists());
+    w.daemon.stop().await;
+}
