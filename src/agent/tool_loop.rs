@@ -31,7 +31,10 @@ pub enum HookDecision {
     Refuse(String),
 }
 
-pub type BeforeToolCall = dyn Fn(&ParsedToolCall) -> HookDecision + Send + Sync;
+/// Decides, before a call runs, whether it may: it may ask the person and
+/// wait for their answer.
+pub type BeforeToolCall =
+    dyn Fn(&ParsedToolCall) -> crate::tools::BoxFuture<'static, HookDecision> + Send + Sync;
 
 pub struct LoopSettings {
     pub max_iterations: u32,
@@ -303,9 +306,12 @@ impl ToolLoop<'_> {
     }
 
     async fn execute(&self, call: &ParsedToolCall) -> ToolResultMessage {
-        let refused = match self.before_tool_call.map(|hook| hook(call)) {
-            Some(HookDecision::Refuse(why)) => Some(why),
-            _ => None,
+        let refused = match self.before_tool_call {
+            Some(hook) => match hook(call).await {
+                HookDecision::Refuse(why) => Some(why),
+                HookDecision::Run => None,
+            },
+            None => None,
         };
         let result = match refused {
             Some(why) => crate::tools::ToolResult::error(format!("not run: {why}")),

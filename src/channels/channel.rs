@@ -2,6 +2,7 @@
 
 use tokio::sync::mpsc;
 
+use super::approval::{Answer, ApprovalRequest};
 use super::{ChannelError, ChannelMessage, SendMessage};
 use crate::tools::BoxFuture;
 
@@ -58,6 +59,18 @@ pub trait Channel: Send + Sync {
     /// (the HTTP gateway) release them here.
     fn unanswered<'a>(&'a self, _message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
         Box::pin(async {})
+    }
+
+    /// Asks the person who started a turn, in their chat, whether a tool
+    /// call may run; `Ok(None)` when no answer came within the request's
+    /// timeout. The question is closed (buttons removed) however this
+    /// ends, being dropped included. Channels that cannot ask say
+    /// `Unsupported`, and the call does not run.
+    fn ask_approval<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<Option<Answer>, ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("asking for approval")) })
     }
 
     /// Whether the platform is reachable now.

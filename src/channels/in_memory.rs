@@ -4,14 +4,18 @@
 //! It records sends, reactions, typing and draft edits in one ordered log,
 //! can make `listen` fail a set number of times (to exercise the
 //! supervisor's backoff), and can refuse sends (to exercise delivery
-//! confirmation).
+//! confirmation). Approval questions are answered from a script (see
+//! [`InMemoryChannel::answer_approvals`]); with none it cannot ask, like a
+//! channel without a person at it.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
 
+use super::approval::{Answer, ApprovalRequest};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
 use crate::tools::BoxFuture;
 
@@ -25,6 +29,11 @@ pub enum ChannelEvent {
     DraftUpdated { id: String, text: String },
     DraftFinalized { id: String, text: String },
     DraftCancelled { id: String },
+    /// An approval question, and the scripted answer it got.
+    Asked {
+        request: ApprovalRequest,
+        answer: Option<Answer>,
+    },
 }
 
 pub struct InMemoryChannel {
@@ -40,6 +49,10 @@ pub struct InMemoryChannel {
     changed: Notify,
     next_draft: AtomicU32,
     next_id: AtomicU32,
+    /// Answers to the next approval questions, in order (`None`: no
+    /// answer in time), then `always`.
+    answers: Mutex<VecDeque<Option<Answer>>>,
+    always: Mutex<Option<Answer>>,
 }
 
 impl InMemoryChannel {
@@ -58,6 +71,8 @@ impl InMemoryChannel {
             changed: Notify::new(),
             next_draft: AtomicU32::new(1),
             next_id: AtomicU32::new(1),
+            answers: Mutex::default(),
+            always: Mutex::default(),
         }
     }
 
@@ -85,6 +100,29 @@ impl InMemoryChannel {
     /// Makes `send` fail from now on (or succeed again).
     pub fn refuse_sends(&self, refuse: bool) {
         self.refuse_sends.store(refuse, Ordering::SeqCst);
+    }
+
+    /// The answers the next approval questions get, in order (`None`: the
+    /// question times out).
+    pub fn answer_approvals(&self, answers: impl IntoIterator<Item = Option<Answer>>) {
+        lock(&self.answers).extend(answers);
+    }
+
+    /// Every question without a scripted answer gets `answer`.
+    pub fn always_answer(self, answer: Answer) -> Self {
+        *lock(&self.always) = Some(answer);
+        self
+    }
+
+    /// The approval questions asked so far.
+    pub fn asked(&self) -> Vec<ApprovalRequest> {
+        lock(&self.events)
+            .iter()
+            .filter_map(|e| match e {
+                ChannelEvent::Asked { request, .. } => Some(request.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Queues a message as if `sender` wrote `text` in a private chat.
@@ -210,6 +248,24 @@ impl Channel for InMemoryChannel {
 
     fn policy(&self) -> ChannelPolicy {
         self.policy
+    }
+
+    fn ask_approval<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<Option<Answer>, ChannelError>> {
+        Box::pin(async move {
+            let scripted = lock(&self.answers).pop_front();
+            let answer = match scripted.or_else(|| lock(&self.always).map(Some)) {
+                Some(answer) => answer,
+                None => return Err(ChannelError::Unsupported("asking for approval")),
+            };
+            self.record(ChannelEvent::Asked {
+                request: request.clone(),
+                answer,
+            });
+            Ok(answer)
+        })
     }
 
     fn start_typing<'a>(

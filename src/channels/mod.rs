@@ -5,6 +5,7 @@
 //! dispatcher's bus, and delivers [`SendMessage`]s back. Channels never call
 //! providers; the dispatcher and the pipeline sit between.
 
+pub mod approval;
 mod channel;
 pub mod cli;
 mod error;
@@ -13,6 +14,7 @@ pub mod in_memory;
 mod message;
 pub mod telegram;
 
+pub use approval::{Answer, ApprovalRequest};
 pub use channel::{Channel, ChannelPolicy};
 pub use cli::CliChannel;
 pub use error::ChannelError;

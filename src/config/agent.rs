@@ -41,7 +41,16 @@ pub struct AgentConfig {
     pub sandbox_memory_mb: u64,
     /// Processes a contained command may run at once.
     pub sandbox_max_processes: u32,
+    /// Tools whose calls the person who started the turn must allow first
+    /// (in `supervised` autonomy; `full` asks nothing).
+    pub approve: Vec<String>,
+    /// How long a question waits for its answer; no answer is Deny.
+    pub approval_timeout_secs: u64,
 }
+
+/// The tools asked about by default: those that write, execute or reach
+/// the network.
+pub const DEFAULT_APPROVE: &[&str] = &["shell", "file_write", "file_edit", "http_request"];
 
 impl AgentConfig {
     pub(super) fn from_raw(
@@ -111,6 +120,13 @@ impl AgentConfig {
             sandbox_network: a.sandbox_network.unwrap_or(false),
             sandbox_memory_mb: a.sandbox_memory_mb.unwrap_or(1024),
             sandbox_max_processes: a.sandbox_max_processes.unwrap_or(64),
+            approve: a
+                .approve
+                .unwrap_or_else(|| DEFAULT_APPROVE.iter().map(|t| t.to_string()).collect())
+                .into_iter()
+                .map(|t| t.trim().to_string())
+                .collect(),
+            approval_timeout_secs: a.approval_timeout_secs.unwrap_or(120),
         };
         if overlaps(&agent.workspace, data_dir) {
             return Err(ConfigError::invalid(
@@ -178,7 +194,28 @@ impl AgentConfig {
                 "must be between 1 and 50",
             ));
         }
+        if !(5..=3600).contains(&agent.approval_timeout_secs) {
+            return Err(ConfigError::invalid(
+                "agent.approval_timeout_secs",
+                "must be between 5 and 3600",
+            ));
+        }
+        if let Some(bad) = agent
+            .approve
+            .iter()
+            .find(|t| t.is_empty() || !t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(ConfigError::invalid(
+                "agent.approve",
+                format!("`{bad}` is not a tool name (letters, digits and '_', as `hearth tools list` names them)"),
+            ));
+        }
         Ok(agent)
+    }
+
+    /// Whether a call of `tool` waits for the person's answer.
+    pub fn asks_before(&self, tool: &str) -> bool {
+        self.autonomy != crate::security::Autonomy::Full && self.approve.iter().any(|t| t == tool)
     }
 
     /// The limits every contained command runs under.

@@ -113,4 +113,6 @@ pub struct RawAgent {
     pub sandbox_network: Option<bool>,
     pub sandbox_memory_mb: Option<u64>,
     pub sandbox_max_processes: Option<u32>,
+    pub approve: Option<Vec<String>>,
+    pub approval_timeout_secs: Option<u64>,
 }

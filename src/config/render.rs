@@ -57,7 +57,7 @@ impl Config {
         };
         let _ = writeln!(
             out,
-            "[agent]\nworkspace = {}\nshared_workspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\ntool_dispatcher = \"{dispatcher}\"\nparallel_tools = {}\nhttp_allowed_domains = [{}]\nhttp_max_bytes = {}\nsandbox = \"{}\"\nsandbox_network = {}\nsandbox_memory_mb = {}\nsandbox_max_processes = {}\n",
+            "[agent]\nworkspace = {}\nshared_workspace = {}\nautonomy = \"{autonomy}\"\nallowed_commands = [{}]\ntool_timeout_secs = {}\ntool_output_chars = {}\nmax_actions_per_hour = {}\nmax_tool_iterations = {}\ntool_dispatcher = \"{dispatcher}\"\nparallel_tools = {}\nhttp_allowed_domains = [{}]\nhttp_max_bytes = {}\nsandbox = \"{}\"\nsandbox_network = {}\nsandbox_memory_mb = {}\nsandbox_max_processes = {}\napprove = [{}]\napproval_timeout_secs = {}\n",
             quote(&a.workspace.display().to_string()),
             a.shared_workspace,
             commands.join(", "),
@@ -71,7 +71,13 @@ impl Config {
             a.sandbox.name(),
             a.sandbox_network,
             a.sandbox_memory_mb,
-            a.sandbox_max_processes
+            a.sandbox_max_processes,
+            a.approve
+                .iter()
+                .map(|t| quote(t))
+                .collect::<Vec<_>>()
+                .join(", "),
+            a.approval_timeout_secs
         );
         let g = &self.generation;
         let _ = writeln!(

@@ -2,10 +2,13 @@
 //!
 //! Turns are appended to a SQLite database under the data dir, keyed by a
 //! conversation key (for the CLI: `cli_<session name>`). Loading returns the
-//! most recent messages, oldest first.
+//! most recent messages, oldest first. The same file keeps the tools a
+//! person allowed for good in a chat ([`Grants`]).
 
+mod grants;
 mod store;
 
+pub use grants::{Grantee, Grants};
 pub use store::{HistoryError, HistoryStore};
 
 /// How many messages of a conversation are loaded back (DESIGN.md: 50).

@@ -1,10 +1,10 @@
 //! Runtime commands, answered without an LLM call: `/new`, `/model NAME`,
-//! `/models`, `/stop`, `/status`, `/help`.
+//! `/models`, `/stop`, `/status`, `/approvals reset`, `/help`.
 
 use super::Runtime;
 use crate::channels::ChannelMessage;
 
-pub const HELP: &str = "Commands:\n/new — start a new conversation\n/model NAME — answer with another model (/model default to go back)\n/models — list the models\n/stop — stop the reply being written\n/status — channels, load and the model in use\n/help — this list";
+pub const HELP: &str = "Commands:\n/new — start a new conversation\n/model NAME — answer with another model (/model default to go back)\n/models — list the models\n/stop — stop the reply being written\n/status — channels, load and the model in use\n/approvals reset — ask again before tools you allowed always in this chat\n/help — this list";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -13,6 +13,8 @@ pub enum Command {
     Models,
     Stop,
     Status,
+    /// Forget the chat's "always" answers.
+    ResetApprovals,
     Help,
 }
 
@@ -33,6 +35,7 @@ pub fn parse(content: &str) -> Option<Command> {
         "models" => Some(Command::Models),
         "stop" => Some(Command::Stop),
         "status" => Some(Command::Status),
+        "approvals" if argument.eq_ignore_ascii_case("reset") => Some(Command::ResetApprovals),
         "help" | "start" => Some(Command::Help),
         _ => None,
     }
@@ -108,6 +111,14 @@ impl Runtime {
                     message.channel
                 )
             }
+            Command::ResetApprovals => match self.approvals.reset(message) {
+                Ok(0) => "You had not allowed any tool for good in this chat.".to_string(),
+                Ok(n) => format!("I will ask again before each of the {n} tools you had allowed for good in this chat."),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot reset approvals");
+                    "I could not forget your approvals: the history store failed.".to_string()
+                }
+            },
             Command::Help => HELP.to_string(),
         }
     }
@@ -125,6 +136,11 @@ mod tests {
             Some(Command::Model("coder".into()))
         );
         assert_eq!(parse("/models"), Some(Command::Models));
+        assert_eq!(
+            parse("/approvals reset"),
+            Some(Command::ResetApprovals)
+        );
+        assert_eq!(parse("/approvals"), None);
         assert_eq!(parse("/STOP"), Some(Command::Stop));
         assert_eq!(parse("/etc/hosts is a file"), None);
         assert_eq!(parse("hello /new"), None);

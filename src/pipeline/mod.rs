@@ -16,6 +16,7 @@
 //! [`reload`] swaps in an edited config between messages; `turn` runs
 //! phases 3–9 in order.
 
+pub mod approvals;
 pub mod budget;
 pub mod commands;
 pub mod feedback;
@@ -62,6 +63,7 @@ pub struct Runtime {
     tools: Arc<ToolRegistry>,
     tool_context: ToolContext,
     hooks: Vec<Arc<dyn Hook>>,
+    approvals: Arc<approvals::Approvals>,
     /// `/model` choices by history key.
     chosen: Mutex<HashMap<String, String>>,
     status: Arc<StatusBoard>,
@@ -136,7 +138,9 @@ impl RuntimeBuilder {
 
     /// Opens the history store under the config's data dir.
     pub fn build(self) -> Result<Arc<Runtime>, RuntimeError> {
-        let store = HistoryStore::open(&HistoryStore::path_in(&self.config.data_dir))?;
+        let history = HistoryStore::path_in(&self.config.data_dir);
+        let store = HistoryStore::open(&history)?;
+        let approvals = Arc::new(approvals::Approvals::open(&history)?);
         let mut channels = BTreeMap::new();
         for channel in self.channels {
             let name = channel.name().to_string();
@@ -154,6 +158,7 @@ impl RuntimeBuilder {
             tools: self.tools,
             tool_context: self.tool_context,
             hooks: self.hooks,
+            approvals,
             chosen: Mutex::default(),
             status: Arc::new(StatusBoard::new()),
         }))

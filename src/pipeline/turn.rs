@@ -16,7 +16,7 @@ use crate::agent::dispatch;
 use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
 use crate::channels::{Channel, ChannelMessage, Initiator, SendMessage};
 use crate::providers::{ChatMessage, ProviderError, SamplingParams, ToolChoice};
-use crate::tools::ToolOrigin;
+use crate::tools::{BoxFuture, ToolOrigin};
 
 impl Runtime {
     /// Phases 3–9 for a message that is not a command.
@@ -98,9 +98,19 @@ impl Runtime {
             progress: progress_tx.clone(),
         };
         let notices = progress_tx;
-        let before_tool_call = move |call: &crate::agent::ParsedToolCall| {
-            let _ = notices.send(Progress::Tool(call.name.clone()));
-            HookDecision::Run
+        let (approvals, asking, turn) = (self.approvals.clone(), channel.clone(), message.clone());
+        let agent = Arc::new(config.agent.clone());
+        let before_tool_call = move |call: &crate::agent::ParsedToolCall| -> BoxFuture<'static, HookDecision> {
+            let (approvals, channel, message, agent) =
+                (approvals.clone(), asking.clone(), turn.clone(), agent.clone());
+            let (notices, call) = (notices.clone(), call.clone());
+            Box::pin(async move {
+                let decision = approvals.decide(&agent, &channel, &message, &call).await;
+                if matches!(decision, HookDecision::Run) {
+                    let _ = notices.send(Progress::Tool(call.name.clone()));
+                }
+                decision
+            })
         };
         let dispatcher = dispatch::choose(
             config.agent.tool_dispatcher,

@@ -2,15 +2,18 @@
 //!
 //! It speaks the real protocol (`/bot<token>/<method>`, JSON or multipart in,
 //! `{"ok":…}` out) for what hearth uses: getMe, getWebhookInfo, deleteWebhook,
-//! getUpdates (offset, long-poll timeout), sendMessage, editMessageText,
-//! deleteMessage, sendChatAction, setMessageReaction, sendPhoto, sendDocument,
-//! sendVoice, getFile and file downloads. It checks what Telegram checks
-//! (text length in UTF-16 units, HTML well-formedness, allowed reaction
-//! emoji, unchanged edits) and can misbehave on demand: a 429 with
+//! getUpdates (offset, long-poll timeout, `allowed_updates`), sendMessage
+//! (with inline keyboards), editMessageText, editMessageReplyMarkup,
+//! answerCallbackQuery, deleteMessage, sendChatAction, setMessageReaction,
+//! sendPhoto, sendDocument, sendVoice, getFile and file downloads. It checks
+//! what Telegram checks (text length in UTF-16 units, HTML well-formedness,
+//! allowed reaction emoji, unchanged edits, callback data of 1-64 bytes,
+//! callback queries answered once) and can misbehave on demand: a 429 with
 //! `retry_after` for the next K calls, a 502 "down" mode, refused entities.
 //!
-//! Tests inject user messages with [`FakeTelegram::inject`] and read what the
-//! bot did, in order, with [`FakeTelegram::calls`].
+//! Tests inject user messages with [`FakeTelegram::inject`], press inline
+//! buttons with [`FakeTelegram::press`], and read what the bot did, in
+//! order, with [`FakeTelegram::calls`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -101,6 +104,8 @@ impl Incoming {
 struct Stored {
     text: String,
     parse_mode: Option<String>,
+    /// The inline keyboard, as sent (`{"inline_keyboard": [[button…]…]}`).
+    markup: Option<Value>,
 }
 
 #[derive(Debug, Clone)]
@@ -128,6 +133,11 @@ struct Inner {
     reject_entities: bool,
     /// The highest offset a getUpdates asked for.
     confirmed: i64,
+    /// The update kinds the last getUpdates asked for (`None`: the default).
+    allowed_updates: Option<Vec<String>>,
+    /// Callback queries delivered and not yet answered.
+    open_queries: Vec<String>,
+    next_query: i64,
 }
 
 struct Shared {
@@ -288,6 +298,60 @@ impl FakeTelegram {
             .messages
             .get(&(chat_id, message_id))
             .map(|m| shown_text(&m.text, m.parse_mode.as_deref()))
+    }
+
+    /// The labels of the inline buttons a bot message shows now.
+    pub fn keyboard(&self, chat_id: i64, message_id: i64) -> Vec<String> {
+        let s = self.shared.lock();
+        let Some(markup) = s.messages.get(&(chat_id, message_id)).and_then(|m| m.markup.clone()) else {
+            return Vec::new();
+        };
+        server::buttons(&markup)
+            .into_iter()
+            .map(|(label, _)| label)
+            .collect()
+    }
+
+    /// `user_id` presses the button labelled `label` under a bot message, as
+    /// Telegram reports it: a `callback_query` update carrying the message
+    /// and the button's data. Fails when no such button is shown.
+    pub fn press(&self, user_id: i64, chat_id: i64, message_id: i64, label: &str) -> Result<i64, String> {
+        let mut s = self.shared.lock();
+        let stored = s
+            .messages
+            .get(&(chat_id, message_id))
+            .cloned()
+            .ok_or_else(|| format!("no message {message_id} in chat {chat_id}"))?;
+        let markup = stored.markup.clone().unwrap_or(Value::Null);
+        let data = server::buttons(&markup)
+            .into_iter()
+            .find(|(l, _)| l == label)
+            .map(|(_, data)| data)
+            .ok_or_else(|| format!("message {message_id} shows no button `{label}`"))?;
+        s.next_query += 1;
+        let query_id = format!("{}", 4_400_000_000_000_000_000i64 + s.next_query);
+        let mut message = server::message_json(
+            chat_id,
+            message_id,
+            None,
+            json!({"text": shown_text(&stored.text, stored.parse_mode.as_deref())}),
+        );
+        message["reply_markup"] = markup;
+        let update_id = s.next_update_id;
+        s.next_update_id += 1;
+        s.updates.push(json!({
+            "update_id": update_id,
+            "callback_query": {
+                "id": query_id,
+                "from": {"id": user_id, "is_bot": false, "first_name": "User"},
+                "message": message,
+                "chat_instance": format!("-{}", chat_id.unsigned_abs()),
+                "data": data,
+            }
+        }));
+        drop(s);
+        self.shared.news.notify_waiters();
+        Ok(update_id)
     }
 
     /// The user deletes a message of the bot's (edits of it fail from now on).

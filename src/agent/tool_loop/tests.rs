@@ -172,12 +172,15 @@ fn a_hook_can_refuse_a_call() {
         "<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"x\", \"content\": \"y\"}}</tool_call>",
         "ok",
     ]);
-    let hook = |call: &ParsedToolCall| {
-        if call.name == "file_write" {
-            HookDecision::Refuse("writes need approval".into())
-        } else {
-            HookDecision::Run
-        }
+    let hook = |call: &ParsedToolCall| -> crate::tools::BoxFuture<'static, HookDecision> {
+        let write = call.name == "file_write";
+        Box::pin(async move {
+            if write {
+                HookDecision::Refuse("writes need approval".into())
+            } else {
+                HookDecision::Run
+            }
+        })
     };
     let outcome = run(&provider, &dir, 10, Some(&hook));
     assert_eq!(outcome.text, "ok");

@@ -1,5 +1,6 @@
 //! The gateway's HTTP side: routes, the token check, and one request's wait
-//! for its reply.
+//! for its reply or an approval question, and the follow-up request that
+//! answers the question.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +15,8 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use super::{Event, Parked, Shared};
+use crate::channels::approval::{Answer, Delivered};
 use super::connections::{self, ConnectionHandle};
 use crate::channels::{ChannelError, ChannelMessage};
 
@@ -27,6 +29,15 @@ const NAME_LIMIT: usize = 64;
 #[serde(deny_unknown_fields)]
 struct MessageRequest {
     text: String,
+    #[serde(default)]
+    chat: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalAnswer {
+    id: String,
+    answer: String,
     #[serde(default)]
     chat: Option<String>,
 }
@@ -62,6 +73,7 @@ pub(super) async fn serve(
     let (max, timeout) = (shared.max_connections, shared.request_timeout);
     let app = axum::Router::new()
         .route("/v1/message", post(message))
+        .route("/v1/approval", post(approval))
         .route("/health", get(health))
         .with_state(App { shared, bus, local });
     connections::serve(listener, app, max, timeout, stop).await;
@@ -105,16 +117,70 @@ fn name(given: Option<String>, default: &str, key: &str) -> Result<String, Strin
     }
 }
 
-/// Removes a request's waiter however its handler ends (a client that
-/// hangs up included).
+/// Removes a message's waiter however its request's handler ends (a
+/// client that hangs up included), unless the message waits for an
+/// answer to a question.
 struct Pending<'a> {
     shared: &'a Shared,
     id: String,
+    parked: bool,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        self.shared.forget(&self.id);
+        if !self.parked {
+            self.shared.forget(&self.id);
+        }
+    }
+}
+
+/// What the client of message `id` in `chat` gets: the reply, or a
+/// question (the message then waits for `POST /v1/approval`).
+async fn outcome(
+    app: &App,
+    chat: String,
+    id: String,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+) -> Response {
+    let mut pending = Pending {
+        shared: &app.shared,
+        id: id.clone(),
+        parked: false,
+    };
+    let wait = app.shared.reply_timeout;
+    match tokio::time::timeout(wait, events.recv()).await {
+        Ok(Some(Event::Reply(text))) => {
+            axum::Json(json!({ "reply": text, "chat": chat })).into_response()
+        }
+        Ok(Some(Event::Question(q))) => {
+            let body = json!({
+                "approval": {
+                    "id": q.id,
+                    "tool": q.tool,
+                    "arguments": q.arguments,
+                    "expires_in_secs": q.timeout.as_secs(),
+                },
+                "chat": chat,
+            });
+            pending.parked = true;
+            app.shared.parked().insert(
+                q.id,
+                Parked {
+                    chat,
+                    message_id: id,
+                    events,
+                },
+            );
+            axum::Json(body).into_response()
+        }
+        Ok(None) => error(StatusCode::BAD_GATEWAY, "the message ended without a reply"),
+        Err(_) => error(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "no reply within {} s (`[channels.gateway] reply_timeout_secs`)",
+                wait.as_secs()
+            ),
+        ),
     }
 }
 
@@ -185,24 +251,79 @@ async fn message(
         Ok(c) => c,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    let (message, reply) = app.shared.admit(&chat, text);
-    let _pending = Pending {
-        shared: &app.shared,
-        id: message.id.clone(),
-    };
+    let (message, events) = app.shared.admit(&chat, text);
+    let id = message.id.clone();
     if app.bus.send(message).await.is_err() {
+        app.shared.forget(&id);
         return error(StatusCode::SERVICE_UNAVAILABLE, "hearth is shutting down");
     }
-    let wait = app.shared.reply_timeout;
-    match tokio::time::timeout(wait, reply).await {
-        Ok(Ok(text)) => axum::Json(json!({ "reply": text, "chat": chat })).into_response(),
-        Ok(Err(_)) => error(StatusCode::BAD_GATEWAY, "the message ended without a reply"),
-        Err(_) => error(
-            StatusCode::GATEWAY_TIMEOUT,
-            format!(
-                "no reply within {} s (`[channels.gateway] reply_timeout_secs`)",
-                wait.as_secs()
-            ),
-        ),
+    outcome(&app, chat, id, events).await
+}
+
+/// The answer to an approval question; responds as the question's message
+/// would have.
+async fn approval(
+    State(app): State<App>,
+    Extension(connection): Extension<ConnectionHandle>,
+    method: Method,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Some(refusal) = refused(&app, &method, &headers) {
+        return refusal;
+    }
+    let body = match read_body(&app, &headers, body).await {
+        Ok(b) => b,
+        Err(response) => return response,
+    };
+    connection.0.request_read();
+    let request: ApprovalAnswer = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the body is not the expected JSON ({e}); send {{\"id\": \"...\", \"chat\": \"...\", \"answer\": \"once\" | \"always\" | \"deny\"}}"
+                ),
+            );
+        }
+    };
+    let Some(answer) = Answer::parse(request.answer.trim()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "`answer` must be \"once\", \"always\" or \"deny\"",
+        );
+    };
+    let chat = match name(request.chat, "default", "chat") {
+        Ok(c) => c,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    let closed = || {
+        error(
+            StatusCode::NOT_FOUND,
+            "no open question with this id in this chat: it was answered, expired, or never asked",
+        )
+    };
+    let parked = {
+        let mut all = app.shared.parked();
+        match all.remove(&request.id) {
+            Some(p) if p.chat == chat => p,
+            Some(p) => {
+                all.insert(request.id.clone(), p);
+                return closed();
+            }
+            None => return closed(),
+        }
+    };
+    match app
+        .shared
+        .questions
+        .answer(&request.id, app.shared.sender(), answer)
+    {
+        Delivered::Taken => outcome(&app, parked.chat, parked.message_id, parked.events).await,
+        Delivered::Expired | Delivered::NotYours => {
+            app.shared.forget(&parked.message_id);
+            closed()
+        }
     }
 }

@@ -7,6 +7,13 @@
 //! per chat (and sender), so a chat has history like a Telegram chat.
 //! A request whose message ends without a reply (`/stop`, a hook,
 //! shutdown) gets `(stopped)`. `GET /health` says whether the daemon is up.
+//!
+//! When a tool call needs the person's approval, the request answers
+//! `{"approval": {"id", "tool", "arguments", "expires_in_secs"}, "chat"}`
+//! instead, and the client answers with `POST /v1/approval` and
+//! `{"id": "...", "chat": "...", "answer": "once" | "always" | "deny"}`,
+//! whose response is the reply (or the next question), as the first
+//! request's would have been. No answer in time is Deny.
 //! [`guard`] checks every request before its body is read (host, origin,
 //! token, content type); [`connections`] keeps slow clients from holding
 //! every connection.
@@ -25,17 +32,32 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
+use super::approval::{Answer, ApprovalRequest, Questions};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
 use crate::config::GatewayConfig;
 use crate::tools::BoxFuture;
 
 pub const NAME: &str = "gateway";
 
-/// A request waiting for its reply.
+/// What the request behind a message hears about it.
+enum Event {
+    Reply(String),
+    Question(ApprovalRequest),
+}
+
+/// A message whose client waits for what happens to it.
 struct Waiter {
-    reply: oneshot::Sender<String>,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+/// A message waiting for the client's answer to `question`; the request
+/// that answers it takes over `events`.
+struct Parked {
+    chat: String,
+    message_id: String,
+    events: mpsc::UnboundedReceiver<Event>,
 }
 
 /// What the channel and its HTTP handlers share.
@@ -46,6 +68,9 @@ struct Shared {
     max_connections: usize,
     /// By message id.
     waiting: Mutex<HashMap<String, Waiter>>,
+    /// By question id.
+    parked: Mutex<HashMap<String, Parked>>,
+    questions: Questions,
     /// The address listened on, once bound.
     bound: watch::Sender<Option<SocketAddr>>,
 }
@@ -55,20 +80,32 @@ impl Shared {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A new message from a request, and the receiver of its reply.
-    fn admit(&self, chat: &str, text: &str) -> (ChannelMessage, oneshot::Receiver<String>) {
-        // Unique across restarts: memories are saved under message ids.
-        let id = format!("gw-{}", uuid::Uuid::new_v4().simple());
-        let sender = if self.guard.token().is_some() {
+    fn parked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
+        self.parked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Who every request is: the token holder, or loopback without one.
+    fn sender(&self) -> &'static str {
+        if self.guard.token().is_some() {
             "token"
         } else {
             "loopback"
-        };
-        let (reply, rx) = oneshot::channel();
-        self.waiting().insert(id.clone(), Waiter { reply });
+        }
+    }
+
+    /// A new message from a request, and what its request will hear.
+    fn admit(
+        &self,
+        chat: &str,
+        text: &str,
+    ) -> (ChannelMessage, mpsc::UnboundedReceiver<Event>) {
+        // Unique across restarts: memories are saved under message ids.
+        let id = format!("gw-{}", uuid::Uuid::new_v4().simple());
+        let (events, rx) = mpsc::unbounded_channel();
+        self.waiting().insert(id.clone(), Waiter { events });
         let message = ChannelMessage {
             id,
-            sender: sender.to_string(),
+            sender: self.sender().to_string(),
             reply_target: chat.to_string(),
             content: text.to_string(),
             channel: NAME.to_string(),
@@ -82,6 +119,13 @@ impl Shared {
 
     fn forget(&self, id: &str) {
         self.waiting().remove(id);
+    }
+
+    /// Tells the client of `message_id` about `event`; false when nobody waits.
+    fn tell(&self, message_id: &str, event: Event) -> bool {
+        self.waiting()
+            .get(message_id)
+            .is_some_and(|w| w.events.send(event).is_ok())
     }
 }
 
@@ -101,6 +145,8 @@ impl GatewayChannel {
                 request_timeout: Duration::from_secs(config.request_timeout_secs),
                 max_connections: config.max_connections,
                 waiting: Mutex::default(),
+                parked: Mutex::default(),
+                questions: Questions::default(),
                 bound: watch::Sender::new(None),
             }),
         })
@@ -132,9 +178,12 @@ impl Channel for GatewayChannel {
                 .as_deref()
                 .and_then(|id| self.shared.waiting().remove(id));
             match waiter {
-                Some(w) => w.reply.send(message.content.clone()).map_err(|_| {
-                    ChannelError::Rejected("the client stopped waiting for this reply".into())
-                }),
+                Some(w) => w
+                    .events
+                    .send(Event::Reply(message.content.clone()))
+                    .map_err(|_| {
+                        ChannelError::Rejected("the client stopped waiting for this reply".into())
+                    }),
                 None => Err(ChannelError::Rejected(format!(
                     "no request is waiting in chat `{}`; the gateway only answers requests",
                     message.recipient
@@ -150,8 +199,35 @@ impl Channel for GatewayChannel {
     fn unanswered<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             if let Some(w) = self.shared.waiting().remove(&message.id) {
-                let _ = w.reply.send("(stopped)".to_string());
+                let _ = w.events.send(Event::Reply("(stopped)".to_string()));
             }
+            self.shared
+                .parked()
+                .retain(|_, p| p.message_id != message.id);
+        })
+    }
+
+    fn ask_approval<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<Option<Answer>, ChannelError>> {
+        Box::pin(async move {
+            let ticket = self.shared.questions.ask(request);
+            if !self
+                .shared
+                .tell(&request.message_id, Event::Question(request.clone()))
+            {
+                return Err(ChannelError::Rejected(
+                    "the client stopped waiting for this message".into(),
+                ));
+            }
+            let answer = ticket.wait().await;
+            if answer.is_none() {
+                // Unanswered: nobody will collect what follows.
+                self.shared.parked().remove(&request.id);
+                self.shared.forget(&request.message_id);
+            }
+            Ok(answer)
         })
     }
 

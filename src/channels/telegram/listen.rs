@@ -1,5 +1,6 @@
 //! Long polling: `getUpdates` with a persisted offset, updates turned into
-//! [`ChannelMessage`]s, strangers refused.
+//! [`ChannelMessage`]s, strangers refused; button presses answer
+//! approval questions.
 //!
 //! Each update is acknowledged (the offset raised and saved) only after it
 //! was pushed onto the bus or deliberately dropped, so a crash or a network
@@ -61,7 +62,7 @@ impl TelegramChannel {
                 .get_updates()
                 .offset(offset.next().clamp(0, i32::MAX as i64) as i32)
                 .timeout(timeout)
-                .allowed_updates([AllowedUpdate::Message]);
+                .allowed_updates([AllowedUpdate::Message, AllowedUpdate::CallbackQuery]);
             let updates = match request.into_future().await {
                 Ok(updates) => updates,
                 Err(RequestError::RetryAfter(wait)) => {
@@ -95,6 +96,10 @@ impl TelegramChannel {
     ) -> Result<Handled, ChannelError> {
         let message = match update.kind {
             UpdateKind::Message(m) => m,
+            UpdateKind::CallbackQuery(query) => {
+                self.on_button(query).await;
+                return Ok(Handled::Done);
+            }
             other => {
                 tracing::debug!(
                     update = update.id.0,

@@ -6,10 +6,13 @@
 //! - [`outbound`]: replies split at 4,096 UTF-16 units, HTML with a plain-text
 //!   fallback, media markers sent as files, 429s waited out.
 //! - [`drafts`]: a streaming reply edited in place, throttled.
+//! - [`approvals`]: may a tool call run? Inline buttons, answered by the
+//!   person who asked.
 //!
 //! Tests run it against a fake Bot API server (`tests/support/telegram_fake.rs`).
 
 mod allowlist;
+mod approvals;
 mod drafts;
 mod error;
 mod format;
@@ -54,6 +57,8 @@ pub struct TelegramChannel {
     /// Strangers already told they are not allowed (one refusal each per run).
     refused: Mutex<HashSet<u64>>,
     drafts: drafts::Drafts,
+    /// Approval questions waiting for a button.
+    questions: crate::channels::approval::Questions,
 }
 
 impl TelegramChannel {
@@ -86,6 +91,7 @@ impl TelegramChannel {
             offset: tokio::sync::Mutex::new(offset),
             refused: Mutex::new(HashSet::new()),
             drafts: drafts::Drafts::default(),
+            questions: Default::default(),
         })
     }
 
@@ -158,6 +164,13 @@ impl Channel for TelegramChannel {
             show_tool_calls: self.settings.show_tool_calls,
             stream_drafts: self.settings.stream_mode == StreamMode::Partial,
         }
+    }
+
+    fn ask_approval<'a>(
+        &'a self,
+        request: &'a crate::channels::ApprovalRequest,
+    ) -> BoxFuture<'a, Result<Option<crate::channels::Answer>, ChannelError>> {
+        Box::pin(self.ask(request))
     }
 
     fn health_check(&self) -> BoxFuture<'_, bool> {

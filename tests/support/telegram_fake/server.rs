@@ -93,6 +93,8 @@ const METHODS: &[&str] = &[
     "getUpdates",
     "sendMessage",
     "editMessageText",
+    "editMessageReplyMarkup",
+    "answerCallbackQuery",
     "deleteMessage",
     "sendChatAction",
     "setMessageReaction",
@@ -180,19 +182,33 @@ async fn answer(
         }
         "getWebhookInfo" => ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})),
         "deleteWebhook" => ok(json!(true)),
-        "getUpdates" => get_updates(shared, int("offset").unwrap_or(0), int("timeout").unwrap_or(0)).await,
+        "getUpdates" => {
+            if let Some(kinds) = p.get("allowed_updates").and_then(Value::as_array) {
+                shared.lock().allowed_updates =
+                    Some(kinds.iter().filter_map(Value::as_str).map(str::to_string).collect());
+            }
+            get_updates(shared, int("offset").unwrap_or(0), int("timeout").unwrap_or(0)).await
+        }
         "sendMessage" => {
             let text = p.get("text").and_then(Value::as_str).unwrap_or("").to_string();
             let mode = p.get("parse_mode").and_then(Value::as_str).map(str::to_string);
             if let Err(e) = check_text(shared, &text, mode.as_deref()) {
                 return bad_request(&e);
             }
+            let markup = p.get("reply_markup").cloned();
+            if let Some(e) = markup.as_ref().and_then(check_markup) {
+                return bad_request(&e);
+            }
             let mut s = shared.lock();
             let id = s.next_message_id;
             s.next_message_id += 1;
             let shown = shown_text(&text, mode.as_deref());
-            s.messages.insert((chat_id, id), Stored { text, parse_mode: mode });
-            ok(message_json(chat_id, id, int("message_thread_id"), json!({"text": shown})))
+            s.messages.insert((chat_id, id), Stored { text, parse_mode: mode, markup: markup.clone() });
+            let mut m = message_json(chat_id, id, int("message_thread_id"), json!({"text": shown}));
+            if let Some(markup) = markup {
+                m["reply_markup"] = markup;
+            }
+            ok(m)
         }
         "editMessageText" => {
             let id = int("message_id").unwrap_or(0);
@@ -205,14 +221,44 @@ async fn answer(
             let Some(stored) = s.messages.get_mut(&(chat_id, id)) else {
                 return bad_request("Bad Request: message to edit not found");
             };
-            if stored.text == text && stored.parse_mode == mode {
-                return bad_request(
-                    "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
-                );
+            // An edit without `reply_markup` removes an inline keyboard.
+            let markup = p.get("reply_markup").cloned();
+            if stored.text == text && stored.parse_mode == mode && stored.markup == markup {
+                return bad_request(NOT_MODIFIED);
             }
             let shown = shown_text(&text, mode.as_deref());
-            *stored = Stored { text, parse_mode: mode };
+            *stored = Stored { text, parse_mode: mode, markup };
             ok(message_json(chat_id, id, None, json!({"text": shown, "edit_date": 1_700_000_100})))
+        }
+        "editMessageReplyMarkup" => {
+            let id = int("message_id").unwrap_or(0);
+            let markup = p.get("reply_markup").cloned();
+            if let Some(e) = markup.as_ref().and_then(check_markup) {
+                return bad_request(&e);
+            }
+            let mut s = shared.lock();
+            let Some(stored) = s.messages.get_mut(&(chat_id, id)) else {
+                return bad_request("Bad Request: message to edit not found");
+            };
+            if stored.markup == markup {
+                return bad_request(NOT_MODIFIED);
+            }
+            stored.markup = markup;
+            let shown = shown_text(&stored.text, stored.parse_mode.as_deref());
+            ok(message_json(chat_id, id, None, json!({"text": shown})))
+        }
+        "answerCallbackQuery" => {
+            let id = p.get("callback_query_id").and_then(Value::as_str).unwrap_or("").to_string();
+            let mut s = shared.lock();
+            match s.open_queries.iter().position(|q| *q == id) {
+                Some(i) => {
+                    s.open_queries.remove(i);
+                    ok(json!(true))
+                }
+                None => bad_request(
+                    "Bad Request: query is too old and response timeout expired or query ID is invalid",
+                ),
+            }
         }
         "deleteMessage" => {
             let id = int("message_id").unwrap_or(0);
@@ -316,8 +362,32 @@ async fn get_updates(shared: &Arc<Shared>, offset: i64, timeout: i64) -> Respons
                     .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
                 s.confirmed = s.confirmed.max(offset);
             }
+            // Telegram drops updates of kinds the bot did not ask for
+            // (by default: all but chat_member and reactions).
+            let allowed = s.allowed_updates.clone();
+            let wanted = |u: &Value| {
+                let kind = u
+                    .as_object()
+                    .and_then(|o| o.keys().find(|k| *k != "update_id").cloned())
+                    .unwrap_or_default();
+                match &allowed {
+                    Some(kinds) if !kinds.is_empty() => kinds.contains(&kind),
+                    _ => !matches!(
+                        kind.as_str(),
+                        "chat_member" | "message_reaction" | "message_reaction_count"
+                    ),
+                }
+            };
+            s.updates.retain(|u| wanted(u));
             if !s.updates.is_empty() {
                 let batch: Vec<Value> = s.updates.iter().take(100).cloned().collect();
+                for update in &batch {
+                    if let Some(id) = update["callback_query"]["id"].as_str() {
+                        if !s.open_queries.iter().any(|q| q == id) {
+                            s.open_queries.push(id.to_string());
+                        }
+                    }
+                }
                 return ok(Value::Array(batch));
             }
         }
@@ -327,7 +397,42 @@ async fn get_updates(shared: &Arc<Shared>, offset: i64, timeout: i64) -> Respons
     }
 }
 
-fn message_json(chat_id: i64, id: i64, thread: Option<i64>, content: Value) -> Value {
+const NOT_MODIFIED: &str = "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
+
+/// Each inline button as (label, callback data).
+pub(super) fn buttons(markup: &Value) -> Vec<(String, String)> {
+    markup["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .map(|b| {
+            (
+                b["text"].as_str().unwrap_or_default().to_string(),
+                b["callback_data"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// What Telegram refuses in an inline keyboard.
+fn check_markup(markup: &Value) -> Option<String> {
+    if markup["inline_keyboard"].as_array().is_none() {
+        return None;
+    }
+    buttons(markup).into_iter().find_map(|(label, data)| {
+        if label.is_empty() {
+            Some("Bad Request: text buttons are unallowed in the inline keyboard".into())
+        } else if data.is_empty() || data.len() > 64 {
+            Some("Bad Request: BUTTON_DATA_INVALID".into())
+        } else {
+            None
+        }
+    })
+}
+
+pub(super) fn message_json(chat_id: i64, id: i64, thread: Option<i64>, content: Value) -> Value {
     let chat = if chat_id < 0 {
         json!({"id": chat_id, "type": "supergroup", "title": "Group"})
     } else {
