@@ -549,7 +549,8 @@ async fn typing_drafts_tool_notices_and_reactions() {
                 interrupt_on_new_message: true,
                 show_tool_calls: true,
                 stream_drafts: true,
-            }),
+            })
+            .always_answer(hearth::channels::Answer::Once),
     );
     let cfg = config(home.path());
     let workspace = cfg.agent.workspace.clone();
@@ -565,8 +566,12 @@ async fn typing_drafts_tool_notices_and_reactions() {
     let eyes =
         pos(&|e| matches!(e, ChannelEvent::Reaction { emoji, .. } if emoji == "👀")).unwrap();
     let typing = pos(&|e| matches!(e, ChannelEvent::Typing { .. })).unwrap();
+    let asked =
+        pos(&|e| matches!(e, ChannelEvent::Asked { request, .. } if request.tool == "file_write"))
+            .unwrap();
     let notice =
         pos(&|e| matches!(e, ChannelEvent::Sent(s) if s.content == "🔧 file_write…")).unwrap();
+    assert!(asked < notice, "the notice follows the approval");
     let finalized =
         pos(&|e| matches!(e, ChannelEvent::DraftFinalized { text, .. } if text == "Saved n.txt."))
             .unwrap();

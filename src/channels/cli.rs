@@ -5,6 +5,11 @@
 //! Messages queue rather than interrupt each other (piped input is read
 //! faster than it is answered); Ctrl-C sends `/stop`. `/quit`, `/help` and
 //! unknown `/words` are answered here, without the pipeline.
+//!
+//! A tool call that needs approval asks at the prompt: `y` allows it once,
+//! `a` always in this session, anything else denies it. The next line
+//! typed is the answer. Without a terminal (piped input) nobody can
+//! answer, so such calls do not run.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -14,6 +19,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::approval::{Answer, ApprovalRequest, Questions};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
 use crate::tools::BoxFuture;
 
@@ -36,6 +42,11 @@ pub struct CliChannel {
     caught_up: tokio::sync::Notify,
     ended: CancellationToken,
     bus: Mutex<Option<mpsc::Sender<ChannelMessage>>>,
+    questions: Questions,
+    /// The question the next line answers.
+    open_question: Mutex<Option<String>>,
+    /// One question at a time.
+    asking: tokio::sync::Mutex<()>,
 }
 
 impl CliChannel {
@@ -50,6 +61,9 @@ impl CliChannel {
             caught_up: tokio::sync::Notify::new(),
             ended: CancellationToken::new(),
             bus: Mutex::default(),
+            questions: Questions::default(),
+            open_question: Mutex::default(),
+            asking: tokio::sync::Mutex::default(),
         }
     }
 
@@ -107,6 +121,25 @@ impl CliChannel {
         }
     }
 
+    /// Hands `line` to the open question, if there is one.
+    fn answers_question(&self, line: &str) -> bool {
+        let Some(id) = self
+            .open_question
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return false;
+        };
+        let answer = match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => Answer::Once,
+            "a" | "always" => Answer::Always,
+            _ => Answer::Deny,
+        };
+        self.questions.answer(&id, SENDER, answer);
+        true
+    }
+
     fn print(&self, text: &str) {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
@@ -160,6 +193,9 @@ impl Channel for CliChannel {
                     Ok(None) => break,
                     Err(e) => return Err(ChannelError::Other(format!("cannot read stdin: {e}"))),
                 };
+                if self.answers_question(&line) {
+                    continue;
+                }
                 let text = line.trim();
                 if matches!(text, "/quit" | "/exit") {
                     break;
@@ -222,6 +258,43 @@ impl Channel for CliChannel {
         true
     }
 
+    fn ask_approval<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<Option<Answer>, ChannelError>> {
+        Box::pin(async move {
+            if !self.interactive {
+                return Err(ChannelError::Unsupported(
+                    "asking for approval without a terminal",
+                ));
+            }
+            let _one = self.asking.lock().await;
+            let ticket = self.questions.ask(request);
+            let _open = OpenQuestion::new(&self.open_question, &request.id);
+            let fresh_line = if self.drafting.load(Ordering::SeqCst) {
+                "\n"
+            } else {
+                ""
+            };
+            self.print(&format!(
+                "{fresh_line}🔐 {} [y = once, a = always in this session, N = no] ",
+                request.question()
+            ));
+            let answer = ticket.wait().await;
+            let verdict = match answer {
+                Some(a) => a.verdict().to_string(),
+                None => format!("no answer within {} s: not run", request.timeout.as_secs()),
+            };
+            self.print(&format!("→ {verdict}\n"));
+            // The verdict ended the line: the draft's next text is printed whole.
+            self.printed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+            Ok(answer)
+        })
+    }
+
     fn send_draft<'a>(
         &'a self,
         message: &'a SendMessage,
@@ -276,5 +349,24 @@ impl Channel for CliChannel {
             }
             Ok(())
         })
+    }
+}
+
+/// Marks a question as the one the next line answers, until dropped (the
+/// answer came, the time ran out, or the reply was stopped).
+struct OpenQuestion<'a> {
+    slot: &'a Mutex<Option<String>>,
+}
+
+impl<'a> OpenQuestion<'a> {
+    fn new(slot: &'a Mutex<Option<String>>, id: &str) -> Self {
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_string());
+        Self { slot }
+    }
+}
+
+impl Drop for OpenQuestion<'_> {
+    fn drop(&mut self) {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }

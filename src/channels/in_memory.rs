@@ -23,12 +23,28 @@ use crate::tools::BoxFuture;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChannelEvent {
     Sent(SendMessage),
-    Reaction { message_id: String, emoji: String },
-    Typing { recipient: String },
-    DraftStarted { id: String, text: String },
-    DraftUpdated { id: String, text: String },
-    DraftFinalized { id: String, text: String },
-    DraftCancelled { id: String },
+    Reaction {
+        message_id: String,
+        emoji: String,
+    },
+    Typing {
+        recipient: String,
+    },
+    DraftStarted {
+        id: String,
+        text: String,
+    },
+    DraftUpdated {
+        id: String,
+        text: String,
+    },
+    DraftFinalized {
+        id: String,
+        text: String,
+    },
+    DraftCancelled {
+        id: String,
+    },
     /// An approval question, and the scripted answer it got.
     Asked {
         request: ApprovalRequest,

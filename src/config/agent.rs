@@ -207,7 +207,9 @@ impl AgentConfig {
         {
             return Err(ConfigError::invalid(
                 "agent.approve",
-                format!("`{bad}` is not a tool name (letters, digits and '_', as `hearth tools list` names them)"),
+                format!(
+                    "`{bad}` is not a tool name (letters, digits and '_', as `hearth tools list` names them)"
+                ),
             ));
         }
         Ok(agent)

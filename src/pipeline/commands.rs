@@ -113,7 +113,9 @@ impl Runtime {
             }
             Command::ResetApprovals => match self.approvals.reset(message) {
                 Ok(0) => "You had not allowed any tool for good in this chat.".to_string(),
-                Ok(n) => format!("I will ask again before each of the {n} tools you had allowed for good in this chat."),
+                Ok(n) => format!(
+                    "I will ask again before each of the {n} tools you had allowed for good in this chat."
+                ),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot reset approvals");
                     "I could not forget your approvals: the history store failed.".to_string()
@@ -136,10 +138,7 @@ mod tests {
             Some(Command::Model("coder".into()))
         );
         assert_eq!(parse("/models"), Some(Command::Models));
-        assert_eq!(
-            parse("/approvals reset"),
-            Some(Command::ResetApprovals)
-        );
+        assert_eq!(parse("/approvals reset"), Some(Command::ResetApprovals));
         assert_eq!(parse("/approvals"), None);
         assert_eq!(parse("/STOP"), Some(Command::Stop));
         assert_eq!(parse("/etc/hosts is a file"), None);

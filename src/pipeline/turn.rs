@@ -100,18 +100,23 @@ impl Runtime {
         let notices = progress_tx;
         let (approvals, asking, turn) = (self.approvals.clone(), channel.clone(), message.clone());
         let agent = Arc::new(config.agent.clone());
-        let before_tool_call = move |call: &crate::agent::ParsedToolCall| -> BoxFuture<'static, HookDecision> {
-            let (approvals, channel, message, agent) =
-                (approvals.clone(), asking.clone(), turn.clone(), agent.clone());
-            let (notices, call) = (notices.clone(), call.clone());
-            Box::pin(async move {
-                let decision = approvals.decide(&agent, &channel, &message, &call).await;
-                if matches!(decision, HookDecision::Run) {
-                    let _ = notices.send(Progress::Tool(call.name.clone()));
-                }
-                decision
-            })
-        };
+        let before_tool_call =
+            move |call: &crate::agent::ParsedToolCall| -> BoxFuture<'static, HookDecision> {
+                let (approvals, channel, message, agent) = (
+                    approvals.clone(),
+                    asking.clone(),
+                    turn.clone(),
+                    agent.clone(),
+                );
+                let (notices, call) = (notices.clone(), call.clone());
+                Box::pin(async move {
+                    let decision = approvals.decide(&agent, &channel, &message, &call).await;
+                    if matches!(decision, HookDecision::Run) {
+                        let _ = notices.send(Progress::Tool(call.name.clone()));
+                    }
+                    decision
+                })
+            };
         let dispatcher = dispatch::choose(
             config.agent.tool_dispatcher,
             tee.inner.supports_native_tools(),

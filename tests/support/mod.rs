@@ -3,9 +3,12 @@
 //! 127.0.0.1, and helpers that build a runtime for the pipeline tests.
 #![allow(dead_code)]
 
+pub mod parrot;
 pub mod pipeline;
 pub mod telegram_bot;
 pub mod telegram_fake;
 
+#[allow(unused_imports)]
+pub use parrot::*;
 #[allow(unused_imports)]
 pub use pipeline::*;

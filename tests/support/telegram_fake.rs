@@ -303,7 +303,11 @@ impl FakeTelegram {
     /// The labels of the inline buttons a bot message shows now.
     pub fn keyboard(&self, chat_id: i64, message_id: i64) -> Vec<String> {
         let s = self.shared.lock();
-        let Some(markup) = s.messages.get(&(chat_id, message_id)).and_then(|m| m.markup.clone()) else {
+        let Some(markup) = s
+            .messages
+            .get(&(chat_id, message_id))
+            .and_then(|m| m.markup.clone())
+        else {
             return Vec::new();
         };
         server::buttons(&markup)
@@ -312,10 +316,51 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// The bot's messages in `chat` that show buttons now, oldest first.
+    pub fn with_buttons(&self, chat_id: i64) -> Vec<i64> {
+        let s = self.shared.lock();
+        let mut ids: Vec<i64> = s
+            .messages
+            .iter()
+            .filter(|((chat, _), m)| {
+                *chat == chat_id
+                    && m.markup
+                        .as_ref()
+                        .is_some_and(|k| !server::buttons(k).is_empty())
+            })
+            .map(|((_, id), _)| *id)
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// A message with buttons the bot sent before this test's bot started
+    /// (a question left open by an earlier run); returns its id.
+    pub fn earlier_bot_message(&self, chat_id: i64, text: &str, markup: Value) -> i64 {
+        let mut s = self.shared.lock();
+        let id = s.next_message_id;
+        s.next_message_id += 1;
+        s.messages.insert(
+            (chat_id, id),
+            Stored {
+                text: text.to_string(),
+                parse_mode: None,
+                markup: Some(markup),
+            },
+        );
+        id
+    }
+
     /// `user_id` presses the button labelled `label` under a bot message, as
     /// Telegram reports it: a `callback_query` update carrying the message
     /// and the button's data. Fails when no such button is shown.
-    pub fn press(&self, user_id: i64, chat_id: i64, message_id: i64, label: &str) -> Result<i64, String> {
+    pub fn press(
+        &self,
+        user_id: i64,
+        chat_id: i64,
+        message_id: i64,
+        label: &str,
+    ) -> Result<i64, String> {
         let mut s = self.shared.lock();
         let stored = s
             .messages

@@ -15,9 +15,9 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{self, ConnectionHandle};
 use super::{Event, Parked, Shared};
 use crate::channels::approval::{Answer, Delivered};
-use super::connections::{self, ConnectionHandle};
 use crate::channels::{ChannelError, ChannelMessage};
 
 /// The largest request body.

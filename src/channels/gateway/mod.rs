@@ -94,11 +94,7 @@ impl Shared {
     }
 
     /// A new message from a request, and what its request will hear.
-    fn admit(
-        &self,
-        chat: &str,
-        text: &str,
-    ) -> (ChannelMessage, mpsc::UnboundedReceiver<Event>) {
+    fn admit(&self, chat: &str, text: &str) -> (ChannelMessage, mpsc::UnboundedReceiver<Event>) {
         // Unique across restarts: memories are saved under message ids.
         let id = format!("gw-{}", uuid::Uuid::new_v4().simple());
         let (events, rx) = mpsc::unbounded_channel();

@@ -10,9 +10,7 @@
 
 use std::future::IntoFuture;
 
-use teloxide::payloads::{
-    AnswerCallbackQuerySetters, SendMessageSetters,
-};
+use teloxide::payloads::{AnswerCallbackQuerySetters, SendMessageSetters};
 use teloxide::prelude::{Bot, Requester};
 use teloxide::types::{
     CallbackQuery, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, MessageId,
@@ -28,10 +26,7 @@ use crate::channels::approval::{Answer, ApprovalRequest, Delivered};
 const PREFIX: &str = "ap:";
 
 fn button(label: &str, request: &ApprovalRequest, answer: Answer) -> InlineKeyboardButton {
-    InlineKeyboardButton::callback(
-        label,
-        format!("{PREFIX}{}:{}", request.id, answer.as_str()),
-    )
+    InlineKeyboardButton::callback(label, format!("{PREFIX}{}:{}", request.id, answer.as_str()))
 }
 
 /// The question id and answer a button's data holds.
@@ -73,10 +68,7 @@ impl TelegramChannel {
     ) -> Result<Option<Answer>, ChannelError> {
         let to = Target::parse(&request.recipient, request.thread_ts.as_deref())?;
         let ticket = self.questions.ask(request);
-        let question = format!(
-            "🔐 Allow `{}`?\n{}",
-            request.tool, request.arguments
-        );
+        let question = format!("🔐 Allow `{}`?\n{}", request.tool, request.arguments);
         let text = format!(
             "{question}\n(No answer within {} s counts as Deny.)",
             request.timeout.as_secs()
@@ -111,10 +103,7 @@ impl TelegramChannel {
         let answer = ticket.wait().await;
         close.outcome = match answer {
             Some(a) => a.verdict().to_string(),
-            None => format!(
-                "no answer within {} s: not run",
-                request.timeout.as_secs()
-            ),
+            None => format!("no answer within {} s: not run", request.timeout.as_secs()),
         };
         Ok(answer)
     }
