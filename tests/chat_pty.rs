@@ -35,7 +35,8 @@ async fn completions(axum::Json(body): axum::Json<Value>) -> axum::response::Res
     } else {
         format!("You wrote: {last}")
     };
-    let delta = json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    let delta =
+        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
     let stop = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
     (
         [("content-type", "text/event-stream")],
@@ -51,10 +52,8 @@ fn fake_openai() -> String {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(completions),
-            );
+            let app =
+                axum::Router::new().route("/v1/chat/completions", axum::routing::post(completions));
             axum::serve(listener, app).await.unwrap();
         });
     });
@@ -156,7 +155,11 @@ fn chat_asks_y_n_at_the_terminal_and_a_no_leaves_the_workspace_alone() {
     // No: nothing is written, and the answer says it could not be done.
     controller.write_all(write("no.txt").as_bytes()).unwrap();
     screen.wait_for("[y = once", 1);
-    assert!(screen.text().contains("Allow `file_write`"), "{}", screen.text());
+    assert!(
+        screen.text().contains("Allow `file_write`"),
+        "{}",
+        screen.text()
+    );
     controller.write_all(b"n\n").unwrap();
     screen.wait_for("could not do it", 1);
     assert!(screen.text().contains("→ denied"), "{}", screen.text());
@@ -181,7 +184,11 @@ fn chat_asks_y_n_at_the_terminal_and_a_no_leaves_the_workspace_alone() {
             assert!(status.success(), "{}", screen.text());
             break;
         }
-        assert!(Instant::now() < deadline, "chat did not end: {}", screen.text());
+        assert!(
+            Instant::now() < deadline,
+            "chat did not end: {}",
+            screen.text()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     common::assert_no_panic(&screen.text());
@@ -212,7 +219,11 @@ fn piped_chat_cannot_approve_so_the_call_does_not_run() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("cannot ask"), "{stdout}");
     assert!(!workspace.join("cli/default/piped.txt").exists());
     // The `y` line was a message of its own, not an answer.
