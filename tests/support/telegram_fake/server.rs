@@ -382,10 +382,10 @@ async fn get_updates(shared: &Arc<Shared>, offset: i64, timeout: i64) -> Respons
             if !s.updates.is_empty() {
                 let batch: Vec<Value> = s.updates.iter().take(100).cloned().collect();
                 for update in &batch {
-                    if let Some(id) = update["callback_query"]["id"].as_str() {
-                        if !s.open_queries.iter().any(|q| q == id) {
-                            s.open_queries.push(id.to_string());
-                        }
+                    if let Some(id) = update["callback_query"]["id"].as_str()
+                        && !s.open_queries.iter().any(|q| q == id)
+                    {
+                        s.open_queries.push(id.to_string());
                     }
                 }
                 return ok(Value::Array(batch));
@@ -418,9 +418,7 @@ pub(super) fn buttons(markup: &Value) -> Vec<(String, String)> {
 
 /// What Telegram refuses in an inline keyboard.
 fn check_markup(markup: &Value) -> Option<String> {
-    if markup["inline_keyboard"].as_array().is_none() {
-        return None;
-    }
+    markup["inline_keyboard"].as_array()?;
     buttons(markup).into_iter().find_map(|(label, data)| {
         if label.is_empty() {
             Some("Bad Request: text buttons are unallowed in the inline keyboard".into())
