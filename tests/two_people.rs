@@ -218,6 +218,14 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
     f.say(
         BOB,
         &call(
+            "memory_store",
+            json!({"key": "locker", "content": "Bob's locker code is 5150", "category": "core"}),
+        ),
+    )
+    .await;
+    f.say(
+        BOB,
+        &call(
             "cron_add",
             json!({"prompt": "what do you know about my locker code?", "in": "3s"}),
         ),
@@ -269,6 +277,11 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
         .wait_for(BOB, "what do you know about my locker code")
         .await;
     assert!(leaks(&bob_job, "").is_empty(), "Bob's job: {bob_job}");
+    assert!(
+        bob_job.contains("5150"),
+        "Bob's job recalls his memory: {bob_job}"
+    );
+    assert!(!ada_job.contains("5150"), "Ada's job: {ada_job}");
     // Nothing of Ada's content ever reached Bob's chat.
     for text in f.sent_to(BOB) {
         for secret in ["4711", "9876", "P1234567", "dentist"] {
