@@ -105,7 +105,7 @@ impl ApprovalRequest {
 }
 
 /// What became of an answer handed to [`Questions::answer`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivered {
     /// The waiting turn has it.
     Taken,

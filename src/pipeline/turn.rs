@@ -99,18 +99,20 @@ impl Runtime {
         };
         let notices = progress_tx;
         let (approvals, asking, turn) = (self.approvals.clone(), channel.clone(), message.clone());
-        let agent = Arc::new(config.agent.clone());
+        let settings = config.clone();
         let before_tool_call =
             move |call: &crate::agent::ParsedToolCall| -> BoxFuture<'static, HookDecision> {
-                let (approvals, channel, message, agent) = (
+                let (approvals, channel, message, config) = (
                     approvals.clone(),
                     asking.clone(),
                     turn.clone(),
-                    agent.clone(),
+                    settings.clone(),
                 );
                 let (notices, call) = (notices.clone(), call.clone());
                 Box::pin(async move {
-                    let decision = approvals.decide(&agent, &channel, &message, &call).await;
+                    let decision = approvals
+                        .decide(&config.agent, &channel, &message, &call)
+                        .await;
                     if matches!(decision, HookDecision::Run) {
                         let _ = notices.send(Progress::Tool(call.name.clone()));
                     }

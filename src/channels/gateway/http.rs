@@ -217,6 +217,29 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>
     }
 }
 
+/// A request that passed the guard, its body read in time and parsed as
+/// `T`; or the answer refusing it (`shape` tells the client what to send).
+async fn accept<T: serde::de::DeserializeOwned>(
+    app: &App,
+    connection: &ConnectionHandle,
+    method: &Method,
+    headers: &HeaderMap,
+    body: Body,
+    shape: &str,
+) -> Result<T, Response> {
+    if let Some(refusal) = refused(app, method, headers) {
+        return Err(refusal);
+    }
+    let body = read_body(app, headers, body).await?;
+    connection.0.request_read();
+    serde_json::from_slice(&body).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not the expected JSON ({e}); send {shape}"),
+        )
+    })
+}
+
 async fn message(
     State(app): State<App>,
     Extension(connection): Extension<ConnectionHandle>,
@@ -224,25 +247,12 @@ async fn message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Some(refusal) = refused(&app, &method, &headers) {
-        return refusal;
-    }
-    let body = match read_body(&app, &headers, body).await {
-        Ok(b) => b,
-        Err(response) => return response,
-    };
-    connection.0.request_read();
-    let request: MessageRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "the body is not the expected JSON ({e}); send {{\"text\": \"...\", \"chat\": \"...\"}}"
-                ),
-            );
-        }
-    };
+    let shape = r#"{"text": "...", "chat": "..."}"#;
+    let request: MessageRequest =
+        match accept(&app, &connection, &method, &headers, body, shape).await {
+            Ok(r) => r,
+            Err(response) => return response,
+        };
     let text = request.text.trim();
     if text.is_empty() {
         return error(StatusCode::BAD_REQUEST, "`text` is empty");
@@ -269,25 +279,12 @@ async fn approval(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Some(refusal) = refused(&app, &method, &headers) {
-        return refusal;
-    }
-    let body = match read_body(&app, &headers, body).await {
-        Ok(b) => b,
-        Err(response) => return response,
-    };
-    connection.0.request_read();
-    let request: ApprovalAnswer = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "the body is not the expected JSON ({e}); send {{\"id\": \"...\", \"chat\": \"...\", \"answer\": \"once\" | \"always\" | \"deny\"}}"
-                ),
-            );
-        }
-    };
+    let shape = r#"{"id": "...", "chat": "...", "answer": "once" | "always" | "deny"}"#;
+    let request: ApprovalAnswer =
+        match accept(&app, &connection, &method, &headers, body, shape).await {
+            Ok(r) => r,
+            Err(response) => return response,
+        };
     let Some(answer) = Answer::parse(request.answer.trim()) else {
         return error(
             StatusCode::BAD_REQUEST,

@@ -116,7 +116,7 @@ impl TelegramChannel {
             None => Delivered::Expired,
             Some((id, answer)) => self.questions.answer(id, &who, answer),
         };
-        let reply = match (delivered.clone(), pressed) {
+        let reply = match (delivered, pressed) {
             (Delivered::Taken, Some((_, answer))) => answer.verdict(),
             (Delivered::NotYours, _) => "Only the person who asked can answer this.",
             _ => "This question is closed.",
