@@ -13,15 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth::channels::telegram::TelegramSettings;
-use hearth::channels::{Answer, Channel, GatewayChannel, InMemoryChannel, TelegramChannel};
+use hearth::channels::{Answer, Channel, GatewayChannel, InMemoryChannel};
 use hearth::config::{Config, Environment, StreamMode};
 use hearth::daemon::Daemon;
 use hearth::dispatch::Report;
 use hearth::pipeline::RuntimeBuilder;
 use hearth::tools::ToolRegistry;
 use serde_json::{Value, json};
-use support::telegram_bot::{WAIT, shown, telegram_config};
+use support::telegram_bot::{self, WAIT, shown, telegram_config};
 use support::telegram_fake::{BOT_USERNAME, FakeTelegram, Incoming};
 use support::*;
 use tokio::sync::mpsc;
@@ -207,9 +206,7 @@ async fn telegram(timeout_secs: u64) -> Tg {
     );
     cfg.agent.approval_timeout_secs = timeout_secs;
     let workspace = cfg.agent.workspace.join("telegram");
-    let mut settings = TelegramSettings::from_config(&cfg).unwrap();
-    settings.poll_timeout = Duration::from_secs(1);
-    let channel = Arc::new(TelegramChannel::new(settings).unwrap());
+    let channel = telegram_bot::channel(&cfg);
     let (daemon, rx) = daemon(cfg, home.path(), channel);
     Tg {
         fake,
@@ -429,6 +426,16 @@ async fn gateway() -> (Daemon, String, PathBuf, tempfile::TempDir) {
     (daemon, format!("http://{addr}"), workspace, home)
 }
 
+/// Answers question `id` as the client of `chat`.
+async fn answer(url: &str, id: &str, chat: &str, answer: &str) -> (u16, Value) {
+    post(
+        url,
+        "/v1/approval",
+        json!({"id": id, "chat": chat, "answer": answer}),
+    )
+    .await
+}
+
 async fn post(url: &str, path: &str, body: Value) -> (u16, Value) {
     let response = reqwest::Client::new()
         .post(format!("{url}{path}"))
@@ -460,12 +467,7 @@ async fn the_gateway_returns_the_question_and_the_follow_up_answers_it() {
     assert_eq!(q["expires_in_secs"], 5);
     let id = q["id"].as_str().unwrap().to_string();
     // Someone who names another chat cannot answer it.
-    let (status, _) = post(
-        &url,
-        "/v1/approval",
-        json!({"id": id, "chat": "garage", "answer": "once"}),
-    )
-    .await;
+    let (status, _) = answer(&url, &id, "garage", "once").await;
     assert_eq!(status, 404);
     // A web page cannot answer it either.
     let foreign = reqwest::Client::new()
@@ -477,12 +479,7 @@ async fn the_gateway_returns_the_question_and_the_follow_up_answers_it() {
         .await
         .unwrap();
     assert!(foreign.status().is_client_error());
-    let (status, body) = post(
-        &url,
-        "/v1/approval",
-        json!({"id": id, "chat": "kitchen", "answer": "deny"}),
-    )
-    .await;
+    let (status, body) = answer(&url, &id, "kitchen", "deny").await;
     assert_eq!(status, 200, "{body}");
     let reply = body["reply"].as_str().unwrap();
     assert!(
@@ -491,12 +488,7 @@ async fn the_gateway_returns_the_question_and_the_follow_up_answers_it() {
     );
     assert!(!folder.join("denied.txt").exists());
     // The question is closed now.
-    let (status, _) = post(
-        &url,
-        "/v1/approval",
-        json!({"id": id, "chat": "kitchen", "answer": "once"}),
-    )
-    .await;
+    let (status, _) = answer(&url, &id, "kitchen", "once").await;
     assert_eq!(status, 404);
 
     // Allow: it runs, and the follow-up gets the reply.
@@ -507,12 +499,7 @@ async fn the_gateway_returns_the_question_and_the_follow_up_answers_it() {
     )
     .await;
     let id = body["approval"]["id"].as_str().unwrap().to_string();
-    let (status, body) = post(
-        &url,
-        "/v1/approval",
-        json!({"id": id, "chat": "kitchen", "answer": "once"}),
-    )
-    .await;
+    let (status, body) = answer(&url, &id, "kitchen", "once").await;
     assert_eq!(status, 200, "{body}");
     assert!(body["reply"].is_string(), "{body}");
     assert_eq!(
@@ -529,12 +516,7 @@ async fn the_gateway_returns_the_question_and_the_follow_up_answers_it() {
     .await;
     let id = body["approval"]["id"].as_str().unwrap().to_string();
     tokio::time::sleep(Duration::from_secs(7)).await;
-    let (status, _) = post(
-        &url,
-        "/v1/approval",
-        json!({"id": id, "chat": "kitchen", "answer": "once"}),
-    )
-    .await;
+    let (status, _) = answer(&url, &id, "kitchen", "once").await;
     assert_eq!(status, 404);
     assert!(!folder.join("late.txt").exists());
     // The chat still answers.

@@ -60,6 +60,22 @@ fn fake_openai() -> String {
     format!("http://{}/v1", rx.recv().unwrap())
 }
 
+/// A config whose local model is absent, so the fake at `url` answers,
+/// with tool calls read as XML and the workspace at `workspace`.
+fn fallback_config(
+    s: &common::Sandbox,
+    url: &str,
+    workspace: &std::path::Path,
+) -> std::path::PathBuf {
+    s.config(&format!(
+        "[model]\npath = \"/nonexistent/model.gguf\"\n\
+         [providers.openai]\nbase_url = \"{url}\"\nmodel = \"gpt-test\"\n\
+         [routing]\nfallback = [\"openai\"]\n\
+         [agent]\nworkspace = \"{}\"\ntool_dispatcher = \"xml\"\n",
+        workspace.display()
+    ))
+}
+
 /// A pseudo-terminal: (the side the test holds, the side hearth gets).
 fn pty() -> (std::fs::File, OwnedFd) {
     let (mut controller, mut terminal) = (0, 0);
@@ -110,13 +126,7 @@ fn chat_asks_y_n_at_the_terminal_and_a_no_leaves_the_workspace_alone() {
     let s = common::Sandbox::new();
     let url = fake_openai();
     let workspace = s.path("ws");
-    let config = s.config(&format!(
-        "[model]\npath = \"/nonexistent/model.gguf\"\n\
-         [providers.openai]\nbase_url = \"{url}\"\nmodel = \"gpt-test\"\n\
-         [routing]\nfallback = [\"openai\"]\n\
-         [agent]\nworkspace = \"{}\"\ntool_dispatcher = \"xml\"\n",
-        workspace.display()
-    ));
+    let config = fallback_config(&s, &url, &workspace);
     let (mut controller, terminal) = pty();
     let mut child = s
         .hearth_process()
@@ -199,13 +209,7 @@ fn piped_chat_cannot_approve_so_the_call_does_not_run() {
     let s = common::Sandbox::new();
     let url = fake_openai();
     let workspace = s.path("ws");
-    let config = s.config(&format!(
-        "[model]\npath = \"/nonexistent/model.gguf\"\n\
-         [providers.openai]\nbase_url = \"{url}\"\nmodel = \"gpt-test\"\n\
-         [routing]\nfallback = [\"openai\"]\n\
-         [agent]\nworkspace = \"{}\"\ntool_dispatcher = \"xml\"\n",
-        workspace.display()
-    ));
+    let config = fallback_config(&s, &url, &workspace);
     let line = format!(
         "CALL <tool_call>{}</tool_call>\ny\n",
         json!({"name": "file_write", "arguments": {"path": "piped.txt", "content": "hi"}})

@@ -14,14 +14,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth::channels::telegram::TelegramSettings;
-use hearth::channels::{Channel, TelegramChannel};
+use hearth::channels::Channel;
 use hearth::config::{Environment, StreamMode};
 use hearth::daemon::{Daemon, Services};
 use hearth::dispatch::Report;
 use hearth::pipeline::RuntimeBuilder;
 use serde_json::json;
-use support::telegram_bot::{WAIT, shown, telegram_config};
+use support::telegram_bot::{self, WAIT, telegram_config};
 use support::telegram_fake::{FakeTelegram, Incoming};
 use support::*;
 use tokio::sync::mpsc;
@@ -61,9 +60,7 @@ async fn family() -> Family {
     let services = Services::open(&cfg, parrot.clone()).unwrap();
     let context = hearth::cli::tools_cmd::context(&cfg, &env).unwrap();
     let tools = services.tools(&cfg, &context.sandbox);
-    let mut settings = TelegramSettings::from_config(&cfg).unwrap();
-    settings.poll_timeout = Duration::from_secs(1);
-    let channel: Arc<dyn Channel> = Arc::new(TelegramChannel::new(settings).unwrap());
+    let channel: Arc<dyn Channel> = telegram_bot::channel(&cfg);
     let workspace = cfg.agent.workspace.join("telegram");
     let runtime = RuntimeBuilder::new(cfg, local(parrot.clone()), context)
         .tools(Arc::new(tools))
@@ -111,12 +108,7 @@ impl Family {
     }
 
     fn sent_to(&self, chat: i64) -> Vec<String> {
-        self.fake
-            .ok_calls_of("sendMessage")
-            .iter()
-            .filter(|c| c.i64("chat_id") == Some(chat))
-            .map(shown)
-            .collect()
+        telegram_bot::sent_to(&self.fake, chat)
     }
 
     /// Waits for the answer to the job `prompt` in `chat` (not the

@@ -53,10 +53,7 @@ pub fn start(
     providers: Arc<dyn ProviderSet>,
     extra: impl FnOnce(RuntimeBuilder) -> RuntimeBuilder,
 ) -> Bot {
-    let mut settings = TelegramSettings::from_config(&cfg).expect("telegram settings");
-    settings.poll_timeout = Duration::from_secs(2);
-    let channel: Arc<dyn Channel> =
-        Arc::new(TelegramChannel::new(settings).expect("telegram channel"));
+    let channel: Arc<dyn Channel> = channel(&cfg);
     let runtime = extra(builder(cfg, providers).channel(channel))
         .build()
         .expect("runtime");
@@ -67,6 +64,22 @@ pub fn start(
         reports,
         _home: home,
     }
+}
+
+/// The Telegram channel `cfg` describes, with short long polls.
+pub fn channel(cfg: &Config) -> Arc<TelegramChannel> {
+    let mut settings = TelegramSettings::from_config(cfg).expect("telegram settings");
+    settings.poll_timeout = Duration::from_secs(2);
+    Arc::new(TelegramChannel::new(settings).expect("telegram channel"))
+}
+
+/// The texts the bot sent to `chat`, as the user sees them.
+pub fn sent_to(fake: &FakeTelegram, chat: i64) -> Vec<String> {
+    fake.ok_calls_of("sendMessage")
+        .iter()
+        .filter(|c| c.i64("chat_id") == Some(chat))
+        .map(shown)
+        .collect()
 }
 
 /// A bot with one provider, `local`.
@@ -105,12 +118,7 @@ impl Bot {
 
     /// The texts the bot sent to `chat`, as the user sees them.
     pub fn sent_to(&self, chat: i64) -> Vec<String> {
-        self.fake
-            .ok_calls_of("sendMessage")
-            .iter()
-            .filter(|c| c.i64("chat_id") == Some(chat))
-            .map(shown)
-            .collect()
+        sent_to(&self.fake, chat)
     }
 
     pub fn methods(&self) -> Vec<String> {
