@@ -35,6 +35,7 @@ pub mod daemon;
 pub mod dispatch;
 pub mod engine;
 pub mod history;
+pub mod inbox;
 pub mod lms;
 pub mod memory;
 pub mod paths;

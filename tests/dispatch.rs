@@ -15,7 +15,6 @@ use hearth::pipeline::{Hook, HookAction, Outcome};
 use hearth::providers::{ProviderError, Role, ScriptedProvider};
 use hearth::tools::BoxFuture;
 use support::*;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(300);
@@ -329,7 +328,7 @@ async fn a_failing_listener_restarts_with_growing_backoff() {
     let channel = Arc::new(InMemoryChannel::new("mem"));
     channel.fail_listen(3);
     let status = Arc::new(StatusBoard::new());
-    let (tx, mut rx) = mpsc::channel(10);
+    let (tx, mut rx) = hearth::channels::Intake::queue(10);
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(supervise(
         channel.clone(),

@@ -42,7 +42,7 @@ fn channel(fake: &FakeTelegram, dir: &Path, allowed: &[&str]) -> Arc<TelegramCha
 type Listener = JoinHandle<Result<(), ChannelError>>;
 
 fn listen(ch: &Arc<TelegramChannel>, bus: usize) -> (mpsc::Receiver<ChannelMessage>, Listener) {
-    let (tx, rx) = mpsc::channel(bus);
+    let (tx, rx) = hearth::channels::Intake::queue(bus);
     let ch = ch.clone();
     (rx, tokio::spawn(async move { ch.listen(tx).await }))
 }

@@ -1,8 +1,8 @@
 //! The `Channel` trait: three required methods, the rest optional.
 
-use tokio::sync::mpsc;
-
 use super::approval::{Answer, ApprovalRequest};
+use super::intake::Intake;
+use super::journal::SendJournal;
 use super::{ChannelError, ChannelMessage, SendMessage};
 use crate::tools::BoxFuture;
 
@@ -44,10 +44,51 @@ pub trait Channel: Send + Sync {
     /// Delivers one message. Long content is the channel's to split.
     fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>>;
 
-    /// Receives messages and pushes each onto `tx` until the platform fails
-    /// (an error: the supervisor restarts it with backoff) or `tx` closes
-    /// (`Ok`: the daemon is stopping). Dropping the future stops listening.
-    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>>;
+    /// Receives messages and hands each to `intake` until the platform
+    /// fails (an error: the supervisor restarts it with backoff) or the
+    /// intake closes (`Ok`: the daemon is stopping). A message is
+    /// acknowledged to the platform only once `intake` accepted it.
+    /// Dropping the future stops listening.
+    fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>>;
+
+    /// Whether this channel's messages are kept in the durable inbox until
+    /// answered, and answered after a restart. The CLI says no: its person
+    /// is at the terminal, and a new session is a new start.
+    fn durable(&self) -> bool {
+        true
+    }
+
+    /// Sends the reply `message` against `journal`, skipping the parts it
+    /// says were delivered (see [`SendJournal`]); into `draft` when the
+    /// reply streamed into one. Channels that split replies record each
+    /// part; the default records the message as one part.
+    fn send_recorded<'a>(
+        &'a self,
+        message: &'a SendMessage,
+        draft: Option<&'a str>,
+        journal: &'a dyn SendJournal,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            if journal.delivered(0).is_some() {
+                return Ok(());
+            }
+            if let Some(id) = draft {
+                // An edit lands once however often it is repeated.
+                if self
+                    .finalize_draft(&message.recipient, id, message)
+                    .await
+                    .is_ok()
+                {
+                    journal.sent(0, id);
+                    return Ok(());
+                }
+            }
+            journal.sending(0).await?;
+            self.send(message).await?;
+            journal.sent(0, "");
+            Ok(())
+        })
+    }
 
     /// How the dispatcher treats this channel's messages.
     fn policy(&self) -> ChannelPolicy {

@@ -16,11 +16,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{Answer, ApprovalRequest, Questions};
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
+use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
 use crate::tools::BoxFuture;
 
 const CLI_HELP: &str = "/quit — leave (also Ctrl-D), stopping any reply being written\nCtrl-C stops a reply that is being written.";
@@ -41,7 +40,7 @@ pub struct CliChannel {
     answered: AtomicUsize,
     caught_up: tokio::sync::Notify,
     ended: CancellationToken,
-    bus: Mutex<Option<mpsc::Sender<ChannelMessage>>>,
+    bus: Mutex<Option<Intake>>,
     questions: Questions,
     /// The question the next line answers.
     open_question: Mutex<Option<String>>,
@@ -99,7 +98,7 @@ impl CliChannel {
     pub async fn stop_reply(&self) {
         let bus = self.bus.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(bus) = bus {
-            let _ = bus.send(self.message("/stop".into(), 0)).await;
+            let _ = bus.accept(self.message("/stop".into(), 0)).await;
         }
     }
 
@@ -182,7 +181,11 @@ impl Channel for CliChannel {
         })
     }
 
-    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn durable(&self) -> bool {
+        false
+    }
+
+    fn listen(&self, tx: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             *self.bus.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx.clone());
             self.prompt();
@@ -230,14 +233,14 @@ impl Channel for CliChannel {
                     _ => {}
                 }
                 let n = self.forwarded.fetch_add(1, Ordering::SeqCst) + 1;
-                if tx.send(self.message(text.to_string(), n)).await.is_err() {
+                if tx.accept(self.message(text.to_string(), n)).await.is_err() {
                     return Ok(());
                 }
             }
             // At the keyboard, leaving does not wait for the reply being
             // written; piped input is answered whole.
             if self.interactive && self.answered.load(Ordering::SeqCst) < self.forwarded() {
-                let _ = tx.send(self.message("/stop".into(), 0)).await;
+                let _ = tx.accept(self.message("/stop".into(), 0)).await;
             }
             self.ended.cancel();
             // Input is over; the daemon side decides when to stop.

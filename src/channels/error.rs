@@ -22,3 +22,12 @@ pub enum ChannelError {
     #[error("{0}")]
     Other(String),
 }
+
+impl ChannelError {
+    /// Whether trying the same call later may succeed: the platform was
+    /// unreachable or asked us to wait. A refusal (unknown chat, blocked
+    /// bot, bad request) will not change by itself.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Network(_) | Self::RateLimited { .. })
+    }
+}

@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 
 use super::approval::{Answer, ApprovalRequest};
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
+use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
 use crate::tools::BoxFuture;
 
 /// One thing the pipeline did to the channel.
@@ -235,7 +235,7 @@ impl Channel for InMemoryChannel {
         })
     }
 
-    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
             lock(&self.listen_starts).push(tokio::time::Instant::now());
             let failing = self
@@ -250,13 +250,13 @@ impl Channel for InMemoryChannel {
                 tokio::select! {
                     message = inbox.recv() => match message {
                         Some(m) => {
-                            if tx.send(m).await.is_err() {
+                            if intake.accept(m).await.is_err() {
                                 return Ok(());
                             }
                         }
                         None => return Ok(()),
                     },
-                    _ = tx.closed() => return Ok(()),
+                    _ = intake.closed() => return Ok(()),
                 }
             }
         })

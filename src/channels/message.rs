@@ -1,7 +1,7 @@
 //! Messages in and out of a channel.
 
 /// One incoming message, as every channel reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChannelMessage {
     /// The platform's id for this message (unique within the channel).
     pub id: String,
@@ -24,7 +24,7 @@ pub struct ChannelMessage {
 }
 
 /// Who started a message's turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Initiator {
     /// The sender wrote it.
     #[default]

@@ -1,8 +1,8 @@
 //! Channels: where messages come from and where replies go.
 //!
 //! A [`Channel`] is one platform (Telegram, the CLI, the LMS poller, ...).
-//! It turns the platform's updates into [`ChannelMessage`]s pushed onto the
-//! dispatcher's bus, and delivers [`SendMessage`]s back. Channels never call
+//! It turns the platform's updates into [`ChannelMessage`]s handed to an
+//! [`Intake`] (the durable inbox and the dispatcher's bus), and delivers [`SendMessage`]s back. Channels never call
 //! providers; the dispatcher and the pipeline sit between.
 
 pub mod approval;
@@ -11,6 +11,8 @@ pub mod cli;
 mod error;
 pub mod gateway;
 pub mod in_memory;
+pub mod intake;
+pub mod journal;
 mod message;
 pub mod telegram;
 
@@ -20,5 +22,7 @@ pub use cli::CliChannel;
 pub use error::ChannelError;
 pub use gateway::GatewayChannel;
 pub use in_memory::{ChannelEvent, InMemoryChannel};
+pub use intake::{Accepted, Closed, Intake};
+pub use journal::{SendJournal, Unrecorded};
 pub use message::{ChannelMessage, Initiator, SendMessage};
 pub use telegram::TelegramChannel;

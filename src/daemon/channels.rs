@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
 use crate::channels::telegram::TelegramSettings;
 use crate::channels::{
-    Channel, ChannelError, ChannelMessage, GatewayChannel, SendMessage, TelegramChannel,
+    Channel, ChannelError, GatewayChannel, Intake, SendMessage, TelegramChannel,
 };
 use crate::config::Config;
 use crate::tools::BoxFuture;
@@ -58,9 +56,9 @@ impl Channel for LoopbackChannel {
         })
     }
 
-    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
+    fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
-            tx.closed().await;
+            intake.closed().await;
             Ok(())
         })
     }

@@ -1,5 +1,7 @@
 //! `hearth daemon`: every configured channel, supervised, feeding one
 //! dispatcher that runs the pipeline; SIGINT/SIGTERM stop it gracefully.
+//! Before the listeners start, what the last run left in the durable
+//! inbox is taken up ([`crate::dispatch::recovery`]).
 //!
 //! [`Daemon`] is the assembled whole, also for tests and the bench:
 //! build a [`Runtime`](crate::pipeline::Runtime), hand it to
@@ -23,7 +25,8 @@ pub use local_models::LocalModels;
 pub use providers::Providers;
 pub use services::{ServiceError, Services};
 
-use crate::dispatch::{Delivery, Dispatcher, Report, bus, supervise};
+use crate::channels::Intake;
+use crate::dispatch::{Delivery, Dispatcher, InboxSink, Report, bus, recovery, supervise};
 use crate::pipeline::Runtime;
 
 /// A running daemon: listeners, the dispatcher, and a delivery handle.
@@ -33,35 +36,60 @@ pub struct Daemon {
     shutdown: CancellationToken,
     dispatcher: JoinHandle<()>,
     listeners: Vec<JoinHandle<()>>,
+    resend: JoinHandle<()>,
 }
 
 impl Daemon {
-    /// Starts a supervised listener per channel and the dispatch loop.
+    /// Starts the dispatch loop, takes up what the inbox holds, then
+    /// starts a supervised listener per channel and the resend loop.
     pub fn start(runtime: Arc<Runtime>, reports: Option<mpsc::UnboundedSender<Report>>) -> Self {
         let (tx, rx) = bus();
         let shutdown = CancellationToken::new();
-        let listeners = runtime
-            .channels()
-            .map(|channel| {
-                tokio::spawn(supervise(
-                    channel.clone(),
-                    tx.clone(),
-                    runtime.status().clone(),
-                    shutdown.clone(),
-                ))
-            })
-            .collect();
+        let intake = Intake::new(Arc::new(InboxSink::new(
+            runtime.inbox().clone(),
+            runtime.durable_channels(),
+            tx.clone(),
+        )));
         let mut dispatcher = Dispatcher::new(runtime.clone());
         if let Some(reports) = reports {
             dispatcher = dispatcher.with_reports(reports);
         }
         let dispatcher = tokio::spawn(dispatcher.run(rx, shutdown.clone()));
+        // Listeners wait until the messages of the last run are queued, so
+        // those are answered first.
+        let ready = CancellationToken::new();
+        let recovering = (runtime.clone(), ready.clone());
+        tokio::spawn(async move {
+            let (runtime, ready) = recovering;
+            recovery::take_up(&runtime, &tx).await;
+            ready.cancel();
+        });
+        let listeners = runtime
+            .channels()
+            .map(|channel| {
+                let listen = supervise(
+                    channel.clone(),
+                    intake.clone(),
+                    runtime.status().clone(),
+                    shutdown.clone(),
+                );
+                let (ready, shutdown) = (ready.clone(), shutdown.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = ready.cancelled() => listen.await,
+                        _ = shutdown.cancelled() => {}
+                    }
+                })
+            })
+            .collect();
+        let resend = tokio::spawn(recovery::resend_loop(runtime.clone(), shutdown.clone()));
         Self {
-            delivery: Delivery::new(runtime.clone(), tx),
+            delivery: Delivery::new(runtime.clone(), intake),
             runtime,
             shutdown,
             dispatcher,
             listeners,
+            resend,
         }
     }
 
@@ -75,12 +103,17 @@ impl Daemon {
     }
 
     /// Stops taking messages, lets in-flight replies finish within the
-    /// configured grace, and waits for everything to end.
+    /// configured grace (the rest stay in the inbox for the next start),
+    /// and waits for everything to end and be recorded.
     pub async fn stop(self) {
         self.shutdown.cancel();
         let _ = self.dispatcher.await;
         for listener in self.listeners {
             let _ = listener.await;
+        }
+        let _ = self.resend.await;
+        if let Err(e) = self.runtime.inbox().flush().await {
+            tracing::error!(error = %e, "cannot write the inbox's last records");
         }
     }
 }

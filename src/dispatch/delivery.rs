@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use crate::channels::{ChannelError, ChannelMessage, Initiator, SendMessage};
+use crate::channels::{ChannelError, ChannelMessage, Initiator, Intake, SendMessage};
 use crate::pipeline::Runtime;
 
 #[derive(Debug, thiserror::Error)]
@@ -23,11 +21,11 @@ pub enum DeliveryError {
 #[derive(Clone)]
 pub struct Delivery {
     runtime: Arc<Runtime>,
-    bus: mpsc::Sender<ChannelMessage>,
+    bus: Intake,
 }
 
 impl Delivery {
-    pub fn new(runtime: Arc<Runtime>, bus: mpsc::Sender<ChannelMessage>) -> Self {
+    pub fn new(runtime: Arc<Runtime>, bus: Intake) -> Self {
         Self { runtime, bus }
     }
 
@@ -47,7 +45,8 @@ impl Delivery {
     /// Queues `prompt` as a message from `owner` in chat `to`, started by
     /// a job ([`Initiator::Schedule`]): the agent answers it with the
     /// owner's memory and workspace, reading tools only, and the reply goes
-    /// to `to`. Returns once queued.
+    /// to `to`. Returns once recorded in the inbox (when the channel keeps
+    /// one) and queued.
     pub async fn run_prompt(&self, job: PromptJob<'_>) -> Result<(), DeliveryError> {
         // Unique across restarts: memories and records use message ids.
         let id = format!("job-{}-{}", job.id, uuid::Uuid::new_v4().simple());
@@ -64,8 +63,9 @@ impl Delivery {
             initiator: Initiator::Schedule,
         };
         self.bus
-            .send(message)
+            .accept(message)
             .await
+            .map(|_| ())
             .map_err(|_| DeliveryError::ShuttingDown)
     }
 }

@@ -5,9 +5,12 @@
 //! channel and scope) cancels it when the channel's policy says
 //! `interrupt_on_new_message`, waits for it to end, then starts; without
 //! that policy it queues behind it. `/stop` cancels at once. On shutdown
-//! the bus is closed (listeners stop), the messages already on it are still
-//! run (their platforms will not offer them again), and all of it gets one
-//! bounded wait, the shutdown grace; what is left then is cancelled.
+//! the bus is closed (listeners stop); messages already on it that the
+//! inbox recorded stay there for the next start, the others are still run;
+//! what is running gets one bounded wait, the shutdown grace. What is left
+//! then is cancelled, and its record left open: the next start answers it.
+//! Messages taken up after a restart (late ones) queue behind each other
+//! instead of interrupting.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::tracker::{CancelReason, Tracker, scope_key};
 use crate::channels::{ChannelMessage, SendMessage};
+use crate::inbox::{Inbound, State};
 use crate::pipeline::commands::{self, Command};
 use crate::pipeline::{Outcome, Runtime};
 
@@ -68,14 +72,14 @@ impl Dispatcher {
     }
 
     /// Runs until `shutdown` is cancelled or the bus closes, then drains.
-    pub async fn run(self, mut bus: mpsc::Receiver<ChannelMessage>, shutdown: CancellationToken) {
+    pub async fn run(self, mut bus: mpsc::Receiver<Inbound>, shutdown: CancellationToken) {
         let semaphore = Arc::new(Semaphore::new(self.limit));
         let tracker = Arc::new(Tracker::default());
         let abort = CancellationToken::new();
         let mut tasks = JoinSet::new();
         // Set at shutdown: the bus is closed, and what is already on it
-        // (confirmed to its platform, so never offered again) is still
-        // answered until this deadline.
+        // without a record (so never offered again) is still answered
+        // until this deadline.
         let mut draining: Option<Instant> = None;
         loop {
             while tasks.try_join_next().is_some() {}
@@ -93,11 +97,15 @@ impl Dispatcher {
                     },
                 },
                 Some(_) => match bus.recv().await {
+                    // Recorded: answered at the next start.
+                    Some(m) if m.recorded => continue,
                     Some(m) => m,
                     None => break,
                 },
             };
             self.runtime.reload_if_changed();
+            let inbound = message;
+            let message = inbound.message.clone();
             let key = scope_key(&message);
             if commands::parse(&message.content) == Some(Command::Stop) {
                 let text = if tracker.stop(&key) {
@@ -110,13 +118,19 @@ impl Dispatcher {
                     Ok(_) => Outcome::Command,
                     Err(e) => Outcome::Undelivered(e.to_string()),
                 };
+                if inbound.recorded {
+                    self.runtime
+                        .inbox()
+                        .finish(&message, State::Answered, None);
+                }
                 report(&self.reports, &message, outcome);
                 continue;
             }
-            let interrupt = self
-                .runtime
-                .channel(&message.channel)
-                .is_none_or(|c| c.policy().interrupt_on_new_message);
+            let interrupt = !inbound.late
+                && self
+                    .runtime
+                    .channel(&message.channel)
+                    .is_none_or(|c| c.policy().interrupt_on_new_message);
             let (run, previous) = tracker.begin(&key, &abort);
             if interrupt && let Some(previous) = &previous {
                 previous.cancel(CancelReason::Superseded);
@@ -141,7 +155,8 @@ impl Dispatcher {
                 }
             };
             let Some(permit) = permit else {
-                // Past the shutdown grace: reported, not started.
+                // Past the shutdown grace: reported, not started (a
+                // recorded one is answered at the next start).
                 tracker.end(&key, &run);
                 self.runtime.unanswered(&message).await;
                 report(&self.reports, &message, Outcome::Cancelled);
@@ -156,13 +171,23 @@ impl Dispatcher {
                     previous.done.cancelled().await;
                 }
                 runtime.status().started();
-                let outcome = runtime.process(message.clone(), run.cancel.clone()).await;
+                let recorded = inbound.recorded;
+                let outcome = runtime.process(inbound, run.cancel.clone()).await;
                 let outcome = match (outcome, run.reason()) {
-                    (Outcome::Cancelled, Some(CancelReason::Superseded)) => Outcome::Superseded,
+                    (Outcome::Cancelled, Some(CancelReason::Superseded)) => {
+                        if recorded {
+                            runtime.inbox().finish(&message, State::Superseded, None);
+                        }
+                        Outcome::Superseded
+                    }
                     (Outcome::Cancelled, Some(CancelReason::Stopped)) => {
                         runtime.note_stopped(&message);
+                        if recorded {
+                            runtime.inbox().finish(&message, State::Cancelled, Some("stopped"));
+                        }
                         Outcome::Cancelled
                     }
+                    // Cancelled by the shutdown: the record stays open.
                     (o, _) => o,
                 };
                 if outcome.sent_nothing() {

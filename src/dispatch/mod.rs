@@ -1,7 +1,10 @@
 //! The dispatcher: every channel's messages through one bounded bus into a
 //! loop that runs them concurrently, within limits.
 //!
-//! - [`bus`]: the bounded queue (100) between listeners and the loop;
+//! - [`bus`]: the bounded queue (100) between listeners and the loop,
+//!   behind the durable inbox's record;
+//! - [`recovery`]: what a start takes up from the inbox, and the loop that
+//!   sends failed replies again;
 //! - [`supervisor`]: keeps each listener running, with backoff, and records
 //!   its health for `/status` ([`health`]);
 //! - [`tracker`]: the running message of each sender and scope, for
@@ -14,10 +17,11 @@ pub mod bus;
 pub mod delivery;
 pub mod dispatcher;
 pub mod health;
+pub mod recovery;
 pub mod supervisor;
 pub mod tracker;
 
-pub use bus::{BUS_CAPACITY, bus};
+pub use bus::{BUS_CAPACITY, InboxSink, bus};
 pub use delivery::{Delivery, DeliveryError, PromptJob};
 pub use dispatcher::{Dispatcher, Report, in_flight_limit};
 pub use health::{ListenerHealth, ListenerState, StatusBoard};

@@ -6,11 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::health::{ListenerState, StatusBoard};
-use crate::channels::{Channel, ChannelMessage};
+use crate::channels::{Channel, Intake};
 
 pub const BACKOFF_START: Duration = Duration::from_secs(2);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
@@ -49,7 +48,7 @@ impl Backoff {
 /// restarting it with backoff whenever it fails.
 pub async fn supervise(
     channel: Arc<dyn Channel>,
-    bus: mpsc::Sender<ChannelMessage>,
+    bus: Intake,
     status: Arc<StatusBoard>,
     shutdown: CancellationToken,
 ) {

@@ -8,8 +8,11 @@
 mod grants;
 mod store;
 
+/// The history table's schema, for a store that shares its file (the inbox).
+pub const SCHEMA: &str = store::SCHEMA;
+
 pub use grants::{Grantee, Grants};
-pub use store::{HistoryError, HistoryStore};
+pub use store::{HistoryError, HistoryStore, append_rows};
 
 /// How many messages of a conversation are loaded back (DESIGN.md: 50).
 pub const HISTORY_LIMIT: usize = 50;

@@ -17,7 +17,7 @@ pub enum HistoryError {
     Open(#[from] crate::storage::OpenError),
 }
 
-const SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
                  PRAGMA synchronous = NORMAL;
                  CREATE TABLE IF NOT EXISTS messages (
                      id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -90,14 +90,7 @@ impl HistoryStore {
         messages: &[ChatMessage],
     ) -> Result<(), HistoryError> {
         let tx = self.conn.transaction().map_err(|e| err_at(&self.path, e))?;
-        for m in messages {
-            tx.execute(
-                "INSERT INTO messages (conversation, role, content) VALUES (?1, ?2, ?3)",
-                params![conversation, m.role.as_str(), m.content],
-            )
-            .map_err(|e| err_at(&self.path, e))?;
-        }
-        prune(&tx, conversation).map_err(|e| err_at(&self.path, e))?;
+        append_rows(&tx, conversation, messages).map_err(|e| err_at(&self.path, e))?;
         tx.commit().map_err(|e| err_at(&self.path, e))
     }
 
@@ -139,6 +132,23 @@ impl HistoryStore {
     fn err(&self, source: rusqlite::Error) -> HistoryError {
         err_at(&self.path, source)
     }
+}
+
+/// Appends `messages` to a conversation through `conn`, which may be in
+/// another store's transaction (the inbox records a reply and its turn
+/// together), then keeps only the newest [`HISTORY_LIMIT`](super::HISTORY_LIMIT).
+pub fn append_rows(
+    conn: &Connection,
+    conversation: &str,
+    messages: &[ChatMessage],
+) -> rusqlite::Result<()> {
+    for m in messages {
+        conn.execute(
+            "INSERT INTO messages (conversation, role, content) VALUES (?1, ?2, ?3)",
+            params![conversation, m.role.as_str(), m.content],
+        )?;
+    }
+    prune(conn, conversation)
 }
 
 /// Deletes all but the newest `HISTORY_LIMIT` messages of a conversation.

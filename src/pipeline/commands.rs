@@ -43,7 +43,12 @@ pub fn parse(content: &str) -> Option<Command> {
 
 impl Runtime {
     /// The answer to a command.
-    pub(super) fn answer(&self, command: Command, message: &ChannelMessage, key: &str) -> String {
+    pub(super) async fn answer(
+        &self,
+        command: Command,
+        message: &ChannelMessage,
+        key: &str,
+    ) -> String {
         let config = self.config();
         match command {
             Command::New => {
@@ -104,8 +109,12 @@ impl Runtime {
                     .cloned()
                     .unwrap_or_else(|| "default".to_string());
                 let messages = self.sessions.load(key).map(|h| h.len()).unwrap_or(0);
+                let inbox = match self.inbox.counts().await {
+                    Ok(counts) => crate::inbox::summary(&counts),
+                    Err(e) => format!("inbox: cannot be read ({e})"),
+                };
                 format!(
-                    "{}\nprovider: {}; model for this chat: {model}; {messages} messages in this conversation (channel {}).",
+                    "{}\n{inbox}\nprovider: {}; model for this chat: {model}; {messages} messages in this conversation (channel {}).",
                     self.status.render(),
                     config.routing.default_provider,
                     message.channel

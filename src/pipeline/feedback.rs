@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sanitize;
 use crate::channels::{Channel, ChannelMessage, SendMessage};
+use crate::inbox::Inbox;
 use crate::providers::{ChatRequest, ChatStream, Provider, StreamEvent};
 
 /// How often "typing…" is refreshed (platforms expire it after ~5 s).
@@ -83,10 +84,13 @@ pub struct Feedback {
 
 impl Feedback {
     /// Starts typing, drafts (when the channel streams them) and notices.
+    /// A draft's id is recorded in `record`'s inbox entry, so that a
+    /// restart can remove a half-written draft.
     pub fn start(
         channel: Arc<dyn Channel>,
         message: &ChannelMessage,
         mut progress: mpsc::UnboundedReceiver<Progress>,
+        record: Option<(Arc<Inbox>, ChannelMessage)>,
     ) -> Self {
         let stop = CancellationToken::new();
         let policy = channel.policy();
@@ -131,6 +135,9 @@ impl Feedback {
                                     let mut first = SendMessage::new(recipient.clone(), visible.clone());
                                     first.thread_ts = thread.clone();
                                     if let Ok(id) = channel.send_draft(&first).await {
+                                        if let Some((inbox, message)) = &record {
+                                            inbox.draft(message, &id);
+                                        }
                                         draft = Some(id);
                                     }
                                 }

@@ -10,7 +10,8 @@
 //! 6. memory context (the [`TurnMemory`] seam) and [`prompt`];
 //! 7. [`feedback`]: typing, drafts, tool notices while [`ToolLoop`] runs
 //!    within the [`budget`];
-//! 8. [`sanitize`], the `on_message_sending` hook, send;
+//! 8. [`sanitize`], the `on_message_sending` hook, send (`send`: against
+//!    the durable inbox's record when the message has one);
 //! 9. the assistant turn appended; failures end as an [`Outcome`].
 //!
 //! [`reload`] swaps in an edited config between messages; `turn` runs
@@ -27,6 +28,7 @@ pub mod prompt;
 pub mod reload;
 pub mod routing;
 pub mod sanitize;
+mod send;
 pub mod session;
 mod turn;
 
@@ -45,6 +47,7 @@ use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage};
 use crate::config::Config;
 use crate::dispatch::StatusBoard;
 use crate::history::{HistoryError, HistoryStore};
+use crate::inbox::{Inbound, Inbox, InboxError, State};
 use crate::memory::{NoMemory, TurnMemory};
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -64,6 +67,7 @@ pub struct Runtime {
     tool_context: ToolContext,
     hooks: Vec<Arc<dyn Hook>>,
     approvals: Arc<approvals::Approvals>,
+    inbox: Arc<Inbox>,
     /// `/model` choices by history key.
     chosen: Mutex<HashMap<String, String>>,
     status: Arc<StatusBoard>,
@@ -74,6 +78,8 @@ pub struct Runtime {
 pub enum RuntimeError {
     #[error(transparent)]
     History(#[from] HistoryError),
+    #[error(transparent)]
+    Inbox(#[from] InboxError),
     #[error("two channels are named `{0}`; channel names must be unique")]
     DuplicateChannel(String),
 }
@@ -141,6 +147,7 @@ impl RuntimeBuilder {
         let history = HistoryStore::path_in(&self.config.data_dir);
         let store = HistoryStore::open(&history)?;
         let approvals = Arc::new(approvals::Approvals::open(&history)?);
+        let inbox = Arc::new(Inbox::open(&self.config.data_dir)?);
         let mut channels = BTreeMap::new();
         for channel in self.channels {
             let name = channel.name().to_string();
@@ -159,6 +166,7 @@ impl RuntimeBuilder {
             tool_context: self.tool_context,
             hooks: self.hooks,
             approvals,
+            inbox,
             chosen: Mutex::default(),
             status: Arc::new(StatusBoard::new()),
         }))
@@ -172,6 +180,20 @@ impl Runtime {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The durable inbox of this runtime's data dir.
+    pub fn inbox(&self) -> &Arc<Inbox> {
+        &self.inbox
+    }
+
+    /// The names of the channels whose messages the inbox records.
+    pub fn durable_channels(&self) -> std::collections::HashSet<String> {
+        self.channels
+            .values()
+            .filter(|c| c.durable())
+            .map(|c| c.name().to_string())
+            .collect()
     }
 
     pub fn status(&self) -> &Arc<StatusBoard> {
@@ -243,11 +265,27 @@ impl Runtime {
     }
 
     /// Handles one message to its end. `cancel` stops it (nothing is sent).
-    pub async fn process(&self, message: ChannelMessage, cancel: CancellationToken) -> Outcome {
-        let message = match hooks::received(&self.hooks, message).await {
+    pub async fn process(&self, inbound: Inbound, cancel: CancellationToken) -> Outcome {
+        let recorded = inbound.message.clone();
+        let message = match hooks::received(&self.hooks, inbound.message).await {
             HookAction::Continue(m) => m,
-            HookAction::Cancel(why) => return Outcome::HookCancelled(why),
+            HookAction::Cancel(why) => {
+                if inbound.recorded {
+                    self.inbox.finish(&recorded, State::Cancelled, Some(&why));
+                }
+                return Outcome::HookCancelled(why);
+            }
         };
+        // The record stays under the id the platform gave.
+        let inbound = Inbound {
+            message: ChannelMessage {
+                id: recorded.id.clone(),
+                channel: recorded.channel.clone(),
+                ..message
+            },
+            ..inbound
+        };
+        let message = &inbound.message;
         let Some(channel) = self.channels.get(&message.channel).cloned() else {
             tracing::warn!(
                 channel = message.channel,
@@ -255,17 +293,26 @@ impl Runtime {
             );
             return Outcome::Undelivered(format!("no channel named `{}`", message.channel));
         };
-        let key = history_key(&message);
+        let key = history_key(message);
         if let Some(command) = commands::parse(&message.content) {
-            let answer = self.answer(command, &message, &key);
-            return self
-                .reply(&channel, &message, None, answer, Outcome::Command)
-                .await;
+            if inbound.recorded
+                && let Err(e) = self.inbox.start(message, None).await
+            {
+                tracing::error!(error = %e, "cannot record the command's start");
+            }
+            let text = self.answer(command, message, &key).await;
+            let reply = send::Reply {
+                draft: None,
+                text,
+                success: Outcome::Command,
+                turn: None,
+            };
+            return self.reply(&channel, &inbound, reply).await;
         }
         let _ = channel
             .add_reaction(&message.reply_target, &message.id, RECEIVED)
             .await;
-        let outcome = self.turn(&channel, &message, &key, cancel).await;
+        let outcome = self.turn(&channel, &inbound, &key, cancel).await;
         let emoji = match outcome {
             Outcome::Replied => Some(DONE),
             Outcome::Cancelled | Outcome::Superseded | Outcome::HookCancelled(_) => None,

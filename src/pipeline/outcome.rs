@@ -64,6 +64,26 @@ pub fn failed_notice(detail: &str) -> String {
     format!("Sorry, I could not answer that: {detail}")
 }
 
+/// The first line of a reply that comes late because hearth restarted
+/// while it was being made, naming the message it answers.
+pub fn late_note(asked: &str, reply: &str) -> String {
+    let asked = asked.split_whitespace().collect::<Vec<_>>().join(" ");
+    let excerpt: String = asked.chars().take(80).collect();
+    let cut = if excerpt.len() < asked.len() { "…" } else { "" };
+    format!(
+        "(Sorry for the delay: hearth restarted while answering “{excerpt}{cut}”.)\n\n{reply}"
+    )
+}
+
+/// What the user hears of a message hearth gave up on after it stopped
+/// the daemon again and again.
+pub fn abandoned_notice(asked: &str, attempts: u32) -> String {
+    let excerpt: String = asked.chars().take(80).collect();
+    format!(
+        "Sorry, I could not answer “{excerpt}”: hearth stopped {attempts} times while working on it, so I gave up on it. Please ask again, perhaps differently."
+    )
+}
+
 pub fn timed_out_notice(secs: u64) -> String {
     format!("[Task timed out] I could not finish within {secs} s. Try a narrower request.")
 }

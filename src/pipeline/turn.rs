@@ -9,12 +9,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::feedback::{Feedback, Progress, Tee};
-use super::hooks::{self, HookAction};
+use super::send::Reply;
 use super::{Outcome, Runtime, budget, normalize, outcome, prompt, routing, sanitize};
 use crate::agent::context::ContextLimits;
 use crate::agent::dispatch;
 use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
-use crate::channels::{Channel, ChannelMessage, Initiator, SendMessage};
+use crate::channels::{Channel, Initiator};
+use crate::inbox::Inbound;
 use crate::providers::{ChatMessage, ProviderError, SamplingParams, ToolChoice};
 use crate::tools::{BoxFuture, ToolOrigin};
 
@@ -23,10 +24,11 @@ impl Runtime {
     pub(super) async fn turn(
         &self,
         channel: &Arc<dyn Channel>,
-        message: &ChannelMessage,
+        inbound: &Inbound,
         key: &str,
         cancel: CancellationToken,
     ) -> Outcome {
+        let message = &inbound.message;
         let config = self.config();
         let chosen = self.chosen_models().get(key).cloned();
         let route = routing::route(&config, &message.content, chosen.as_deref());
@@ -40,7 +42,19 @@ impl Runtime {
             }
         };
         let user_turn = ChatMessage::user(message.content.clone());
-        if let Err(e) = self.sessions.append(key, &[user_turn]) {
+        let saved = if inbound.recorded {
+            // Once, however often the turn is run again after a restart.
+            let turn = Some((key.to_string(), vec![user_turn]));
+            self.inbox
+                .start(message, turn)
+                .await
+                .map_err(|e| e.to_string())
+        } else {
+            self.sessions
+                .append(key, &[user_turn])
+                .map_err(|e| e.to_string())
+        };
+        if let Err(e) = saved {
             tracing::error!(error = %e, "cannot save the user's message");
         }
         let scheduled = message.initiator == Initiator::Schedule;
@@ -66,7 +80,7 @@ impl Runtime {
             Err(e) => {
                 tracing::error!(error = %e, "no workspace folder for this chat");
                 return self
-                    .failed(channel, message, key, None, &e.to_string())
+                    .failed(channel, inbound, key, None, &e.to_string())
                     .await;
             }
         };
@@ -79,7 +93,7 @@ impl Runtime {
             Ok(p) => p,
             Err(e) => {
                 return self
-                    .failed(channel, message, key, None, &e.to_string())
+                    .failed(channel, inbound, key, None, &e.to_string())
                     .await;
             }
         };
@@ -92,7 +106,10 @@ impl Runtime {
         );
         let messages = prompt::messages(system, history, &user_text, memory);
         let (progress_tx, progress_rx) = mpsc::unbounded_channel();
-        let feedback = Feedback::start(channel.clone(), message, progress_rx);
+        let record = inbound
+            .recorded
+            .then(|| (self.inbox.clone(), message.clone()));
+        let feedback = Feedback::start(channel.clone(), message, progress_rx, record);
         let tee = Tee {
             inner: provider,
             progress: progress_tx.clone(),
@@ -165,18 +182,15 @@ impl Runtime {
                 } else {
                     text
                 };
-                let outcome = self
-                    .reply(channel, message, draft, text.clone(), Outcome::Replied)
-                    .await;
+                let reply = Reply {
+                    draft,
+                    text: text.clone(),
+                    success: Outcome::Replied,
+                    turn: Some((key.to_string(), vec![ChatMessage::assistant(text.clone())])),
+                };
+                let outcome = self.reply(channel, inbound, reply).await;
                 if matches!(outcome, Outcome::HookCancelled(_)) {
                     return outcome;
-                }
-                // Saved even when delivery failed: the model did answer.
-                if let Err(e) = self
-                    .sessions
-                    .append(key, &[ChatMessage::assistant(text.clone())])
-                {
-                    tracing::error!(error = %e, "cannot save the reply");
                 }
                 if !scheduled {
                     self.memory.after_turn(message, &text).await;
@@ -194,29 +208,26 @@ impl Runtime {
                     tracing::error!(error = %e, "cannot compact history");
                     0
                 });
-                self.reply(
-                    channel,
-                    message,
+                let reply = Reply {
                     draft,
-                    outcome::overflow_notice(kept),
-                    Outcome::Overflow,
-                )
-                .await
+                    text: outcome::overflow_notice(kept),
+                    success: Outcome::Overflow,
+                    turn: None,
+                };
+                self.reply(channel, inbound, reply).await
             }
             Err(LoopError::Provider(e)) => {
-                self.failed(channel, message, key, draft, &e.to_string())
+                self.failed(channel, inbound, key, draft, &e.to_string())
                     .await
             }
             Err(LoopError::TimedOut(secs)) => {
-                let _ = self.sessions.append(key, &[outcome::timed_out_turn(secs)]);
-                self.reply(
-                    channel,
-                    message,
+                let reply = Reply {
                     draft,
-                    outcome::timed_out_notice(secs),
-                    Outcome::TimedOut,
-                )
-                .await
+                    text: outcome::timed_out_notice(secs),
+                    success: Outcome::TimedOut,
+                    turn: Some((key.to_string(), vec![outcome::timed_out_turn(secs)])),
+                };
+                self.reply(channel, inbound, reply).await
             }
         }
     }
@@ -224,56 +235,19 @@ impl Runtime {
     async fn failed(
         &self,
         channel: &Arc<dyn Channel>,
-        message: &ChannelMessage,
+        inbound: &Inbound,
         key: &str,
         draft: Option<String>,
         error: &str,
     ) -> Outcome {
         tracing::warn!(error, "the provider failed");
         let detail = sanitize::error(error, &self.tool_context.scrubber);
-        let _ = self.sessions.append(key, &[outcome::failed_turn(&detail)]);
-        self.reply(
-            channel,
-            message,
+        let reply = Reply {
             draft,
-            outcome::failed_notice(&detail),
-            Outcome::Failed,
-        )
-        .await
-    }
-
-    /// Sends `text` as the reply to `message` (into the draft when there is
-    /// one), after the sending hooks; `success` is the outcome if it arrives.
-    pub(super) async fn reply(
-        &self,
-        channel: &Arc<dyn Channel>,
-        message: &ChannelMessage,
-        draft: Option<String>,
-        text: String,
-        success: Outcome,
-    ) -> Outcome {
-        let out = match hooks::sending(&self.hooks, SendMessage::reply_to(message, text)).await {
-            HookAction::Continue(m) => m,
-            HookAction::Cancel(why) => {
-                if let Some(id) = &draft {
-                    let _ = channel.cancel_draft(&message.reply_target, id).await;
-                }
-                return Outcome::HookCancelled(why);
-            }
+            text: outcome::failed_notice(&detail),
+            success: Outcome::Failed,
+            turn: Some((key.to_string(), vec![outcome::failed_turn(&detail)])),
         };
-        let sent = match &draft {
-            Some(id) => match channel.finalize_draft(&out.recipient, id, &out).await {
-                Ok(()) => Ok(()),
-                Err(_) => channel.send(&out).await,
-            },
-            None => channel.send(&out).await,
-        };
-        match sent {
-            Ok(()) => success,
-            Err(e) => {
-                tracing::warn!(error = %e, channel = channel.name(), "cannot deliver a reply");
-                Outcome::Undelivered(e.to_string())
-            }
-        }
+        self.reply(channel, inbound, reply).await
     }
 }

@@ -12,13 +12,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::connections::{self, ConnectionHandle};
 use super::{Event, Parked, Shared};
 use crate::channels::approval::{Answer, Delivered};
-use crate::channels::{ChannelError, ChannelMessage};
+use crate::channels::{Accepted, ChannelError, Intake};
 
 /// The largest request body.
 const BODY_LIMIT: usize = 64 * 1024;
@@ -45,7 +44,7 @@ struct ApprovalAnswer {
 #[derive(Clone)]
 struct App {
     shared: Arc<Shared>,
-    bus: mpsc::Sender<ChannelMessage>,
+    bus: Intake,
     local: SocketAddr,
 }
 
@@ -53,7 +52,7 @@ struct App {
 pub(super) async fn serve(
     addr: SocketAddr,
     shared: Arc<Shared>,
-    bus: mpsc::Sender<ChannelMessage>,
+    bus: Intake,
 ) -> Result<(), ChannelError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -261,13 +260,60 @@ async fn message(
         Ok(c) => c,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    let (message, events) = app.shared.admit(&chat, text);
-    let id = message.id.clone();
-    if app.bus.send(message).await.is_err() {
-        app.shared.forget(&id);
-        return error(StatusCode::SERVICE_UNAVAILABLE, "hearth is shutting down");
+    let keyed = match idempotency_key(&headers) {
+        Ok(key) => key.map(|k| Shared::keyed_id(&chat, &k)),
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    if keyed.as_ref().is_some_and(|id| app.shared.waiting().contains_key(id)) {
+        return in_progress();
     }
-    outcome(&app, chat, id, events).await
+    let (message, events) = app.shared.admit(&chat, text, keyed);
+    let id = message.id.clone();
+    match app.bus.accept(message).await {
+        Err(_) => {
+            app.shared.forget(&id);
+            error(StatusCode::SERVICE_UNAVAILABLE, "hearth is shutting down")
+        }
+        Ok(Accepted::Queued) => outcome(&app, chat, id, events).await,
+        // A retry of a request already recorded: its answer, not a second run.
+        Ok(Accepted::Known { reply }) => {
+            app.shared.forget(&id);
+            match reply {
+                Some(text) => axum::Json(json!({ "reply": text, "chat": chat, "replayed": true }))
+                    .into_response(),
+                None => in_progress(),
+            }
+        }
+    }
+}
+
+/// The `Idempotency-Key` header: 1 to 128 letters, digits, '-', '_', '.' or ':'.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, String> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value.to_str().unwrap_or("").trim();
+    let fine = (1..=128).contains(&key.len())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+    if fine {
+        Ok(Some(key.to_string()))
+    } else {
+        Err("`Idempotency-Key` must be 1 to 128 letters, digits, '-', '_', '.' or ':'".into())
+    }
+}
+
+/// A request with this key is still being answered.
+fn in_progress() -> Response {
+    let mut response = error(
+        StatusCode::CONFLICT,
+        "a request with this Idempotency-Key is still being answered; retry later for its answer",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("2"));
+    response
 }
 
 /// The answer to an approval question; responds as the question's message

@@ -35,7 +35,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::approval::{Answer, ApprovalRequest, Questions};
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
+use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
 use crate::config::GatewayConfig;
 use crate::tools::BoxFuture;
 
@@ -93,10 +93,22 @@ impl Shared {
         }
     }
 
+    /// The message id of a request with `Idempotency-Key: key` in `chat`:
+    /// the same for every retry, so the inbox knows it.
+    fn keyed_id(chat: &str, key: &str) -> String {
+        format!("gw-key-{chat}-{key}")
+    }
+
     /// A new message from a request, and what its request will hear.
-    fn admit(&self, chat: &str, text: &str) -> (ChannelMessage, mpsc::UnboundedReceiver<Event>) {
+    /// `id`: the message's id when the request names one (its key).
+    fn admit(
+        &self,
+        chat: &str,
+        text: &str,
+        id: Option<String>,
+    ) -> (ChannelMessage, mpsc::UnboundedReceiver<Event>) {
         // Unique across restarts: memories are saved under message ids.
-        let id = format!("gw-{}", uuid::Uuid::new_v4().simple());
+        let id = id.unwrap_or_else(|| format!("gw-{}", uuid::Uuid::new_v4().simple()));
         let (events, rx) = mpsc::unbounded_channel();
         self.waiting().insert(id.clone(), Waiter { events });
         let message = ChannelMessage {
@@ -188,8 +200,8 @@ impl Channel for GatewayChannel {
         })
     }
 
-    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(http::serve(self.listen, self.shared.clone(), tx))
+    fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(http::serve(self.listen, self.shared.clone(), intake))
     }
 
     fn unanswered<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()> {

@@ -2,9 +2,11 @@
 //! [`ChannelMessage`]s, strangers refused; button presses answer
 //! approval questions.
 //!
-//! Each update is acknowledged (the offset raised and saved) only after it
-//! was pushed onto the bus or deliberately dropped, so a crash or a network
-//! failure replays at most the update in hand, and a restart loses nothing.
+//! Each update is acknowledged (the offset raised and saved) only after the
+//! intake accepted it (recorded in the durable inbox) or it was deliberately
+//! dropped, so a crash or a network failure replays at most the update in
+//! hand, the inbox recognises it when it comes again, and a restart loses
+//! nothing.
 
 use std::future::IntoFuture;
 
@@ -12,24 +14,23 @@ use teloxide::RequestError;
 use teloxide::payloads::GetUpdatesSetters;
 use teloxide::prelude::Requester;
 use teloxide::types::{AllowedUpdate, Message, Update, UpdateKind};
-use tokio::sync::mpsc;
 
 use super::TelegramChannel;
 use super::error::channel_error;
 use super::inbound::Addressing;
 use super::outbound::Target;
-use crate::channels::{ChannelError, ChannelMessage};
+use crate::channels::{ChannelError, ChannelMessage, Intake};
 
 /// What became of one update.
 enum Handled {
-    /// On the bus, or deliberately dropped: acknowledge it.
+    /// Accepted, or deliberately dropped: acknowledge it.
     Done,
-    /// The bus closed: the daemon is stopping.
-    BusClosed,
+    /// The intake closed before taking it: the daemon is stopping.
+    Closed,
 }
 
 impl TelegramChannel {
-    pub(super) async fn poll(&self, tx: mpsc::Sender<ChannelMessage>) -> Result<(), ChannelError> {
+    pub(super) async fn poll(&self, intake: Intake) -> Result<(), ChannelError> {
         // One listener at a time per channel; the offset is its state.
         let mut offset = self.offset.lock().await;
         self.bot
@@ -54,7 +55,7 @@ impl TelegramChannel {
         );
         let timeout = self.settings.poll_timeout.as_secs().min(u32::MAX as u64) as u32;
         loop {
-            if tx.is_closed() {
+            if intake.is_closed() {
                 return Ok(());
             }
             let request = self
@@ -77,7 +78,7 @@ impl TelegramChannel {
                 if id < offset.next() {
                     continue;
                 }
-                if let Handled::BusClosed = self.handle(update, &addressing, &tx).await? {
+                if let Handled::Closed = self.handle(update, &addressing, &intake).await? {
                     return Ok(());
                 }
                 offset.confirm(id).map_err(|e| {
@@ -87,12 +88,12 @@ impl TelegramChannel {
         }
     }
 
-    /// Pushes what `update` carries onto the bus, if anything.
+    /// Hands what `update` carries to the intake, if anything.
     async fn handle(
         &self,
         update: Update,
         addressing: &Addressing,
-        tx: &mpsc::Sender<ChannelMessage>,
+        intake: &Intake,
     ) -> Result<Handled, ChannelError> {
         let message = match update.kind {
             UpdateKind::Message(m) => m,
@@ -111,9 +112,9 @@ impl TelegramChannel {
         let Some(incoming) = self.accept(&message, addressing).await? else {
             return Ok(Handled::Done);
         };
-        Ok(match tx.send(incoming).await {
-            Ok(()) => Handled::Done,
-            Err(_) => Handled::BusClosed,
+        Ok(match intake.accept(incoming).await {
+            Ok(_) => Handled::Done,
+            Err(_) => Handled::Closed,
         })
     }
 

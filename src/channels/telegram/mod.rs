@@ -33,7 +33,6 @@ use std::time::Duration;
 use teloxide::payloads::{SendChatActionSetters, SetMessageReactionSetters};
 use teloxide::prelude::{Bot, Requester};
 use teloxide::types::{ChatAction, ReactionType};
-use tokio::sync::mpsc;
 
 pub use allowlist::Allowlist;
 pub use error::TelegramError;
@@ -41,7 +40,7 @@ pub use inbound::INBOX;
 pub use settings::TelegramSettings;
 pub use split::{MAX_MESSAGE_UTF16, split_message, utf16_len};
 
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, SendMessage};
+use super::{Channel, ChannelError, ChannelPolicy, Intake, SendMessage};
 use crate::config::StreamMode;
 use crate::tools::BoxFuture;
 use error::channel_error;
@@ -154,8 +153,8 @@ impl Channel for TelegramChannel {
         Box::pin(self.deliver(message))
     }
 
-    fn listen(&self, tx: mpsc::Sender<ChannelMessage>) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(self.poll(tx))
+    fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(self.poll(intake))
     }
 
     fn policy(&self) -> ChannelPolicy {

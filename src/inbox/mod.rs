@@ -1,0 +1,358 @@
+//! The durable inbox: every message of a durable channel is recorded in
+//! SQLite before its platform is told it arrived, and kept until its
+//! outcome is known, so no crash, kill or power cut loses it.
+//!
+//! A record moves received → started → replying → answered, or ends as
+//! superseded, cancelled or failed ([`State`]). It lives in the `inbox`
+//! table of `history.sqlite3`, so a reply, its sent parts and its turn in
+//! the history are written in one transaction. One thread writes it
+//! ([`writer`]): the arrival is committed with `synchronous = FULL` (on
+//! disk before the platform is acknowledged); later steps with `NORMAL`,
+//! which a crash of the process never loses and the next arrival syncs.
+//!
+//! At start the daemon takes up what was left open ([`Inbox::open_entries`]):
+//! messages not answered run again, in order, and say they are late;
+//! replies made but not fully sent are sent on from the part they reached
+//! ([`journal`]); failed sends are retried with backoff ([`retry`]).
+
+pub mod journal;
+pub mod retry;
+mod store;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use tokio::sync::oneshot;
+
+pub use journal::EntryJournal;
+pub use store::{Entry, KEEP_FINISHED_DAYS, State};
+
+use crate::channels::ChannelMessage;
+use crate::providers::ChatMessage;
+
+/// A message on its way to the dispatcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    pub message: ChannelMessage,
+    /// Recorded in the inbox: its steps are recorded too.
+    pub recorded: bool,
+    /// Taken up again after a restart: the reply says it is late.
+    pub late: bool,
+}
+
+impl Inbound {
+    /// A message that is not recorded (the CLI's, tests').
+    pub fn unrecorded(message: ChannelMessage) -> Self {
+        Self {
+            message,
+            recorded: false,
+            late: false,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InboxError {
+    #[error("inbox {}: {source}; fix: check that the data dir is writable (`[data] dir`)", .path.display())]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("inbox {}: cannot commit: {why}; fix: check the disk (space, permissions)", .path.display())]
+    Commit { path: PathBuf, why: String },
+    #[error(
+        "inbox {}: the database is damaged ({detail}); fix: stop hearth, move the file (and its -wal file) aside and start again; its messages are then lost",
+        .path.display()
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("the inbox is closed")]
+    Gone,
+    #[error(transparent)]
+    Open(#[from] crate::storage::OpenError),
+    #[error("cannot start the inbox writer: {0}")]
+    Thread(std::io::Error),
+}
+
+/// A turn's messages for the history, and its conversation.
+pub type Turn = (String, Vec<ChatMessage>);
+
+/// The inbox of one data dir; share it in an `Arc`.
+pub struct Inbox {
+    writer: writer::Writer,
+    path: PathBuf,
+}
+
+/// What [`Inbox::admit`] found.
+pub struct Admission {
+    /// `Some` when the message was recorded before (it is not new).
+    pub known: Option<Entry>,
+    /// Resolves once the record is on disk.
+    pub synced: oneshot::Receiver<Result<(), InboxError>>,
+}
+
+impl Inbox {
+    /// Opens the inbox in `history.sqlite3` under `data_dir`, checking the
+    /// file first: a damaged store is refused, never used.
+    pub fn open(data_dir: &Path) -> Result<Self, InboxError> {
+        let path = crate::history::HistoryStore::path_in(data_dir);
+        let conn = crate::storage::open(
+            &path,
+            &format!("{}\n{}", crate::history::SCHEMA, store::SCHEMA),
+        )?;
+        let sqlite = |source| InboxError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| match e {
+                rusqlite::Error::SqliteFailure(f, detail)
+                    if matches!(
+                        f.code,
+                        rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+                    ) =>
+                {
+                    InboxError::Corrupt {
+                        path: path.clone(),
+                        detail: detail.unwrap_or_else(|| f.to_string()),
+                    }
+                }
+                e => sqlite(e),
+            })?;
+        if check != "ok" {
+            return Err(InboxError::Corrupt {
+                path,
+                detail: check,
+            });
+        }
+        let pruned = store::prune(&conn).map_err(sqlite)?;
+        if pruned > 0 {
+            tracing::info!(pruned, "inbox: forgot finished messages older than {KEEP_FINISHED_DAYS} days");
+        }
+        let writer = writer::Writer::start(conn, path.clone()).map_err(InboxError::Thread)?;
+        Ok(Self { writer, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records `message`. Returns as soon as it is known whether the inbox
+    /// held it already; `synced` tells when the record reached the disk.
+    pub async fn admit(&self, message: &ChannelMessage) -> Result<Admission, InboxError> {
+        let (early, found) = oneshot::channel();
+        let message = message.clone();
+        let synced = self.writer.submit(true, move |conn| {
+            let result = store::insert(conn, &message);
+            let (tell, keep) = match result {
+                Ok(known) => (Ok(known), Ok(())),
+                Err(e) => {
+                    let why = e.to_string();
+                    (Err(why), Err(e))
+                }
+            };
+            let _ = early.send(tell);
+            keep
+        });
+        match found.await {
+            Ok(Ok(known)) => Ok(Admission { known, synced }),
+            Ok(Err(why)) => Err(InboxError::Commit {
+                path: self.path.clone(),
+                why,
+            }),
+            Err(_) => Err(InboxError::Gone),
+        }
+    }
+
+    /// Its turn begins: counts the attempt and, on the first, appends the
+    /// user's turn to the history in the same transaction.
+    pub async fn start(&self, message: &ChannelMessage, turn: Option<Turn>) -> Result<(), InboxError> {
+        let message = message.clone();
+        self.call(false, move |conn| {
+            let attempts = store::set_state(conn, &message, State::Started, None)?;
+            if attempts <= 1
+                && let Some((key, messages)) = &turn
+            {
+                crate::history::append_rows(conn, key, messages)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// The reply is made: records it (and its turn in the history) before
+    /// the first part is sent.
+    pub async fn replying(
+        &self,
+        message: &ChannelMessage,
+        text: &str,
+        turn: Option<Turn>,
+    ) -> Result<(), InboxError> {
+        let (message, text) = (message.clone(), text.to_string());
+        self.call(false, move |conn| {
+            store::set_reply(conn, &message, &text)?;
+            if let Some((key, messages)) = &turn {
+                crate::history::append_rows(conn, key, messages)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// The reply streams into draft `id`.
+    pub fn draft(&self, message: &ChannelMessage, id: &str) {
+        let (message, id) = (message.clone(), id.to_string());
+        self.detach("draft", move |conn| store::set_draft(conn, &message, &id));
+    }
+
+    /// Ends a record in `state` (with the reason, for `Failed`).
+    pub fn finish(&self, message: &ChannelMessage, state: State, error: Option<&str>) {
+        let (message, error) = (message.clone(), error.map(str::to_string));
+        self.detach("finish", move |conn| {
+            store::set_state(conn, &message, state, error.as_deref()).map(|_| ())
+        });
+    }
+
+    /// Part `index` of the reply to `message` is about to be sent.
+    pub async fn sending(&self, message: &ChannelMessage, index: usize) -> Result<(), InboxError> {
+        let message = message.clone();
+        self.call(false, move |conn| store::set_sending(conn, &message, index))
+            .await
+    }
+
+    /// Part `index` arrived as the platform's message `id`.
+    pub fn sent(&self, message: &ChannelMessage, index: usize, id: &str) {
+        let (message, id) = (message.clone(), id.to_string());
+        self.detach("sent", move |conn| store::set_sent(conn, &message, index, &id));
+    }
+
+    /// A send failed for now; the next try is due at `at` (Unix seconds).
+    pub async fn retry_at(
+        &self,
+        message: &ChannelMessage,
+        error: &str,
+        at: i64,
+    ) -> Result<(), InboxError> {
+        let (message, error) = (message.clone(), error.to_string());
+        self.call(false, move |conn| store::set_retry(conn, &message, &error, at))
+            .await
+    }
+
+    /// The record of `message`, if there is one.
+    pub async fn find(&self, message: &ChannelMessage) -> Result<Option<Entry>, InboxError> {
+        let (channel, id) = (message.channel.clone(), message.id.clone());
+        self.call(false, move |conn| store::find(conn, &channel, &id))
+            .await
+    }
+
+    /// Everything not finished, oldest first.
+    pub async fn open_entries(&self) -> Result<Vec<Entry>, InboxError> {
+        self.call(false, |conn| {
+            store::in_states(conn, &[State::Received, State::Started, State::Replying])
+        })
+        .await
+    }
+
+    /// Entries in `states`, oldest first.
+    pub async fn entries(&self, states: &[State]) -> Result<Vec<Entry>, InboxError> {
+        let states = states.to_vec();
+        self.call(false, move |conn| store::in_states(conn, &states))
+            .await
+    }
+
+    pub async fn counts(&self) -> Result<BTreeMap<State, usize>, InboxError> {
+        self.call(false, store::counts).await
+    }
+
+    /// Resolves once everything queued before it is committed.
+    pub async fn flush(&self) -> Result<(), InboxError> {
+        self.call(true, |_| Ok(())).await
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        durable: bool,
+        f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, InboxError> {
+        self.writer
+            .submit(durable, f)
+            .await
+            .unwrap_or(Err(InboxError::Gone))
+    }
+
+    /// Queues `f` without waiting; a failure is logged.
+    fn detach(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<()> + Send + 'static,
+    ) {
+        let done = self.writer.submit(false, f);
+        tokio::spawn(async move {
+            if let Ok(Err(e)) = done.await {
+                tracing::error!(error = %e, "inbox: cannot record `{what}`");
+            }
+        });
+    }
+}
+
+/// One line for `/status` and `hearth doctor`: what waits, what failed.
+pub fn summary(counts: &BTreeMap<State, usize>) -> String {
+    let n = |s| counts.get(&s).copied().unwrap_or(0);
+    let waiting = n(State::Received) + n(State::Started);
+    format!(
+        "inbox: {waiting} message(s) being answered, {} reply(ies) being sent or waiting to be retried, {} failed{}",
+        n(State::Replying),
+        n(State::Failed),
+        if n(State::Failed) > 0 {
+            " (`hearth inbox` lists them)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Reads the inbox of `data_dir` without writing (for `hearth inbox` and
+/// `hearth doctor` while the daemon may be running); `None` when there is
+/// none yet.
+pub fn read(data_dir: &Path, states: &[State]) -> Result<Option<Vec<Entry>>, InboxError> {
+    with_reader(data_dir, |conn| store::in_states(conn, states))
+}
+
+/// How many entries `data_dir`'s inbox has in each state.
+pub fn count(data_dir: &Path) -> Result<Option<BTreeMap<State, usize>>, InboxError> {
+    with_reader(data_dir, store::counts)
+}
+
+fn with_reader<T>(
+    data_dir: &Path,
+    f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> Result<Option<T>, InboxError> {
+    let path = crate::history::HistoryStore::path_in(data_dir);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let sqlite = |source| InboxError::Sqlite {
+        path: path.clone(),
+        source,
+    };
+    let conn = rusqlite::Connection::open_with_flags(
+        &path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sqlite)?;
+    let exists: bool = conn
+        .query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'inbox'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(sqlite)?;
+    if !exists {
+        return Ok(None);
+    }
+    f(&conn).map(Some).map_err(sqlite)
+}
+
+#[cfg(test)]
+mod tests;

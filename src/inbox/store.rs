@@ -1,0 +1,301 @@
+//! The `inbox` table and its rows: what each recorded message is, where
+//! it stands, and the statements that move it on. Every function takes a
+//! connection, so the writer can run several in one transaction.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::channels::ChannelMessage;
+
+pub(super) const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS inbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        message TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'received',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        reply TEXT,
+        draft TEXT,
+        parts TEXT NOT NULL DEFAULT '{}',
+        sending INTEGER,
+        send_tries INTEGER NOT NULL DEFAULT 0,
+        next_try INTEGER,
+        first_failure INTEGER,
+        error TEXT,
+        received INTEGER NOT NULL DEFAULT (unixepoch()),
+        updated INTEGER NOT NULL DEFAULT (unixepoch()),
+        UNIQUE (channel, message_id)
+    );
+    CREATE INDEX IF NOT EXISTS inbox_by_state ON inbox (state, id);";
+
+/// Finished records are kept this long (a retried gateway request finds
+/// its answer), then deleted at the next start.
+pub const KEEP_FINISHED_DAYS: i64 = 30;
+
+/// Where a recorded message stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum State {
+    /// Recorded; not started.
+    Received,
+    /// Its turn is running (or was, when the daemon died).
+    Started,
+    /// The reply is made and recorded; it is being sent (or waits to be
+    /// sent again).
+    Replying,
+    /// Every part of the reply was delivered.
+    Answered,
+    /// A newer message from the same person took it over.
+    Superseded,
+    /// Stopped by the user (`/stop`) or a hook.
+    Cancelled,
+    /// Cannot be answered or delivered; `error` says why.
+    Failed,
+}
+
+impl State {
+    pub const ALL: [State; 7] = [
+        Self::Received,
+        Self::Started,
+        Self::Replying,
+        Self::Answered,
+        Self::Superseded,
+        Self::Cancelled,
+        Self::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Received => "received",
+            Self::Started => "started",
+            Self::Replying => "replying",
+            Self::Answered => "answered",
+            Self::Superseded => "superseded",
+            Self::Cancelled => "cancelled",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// Not finished: a restart takes it up again.
+    pub fn is_open(self) -> bool {
+        matches!(self, Self::Received | Self::Started | Self::Replying)
+    }
+}
+
+/// One recorded message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub row: i64,
+    pub message: ChannelMessage,
+    pub state: State,
+    /// How often its turn was started.
+    pub attempts: u32,
+    /// The reply, once made.
+    pub reply: Option<String>,
+    /// The draft the reply was streaming into.
+    pub draft: Option<String>,
+    /// Delivered parts of the reply: index → the platform's message id.
+    pub parts: BTreeMap<usize, String>,
+    /// The part whose send began and was not confirmed.
+    pub sending: Option<usize>,
+    /// Failed sends so far, and when the next try is due (Unix seconds).
+    pub send_tries: u32,
+    pub next_try: Option<i64>,
+    pub first_failure: Option<i64>,
+    pub error: Option<String>,
+    /// Unix seconds.
+    pub received: i64,
+    pub updated: i64,
+}
+
+const COLUMNS: &str = "id, message, state, attempts, reply, draft, parts, sending, send_tries, \
+                       next_try, first_failure, error, received, updated";
+
+fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
+    let bad = |i: usize, e: String| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            Box::new(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        )
+    };
+    let message: String = row.get(1)?;
+    let state: String = row.get(2)?;
+    let parts: String = row.get(6)?;
+    let parts: BTreeMap<String, String> =
+        serde_json::from_str(&parts).map_err(|e| bad(6, e.to_string()))?;
+    Ok(Entry {
+        row: row.get(0)?,
+        message: serde_json::from_str(&message).map_err(|e| bad(1, e.to_string()))?,
+        state: State::parse(&state).ok_or_else(|| bad(2, format!("unknown state `{state}`")))?,
+        attempts: row.get(3)?,
+        reply: row.get(4)?,
+        draft: row.get(5)?,
+        parts: parts
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
+            .collect(),
+        sending: row.get::<_, Option<i64>>(7)?.map(|i| i as usize),
+        send_tries: row.get(8)?,
+        next_try: row.get(9)?,
+        first_failure: row.get(10)?,
+        error: row.get(11)?,
+        received: row.get(12)?,
+        updated: row.get(13)?,
+    })
+}
+
+/// Records `message`; `Some(entry)` when the inbox already held it.
+pub fn insert(conn: &Connection, message: &ChannelMessage) -> rusqlite::Result<Option<Entry>> {
+    let json = serde_json::to_string(message).map_err(|e| {
+        rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string())))
+    })?;
+    let added = conn.execute(
+        "INSERT OR IGNORE INTO inbox (channel, message_id, message) VALUES (?1, ?2, ?3)",
+        params![message.channel, message.id, json],
+    )?;
+    if added == 1 {
+        return Ok(None);
+    }
+    find(conn, &message.channel, &message.id)
+}
+
+pub fn find(conn: &Connection, channel: &str, id: &str) -> rusqlite::Result<Option<Entry>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM inbox WHERE channel = ?1 AND message_id = ?2"
+    ))?
+    .query_row(params![channel, id], entry)
+    .optional()
+}
+
+/// Entries in `states`, oldest first.
+pub fn in_states(conn: &Connection, states: &[State]) -> rusqlite::Result<Vec<Entry>> {
+    let list = states
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {COLUMNS} FROM inbox WHERE state IN ({list}) ORDER BY id"
+    ))?;
+    let rows = stmt.query_map([], entry)?;
+    rows.collect()
+}
+
+/// How many entries are in each state.
+pub fn counts(conn: &Connection) -> rusqlite::Result<BTreeMap<State, usize>> {
+    let mut stmt = conn.prepare("SELECT state, count(*) FROM inbox GROUP BY state")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+    let mut counts = BTreeMap::new();
+    for row in rows {
+        let (state, n) = row?;
+        if let Some(state) = State::parse(&state) {
+            counts.insert(state, n.max(0) as usize);
+        }
+    }
+    Ok(counts)
+}
+
+/// Moves an entry to `state`. `Started` also counts an attempt; the
+/// return value is the attempts so far.
+pub fn set_state(
+    conn: &Connection,
+    message: &ChannelMessage,
+    state: State,
+    error: Option<&str>,
+) -> rusqlite::Result<u32> {
+    let bump = u32::from(state == State::Started);
+    conn.prepare_cached(
+        "UPDATE inbox SET state = ?3, attempts = attempts + ?4, error = coalesce(?5, error),
+                next_try = NULL, updated = unixepoch()
+         WHERE channel = ?1 AND message_id = ?2 RETURNING attempts",
+    )?
+    .query_row(
+        params![message.channel, message.id, state.as_str(), bump, error],
+        |r| r.get(0),
+    )
+    .optional()
+    .map(Option::unwrap_or_default)
+}
+
+/// Records the reply to send.
+pub fn set_reply(conn: &Connection, message: &ChannelMessage, text: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE inbox SET state = 'replying', reply = ?3, updated = unixepoch()
+         WHERE channel = ?1 AND message_id = ?2",
+    )?
+    .execute(params![message.channel, message.id, text])
+    .map(|_| ())
+}
+
+pub fn set_draft(conn: &Connection, message: &ChannelMessage, draft: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE inbox SET draft = ?3 WHERE channel = ?1 AND message_id = ?2")?
+        .execute(params![message.channel, message.id, draft])
+        .map(|_| ())
+}
+
+/// Records that part `index` is being sent.
+pub fn set_sending(
+    conn: &Connection,
+    message: &ChannelMessage,
+    index: usize,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE inbox SET sending = ?3 WHERE channel = ?1 AND message_id = ?2")?
+        .execute(params![message.channel, message.id, index as i64])
+        .map(|_| ())
+}
+
+/// Records that part `index` arrived as `id`.
+pub fn set_sent(
+    conn: &Connection,
+    message: &ChannelMessage,
+    index: usize,
+    id: &str,
+) -> rusqlite::Result<()> {
+    let Some(current) = find(conn, &message.channel, &message.id)? else {
+        return Ok(());
+    };
+    let mut parts: BTreeMap<String, String> = current
+        .parts
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    parts.insert(index.to_string(), id.to_string());
+    let json = serde_json::to_string(&parts).unwrap_or_else(|_| "{}".into());
+    conn.prepare_cached(
+        "UPDATE inbox SET parts = ?3, sending = NULL, updated = unixepoch()
+         WHERE channel = ?1 AND message_id = ?2",
+    )?
+    .execute(params![message.channel, message.id, json])
+    .map(|_| ())
+}
+
+/// A send failed for now: try again at `next_try` (Unix seconds).
+pub fn set_retry(
+    conn: &Connection,
+    message: &ChannelMessage,
+    error: &str,
+    next_try: i64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE inbox SET send_tries = send_tries + 1, next_try = ?3, error = ?4,
+                first_failure = coalesce(first_failure, unixepoch()), updated = unixepoch()
+         WHERE channel = ?1 AND message_id = ?2",
+    )?
+    .execute(params![message.channel, message.id, next_try, error])
+    .map(|_| ())
+}
+
+/// Deletes finished entries older than [`KEEP_FINISHED_DAYS`].
+pub fn prune(conn: &Connection) -> rusqlite::Result<usize> {
+    conn.execute(
+        "DELETE FROM inbox WHERE state IN ('answered', 'superseded', 'cancelled', 'failed')
+           AND updated < unixepoch() - ?1 * 86400",
+        params![KEEP_FINISHED_DAYS],
+    )
+}

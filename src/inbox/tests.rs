@@ -1,0 +1,107 @@
+use super::*;
+use crate::channels::ChannelMessage;
+use crate::providers::ChatMessage;
+
+fn message(id: &str) -> ChannelMessage {
+    ChannelMessage {
+        id: id.into(),
+        sender: "7".into(),
+        reply_target: "7".into(),
+        content: format!("question {id}"),
+        channel: "telegram".into(),
+        timestamp: 1,
+        thread_ts: None,
+        interruption_scope_id: None,
+        initiator: Default::default(),
+    }
+}
+
+async fn admitted(inbox: &Inbox, m: &ChannelMessage) -> Option<Entry> {
+    let admission = inbox.admit(m).await.unwrap();
+    admission.synced.await.unwrap().unwrap();
+    admission.known
+}
+
+#[tokio::test]
+async fn a_message_is_recorded_once_and_moves_to_answered_with_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let inbox = Inbox::open(dir.path()).unwrap();
+    let m = message("7:1");
+    assert!(admitted(&inbox, &m).await.is_none(), "new");
+    let again = admitted(&inbox, &m).await.expect("known the second time");
+    assert_eq!(again.state, State::Received);
+
+    let key = "telegram_7_7".to_string();
+    inbox
+        .start(&m, Some((key.clone(), vec![ChatMessage::user("q")])))
+        .await
+        .unwrap();
+    // A second start (after a crash) counts, and does not append again.
+    inbox
+        .start(&m, Some((key.clone(), vec![ChatMessage::user("q")])))
+        .await
+        .unwrap();
+    inbox
+        .replying(&m, "the answer", Some((key.clone(), vec![ChatMessage::assistant("a")])))
+        .await
+        .unwrap();
+    inbox.sending(&m, 0).await.unwrap();
+    inbox.sent(&m, 0, "41");
+    inbox.finish(&m, State::Answered, None);
+    inbox.flush().await.unwrap();
+
+    let entry = inbox.find(&m).await.unwrap().unwrap();
+    assert_eq!(entry.state, State::Answered);
+    assert_eq!(entry.attempts, 2);
+    assert_eq!(entry.reply.as_deref(), Some("the answer"));
+    assert_eq!(entry.parts.get(&0).map(String::as_str), Some("41"));
+    assert_eq!(entry.sending, None);
+    let history = crate::history::HistoryStore::open(&crate::history::HistoryStore::path_in(dir.path()))
+        .unwrap()
+        .load(&key, 50)
+        .unwrap();
+    let roles: Vec<_> = history.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(roles, ["q", "a"], "the user turn once, then the reply");
+    assert!(inbox.open_entries().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn open_entries_survive_a_reopen_in_order_and_the_reader_sees_them() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let inbox = Inbox::open(dir.path()).unwrap();
+        for id in ["7:1", "7:2", "7:3"] {
+            admitted(&inbox, &message(id)).await;
+        }
+        inbox.start(&message("7:2"), None).await.unwrap();
+        inbox.replying(&message("7:3"), "r", None).await.unwrap();
+        inbox.sending(&message("7:3"), 1).await.unwrap();
+        inbox.finish(&message("7:1"), State::Failed, Some("blocked"));
+        inbox.flush().await.unwrap();
+    }
+    let inbox = Inbox::open(dir.path()).unwrap();
+    let open = inbox.open_entries().await.unwrap();
+    let ids: Vec<_> = open.iter().map(|e| e.message.id.as_str()).collect();
+    assert_eq!(ids, ["7:2", "7:3"]);
+    assert_eq!(open[1].sending, Some(1), "an unconfirmed part is known");
+    let failed = read(dir.path(), &[State::Failed]).unwrap().unwrap();
+    assert_eq!(failed[0].error.as_deref(), Some("blocked"));
+    let counts = count(dir.path()).unwrap().unwrap();
+    assert_eq!(counts.get(&State::Failed), Some(&1));
+    assert!(summary(&counts).contains("1 failed"), "{}", summary(&counts));
+}
+
+#[test]
+fn a_damaged_store_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::history::HistoryStore::path_in(dir.path());
+    std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+    let e = Inbox::open(dir.path()).err().expect("refused").to_string();
+    assert!(e.contains("history.sqlite3"), "{e}");
+}
+
+#[test]
+fn no_inbox_yet_reads_as_none() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(read(dir.path(), &[State::Failed]).unwrap().is_none());
+}

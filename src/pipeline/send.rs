@@ -1,0 +1,148 @@
+//! Phase 8–9 of every reply: the sending hooks, then the send, against
+//! the inbox record when the message has one.
+//!
+//! A recorded reply and its turn in the history are written in one
+//! transaction before the first part leaves; each part is recorded as it
+//! arrives (see [`crate::channels::SendJournal`]). A send that fails for
+//! now (network, 5xx, rate limit) stays recorded with the time of its next
+//! try, for the dispatcher's resend loop, across restarts too; one the
+//! platform refuses (blocked bot, unknown chat) ends the record as failed
+//! with the reason.
+
+use std::sync::Arc;
+
+use super::hooks::{self, HookAction};
+use super::{Outcome, Runtime, outcome};
+use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage};
+use crate::inbox::{Entry, EntryJournal, Inbound, State, retry};
+use crate::providers::ChatMessage;
+
+/// A reply to send, and what to record with it.
+pub(super) struct Reply {
+    /// The draft the reply streamed into.
+    pub draft: Option<String>,
+    pub text: String,
+    /// The outcome if it arrives.
+    pub success: Outcome,
+    /// The conversation and the turn to append to it.
+    pub turn: Option<(String, Vec<ChatMessage>)>,
+}
+
+impl Runtime {
+    /// Sends `reply` to `inbound`'s chat after the sending hooks.
+    pub(super) async fn reply(
+        &self,
+        channel: &Arc<dyn Channel>,
+        inbound: &Inbound,
+        reply: Reply,
+    ) -> Outcome {
+        let message = &inbound.message;
+        let text = if inbound.late {
+            outcome::late_note(&message.content, &reply.text)
+        } else {
+            reply.text
+        };
+        let out = match hooks::sending(&self.hooks, SendMessage::reply_to(message, text)).await {
+            HookAction::Continue(m) => m,
+            HookAction::Cancel(why) => {
+                if let Some(id) = &reply.draft {
+                    let _ = channel.cancel_draft(&message.reply_target, id).await;
+                }
+                if inbound.recorded {
+                    self.inbox.finish(message, State::Cancelled, Some(&why));
+                }
+                return Outcome::HookCancelled(why);
+            }
+        };
+        if !inbound.recorded {
+            let sent = match &reply.draft {
+                Some(id) => match channel.finalize_draft(&out.recipient, id, &out).await {
+                    Ok(()) => Ok(()),
+                    Err(_) => channel.send(&out).await,
+                },
+                None => channel.send(&out).await,
+            };
+            // Saved even when delivery failed: the model did answer.
+            if let Some((key, turn)) = &reply.turn
+                && let Err(e) = self.sessions.append(key, turn)
+            {
+                tracing::error!(error = %e, "cannot save the reply");
+            }
+            return match sent {
+                Ok(()) => reply.success,
+                Err(e) => {
+                    tracing::warn!(error = %e, channel = channel.name(), "cannot deliver a reply");
+                    Outcome::Undelivered(e.to_string())
+                }
+            };
+        }
+        if let Err(e) = self.inbox.replying(message, &out.content, reply.turn).await {
+            tracing::error!(error = %e, "cannot record the reply; sending it anyway");
+        }
+        let journal = EntryJournal::fresh(self.inbox.clone(), message.clone());
+        let sent = channel
+            .send_recorded(&out, reply.draft.as_deref(), &journal)
+            .await;
+        match self.settle(message, sent, 0, None).await {
+            Ok(()) => reply.success,
+            Err(e) => Outcome::Undelivered(e),
+        }
+    }
+
+    /// Sends a recorded reply on from where it stopped: after a restart,
+    /// or when its next try is due.
+    pub async fn resend(&self, entry: &Entry) -> Result<(), String> {
+        let message = &entry.message;
+        let Some(channel) = self.channels.get(&message.channel).cloned() else {
+            let why = format!("no channel named `{}` any more", message.channel);
+            self.inbox.finish(message, State::Failed, Some(&why));
+            return Err(why);
+        };
+        let Some(text) = &entry.reply else {
+            let why = "no reply was recorded".to_string();
+            self.inbox.finish(message, State::Failed, Some(&why));
+            return Err(why);
+        };
+        let out = SendMessage::reply_to(message, text.clone());
+        let journal = EntryJournal::resume(self.inbox.clone(), entry);
+        let sent = channel
+            .send_recorded(&out, entry.draft.as_deref(), &journal)
+            .await;
+        self.settle(message, sent, entry.send_tries, entry.first_failure)
+            .await
+    }
+
+    /// Records how a send ended: answered; due again later; or failed.
+    async fn settle(
+        &self,
+        message: &ChannelMessage,
+        sent: Result<(), ChannelError>,
+        tries: u32,
+        first_failure: Option<i64>,
+    ) -> Result<(), String> {
+        let e = match sent {
+            Ok(()) => {
+                self.inbox.finish(message, State::Answered, None);
+                return Ok(());
+            }
+            Err(e) => e,
+        };
+        let now = chrono::Utc::now().timestamp();
+        if !e.is_transient() {
+            tracing::warn!(error = %e, channel = message.channel, chat = message.reply_target, "the platform refused a reply; it is marked failed");
+            self.inbox.finish(message, State::Failed, Some(&e.to_string()));
+        } else if first_failure.is_some_and(|first| retry::given_up(first, now)) {
+            let why = format!("undelivered for a day, given up: {e}");
+            tracing::warn!(channel = message.channel, chat = message.reply_target, "{why}");
+            self.inbox.finish(message, State::Failed, Some(&why));
+        } else {
+            let wait = retry::wait_after(tries + 1);
+            tracing::warn!(error = %e, channel = message.channel, wait_secs = wait.as_secs(), "cannot deliver a reply now; it will be tried again");
+            let at = now + wait.as_secs() as i64;
+            if let Err(e) = self.inbox.retry_at(message, &e.to_string(), at).await {
+                tracing::error!(error = %e, "cannot record the retry");
+            }
+        }
+        Err(e.to_string())
+    }
+}
