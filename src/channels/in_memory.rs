@@ -65,6 +65,8 @@ pub struct InMemoryChannel {
     changed: Notify,
     next_draft: AtomicU32,
     next_id: AtomicU32,
+    /// Tells this channel's message ids from another run's.
+    run: String,
     /// Answers to the next approval questions, in order (`None`: no
     /// answer in time), then `always`.
     answers: Mutex<VecDeque<Option<Answer>>>,
@@ -87,6 +89,7 @@ impl InMemoryChannel {
             changed: Notify::new(),
             next_draft: AtomicU32::new(1),
             next_id: AtomicU32::new(1),
+            run: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
             answers: Mutex::default(),
             always: Mutex::default(),
         }
@@ -145,7 +148,9 @@ impl InMemoryChannel {
     pub fn inject_text(&self, sender: &str, text: &str) -> ChannelMessage {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let message = ChannelMessage {
-            id: format!("m{id}"),
+            // Unique across channels and restarts, as a platform's ids are
+            // (the inbox knows a message by its id).
+            id: format!("m{id}-{}", &self.run),
             sender: sender.to_string(),
             reply_target: sender.to_string(),
             content: text.to_string(),

@@ -119,9 +119,7 @@ impl Dispatcher {
                     Err(e) => Outcome::Undelivered(e.to_string()),
                 };
                 if inbound.recorded {
-                    self.runtime
-                        .inbox()
-                        .finish(&message, State::Answered, None);
+                    self.runtime.inbox().finish(&message, State::Answered, None);
                 }
                 report(&self.reports, &message, outcome);
                 continue;
@@ -183,7 +181,9 @@ impl Dispatcher {
                     (Outcome::Cancelled, Some(CancelReason::Stopped)) => {
                         runtime.note_stopped(&message);
                         if recorded {
-                            runtime.inbox().finish(&message, State::Cancelled, Some("stopped"));
+                            runtime
+                                .inbox()
+                                .finish(&message, State::Cancelled, Some("stopped"));
                         }
                         Outcome::Cancelled
                     }

@@ -5,7 +5,7 @@
 //! A record moves received → started → replying → answered, or ends as
 //! superseded, cancelled or failed ([`State`]). It lives in the `inbox`
 //! table of `history.sqlite3`, so a reply, its sent parts and its turn in
-//! the history are written in one transaction. One thread writes it
+//! the history are written in one transaction. One task writes it
 //! ([`writer`]): the arrival is committed with `synchronous = FULL` (on
 //! disk before the platform is acknowledged); later steps with `NORMAL`,
 //! which a crash of the process never loses and the next arrival syncs.
@@ -70,8 +70,8 @@ pub enum InboxError {
     Gone,
     #[error(transparent)]
     Open(#[from] crate::storage::OpenError),
-    #[error("cannot start the inbox writer: {0}")]
-    Thread(std::io::Error),
+    #[error("the inbox needs a tokio runtime to write from")]
+    NoRuntime,
 }
 
 /// A turn's messages for the history, and its conversation.
@@ -128,9 +128,12 @@ impl Inbox {
         }
         let pruned = store::prune(&conn).map_err(sqlite)?;
         if pruned > 0 {
-            tracing::info!(pruned, "inbox: forgot finished messages older than {KEEP_FINISHED_DAYS} days");
+            tracing::info!(
+                pruned,
+                "inbox: forgot finished messages older than {KEEP_FINISHED_DAYS} days"
+            );
         }
-        let writer = writer::Writer::start(conn, path.clone()).map_err(InboxError::Thread)?;
+        let writer = writer::Writer::start(conn, path.clone())?;
         Ok(Self { writer, path })
     }
 
@@ -167,7 +170,11 @@ impl Inbox {
 
     /// Its turn begins: counts the attempt and, on the first, appends the
     /// user's turn to the history in the same transaction.
-    pub async fn start(&self, message: &ChannelMessage, turn: Option<Turn>) -> Result<(), InboxError> {
+    pub async fn start(
+        &self,
+        message: &ChannelMessage,
+        turn: Option<Turn>,
+    ) -> Result<(), InboxError> {
         let message = message.clone();
         self.call(false, move |conn| {
             let attempts = store::set_state(conn, &message, State::Started, None)?;
@@ -224,7 +231,9 @@ impl Inbox {
     /// Part `index` arrived as the platform's message `id`.
     pub fn sent(&self, message: &ChannelMessage, index: usize, id: &str) {
         let (message, id) = (message.clone(), id.to_string());
-        self.detach("sent", move |conn| store::set_sent(conn, &message, index, &id));
+        self.detach("sent", move |conn| {
+            store::set_sent(conn, &message, index, &id)
+        });
     }
 
     /// A send failed for now; the next try is due at `at` (Unix seconds).
@@ -235,8 +244,10 @@ impl Inbox {
         at: i64,
     ) -> Result<(), InboxError> {
         let (message, error) = (message.clone(), error.to_string());
-        self.call(false, move |conn| store::set_retry(conn, &message, &error, at))
-            .await
+        self.call(false, move |conn| {
+            store::set_retry(conn, &message, &error, at)
+        })
+        .await
     }
 
     /// The record of `message`, if there is one.

@@ -42,7 +42,11 @@ async fn a_message_is_recorded_once_and_moves_to_answered_with_its_turn() {
         .await
         .unwrap();
     inbox
-        .replying(&m, "the answer", Some((key.clone(), vec![ChatMessage::assistant("a")])))
+        .replying(
+            &m,
+            "the answer",
+            Some((key.clone(), vec![ChatMessage::assistant("a")])),
+        )
         .await
         .unwrap();
     inbox.sending(&m, 0).await.unwrap();
@@ -56,10 +60,11 @@ async fn a_message_is_recorded_once_and_moves_to_answered_with_its_turn() {
     assert_eq!(entry.reply.as_deref(), Some("the answer"));
     assert_eq!(entry.parts.get(&0).map(String::as_str), Some("41"));
     assert_eq!(entry.sending, None);
-    let history = crate::history::HistoryStore::open(&crate::history::HistoryStore::path_in(dir.path()))
-        .unwrap()
-        .load(&key, 50)
-        .unwrap();
+    let history =
+        crate::history::HistoryStore::open(&crate::history::HistoryStore::path_in(dir.path()))
+            .unwrap()
+            .load(&key, 50)
+            .unwrap();
     let roles: Vec<_> = history.iter().map(|m| m.content.as_str()).collect();
     assert_eq!(roles, ["q", "a"], "the user turn once, then the reply");
     assert!(inbox.open_entries().await.unwrap().is_empty());
@@ -88,7 +93,11 @@ async fn open_entries_survive_a_reopen_in_order_and_the_reader_sees_them() {
     assert_eq!(failed[0].error.as_deref(), Some("blocked"));
     let counts = count(dir.path()).unwrap().unwrap();
     assert_eq!(counts.get(&State::Failed), Some(&1));
-    assert!(summary(&counts).contains("1 failed"), "{}", summary(&counts));
+    assert!(
+        summary(&counts).contains("1 failed"),
+        "{}",
+        summary(&counts)
+    );
 }
 
 #[test]

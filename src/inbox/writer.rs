@@ -1,18 +1,18 @@
-//! The one thread that writes the inbox, with group commit.
+//! The one writer of the inbox, with group commit.
 //!
-//! Jobs queue in order; the thread takes every job waiting, runs each in a
-//! savepoint of one transaction, commits, then tells each job how it
-//! ended. A batch holding a durable job (a message's arrival) commits with
+//! Jobs queue in order; a task takes every job waiting and runs them on
+//! the blocking pool, each in a savepoint of one transaction, commits, then
+//! tells each job how it ended. (The blocking pool, not a thread of its
+//! own, so that a runtime with a paused clock sees the work in progress.) A batch holding a durable job (a message's arrival) commits with
 //! `synchronous = FULL`, so its return means the record is on disk; the
 //! others commit with `NORMAL`, which survives a crash of the process
 //! (the kernel has the WAL) and is synced by the next durable commit.
 //! Order is kept: a job never commits before one queued ahead of it.
 
 use std::path::PathBuf;
-use std::sync::mpsc as std_mpsc;
 
 use rusqlite::{Connection, TransactionBehavior};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::InboxError;
 
@@ -29,19 +29,23 @@ struct Job {
     work: Work,
 }
 
-/// The queue into the writer thread; the thread ends when it is dropped.
+/// The queue into the writer task; the task ends when it is dropped.
 pub(super) struct Writer {
-    jobs: std_mpsc::Sender<Job>,
+    jobs: mpsc::UnboundedSender<Job>,
     path: PathBuf,
 }
 
 impl Writer {
-    pub fn start(conn: Connection, path: PathBuf) -> std::io::Result<Self> {
-        let (jobs, queue) = std_mpsc::channel();
-        let at = path.clone();
-        std::thread::Builder::new()
-            .name("hearth-inbox".into())
-            .spawn(move || run(conn, &at, queue))?;
+    /// Starts the writer on the current tokio runtime.
+    pub fn start(conn: Connection, path: PathBuf) -> Result<Self, InboxError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| InboxError::NoRuntime)?;
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let store = Store {
+            conn,
+            path: path.clone(),
+            full: None,
+        };
+        runtime.spawn(run(store, queue));
         Ok(Self { jobs, path })
     }
 
@@ -74,9 +78,15 @@ impl Writer {
     }
 }
 
-fn run(mut conn: Connection, path: &std::path::Path, queue: std_mpsc::Receiver<Job>) {
-    let mut full: Option<bool> = None;
-    while let Ok(first) = queue.recv() {
+/// The connection and the sync mode it is in.
+struct Store {
+    conn: Connection,
+    path: PathBuf,
+    full: Option<bool>,
+}
+
+async fn run(mut store: Store, mut queue: mpsc::UnboundedReceiver<Job>) {
+    while let Some(first) = queue.recv().await {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
@@ -84,18 +94,35 @@ fn run(mut conn: Connection, path: &std::path::Path, queue: std_mpsc::Receiver<J
                 Err(_) => break,
             }
         }
+        store = match tokio::task::spawn_blocking(move || {
+            store.write(batch);
+            store
+        })
+        .await
+        {
+            Ok(store) => store,
+            Err(e) => {
+                tracing::error!(error = %e, "inbox: the writer stopped");
+                return;
+            }
+        };
+    }
+}
+
+impl Store {
+    fn write(&mut self, batch: Vec<Job>) {
         let durable = batch.iter().any(|j| j.durable);
-        if full != Some(durable) {
+        if self.full != Some(durable) {
             let mode = if durable { "FULL" } else { "NORMAL" };
-            match conn.pragma_update(None, "synchronous", mode) {
-                Ok(()) => full = Some(durable),
+            match self.conn.pragma_update(None, "synchronous", mode) {
+                Ok(()) => self.full = Some(durable),
                 Err(e) => tracing::error!(error = %e, "inbox: cannot set synchronous = {mode}"),
             }
         }
         let mut finishes = Vec::with_capacity(batch.len());
-        let committed = commit(&mut conn, batch, &mut finishes);
+        let committed = commit(&mut self.conn, batch, &mut finishes);
         if let Err(e) = &committed {
-            tracing::error!(path = %path.display(), error = %e, "inbox: a transaction failed");
+            tracing::error!(path = %self.path.display(), error = %e, "inbox: a transaction failed");
         }
         let outcome = committed.map_err(|e| e.to_string());
         for finish in finishes {

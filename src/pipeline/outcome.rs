@@ -69,10 +69,12 @@ pub fn failed_notice(detail: &str) -> String {
 pub fn late_note(asked: &str, reply: &str) -> String {
     let asked = asked.split_whitespace().collect::<Vec<_>>().join(" ");
     let excerpt: String = asked.chars().take(80).collect();
-    let cut = if excerpt.len() < asked.len() { "…" } else { "" };
-    format!(
-        "(Sorry for the delay: hearth restarted while answering “{excerpt}{cut}”.)\n\n{reply}"
-    )
+    let cut = if excerpt.len() < asked.len() {
+        "…"
+    } else {
+        ""
+    };
+    format!("(Sorry for the delay: hearth restarted while answering “{excerpt}{cut}”.)\n\n{reply}")
 }
 
 /// What the user hears of a message hearth gave up on after it stopped

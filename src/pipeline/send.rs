@@ -130,10 +130,15 @@ impl Runtime {
         let now = chrono::Utc::now().timestamp();
         if !e.is_transient() {
             tracing::warn!(error = %e, channel = message.channel, chat = message.reply_target, "the platform refused a reply; it is marked failed");
-            self.inbox.finish(message, State::Failed, Some(&e.to_string()));
+            self.inbox
+                .finish(message, State::Failed, Some(&e.to_string()));
         } else if first_failure.is_some_and(|first| retry::given_up(first, now)) {
             let why = format!("undelivered for a day, given up: {e}");
-            tracing::warn!(channel = message.channel, chat = message.reply_target, "{why}");
+            tracing::warn!(
+                channel = message.channel,
+                chat = message.reply_target,
+                "{why}"
+            );
             self.inbox.finish(message, State::Failed, Some(&why));
         } else {
             let wait = retry::wait_after(tries + 1);

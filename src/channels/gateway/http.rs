@@ -264,7 +264,10 @@ async fn message(
         Ok(key) => key.map(|k| Shared::keyed_id(&chat, &k)),
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    if keyed.as_ref().is_some_and(|id| app.shared.waiting().contains_key(id)) {
+    if keyed
+        .as_ref()
+        .is_some_and(|id| app.shared.waiting().contains_key(id))
+    {
         return in_progress();
     }
     let (message, events) = app.shared.admit(&chat, text, keyed);

@@ -4,8 +4,9 @@
 //! edits at most once per `draft_update_interval_ms` (counted from the end of
 //! the previous edit, so Telegram never sees two edits closer than that) and
 //! never with unchanged text. Media markers do not show while streaming (the
-//! files follow the final text). `finalize_draft` puts the whole reply in place,
-//! formatted, with any further parts and media as new messages.
+//! files follow the final text). The final reply's first part replaces the
+//! draft, formatted; further parts and media follow as new messages
+//! (`send_parts`).
 
 use std::collections::HashMap;
 use std::future::IntoFuture;
@@ -17,9 +18,9 @@ use tokio::time::Instant;
 
 use super::TelegramChannel;
 use super::error::channel_error;
-use super::media::{draft_text, extract_media};
+use super::media::draft_text;
 use super::outbound::{Target, parse_message_id};
-use super::split::{MAX_MESSAGE_UTF16, split_message, truncate};
+use super::split::{MAX_MESSAGE_UTF16, truncate};
 use crate::channels::{ChannelError, SendMessage};
 
 /// What a draft shows now and when it last changed.
@@ -106,39 +107,29 @@ impl TelegramChannel {
         result
     }
 
+    /// Puts `first` (the reply's first part) in place of draft `draft_id`,
+    /// formatted, keeping the edit spacing. `Ok(false)`: the draft is gone
+    /// (deleted by the user), so the part must be sent anew.
     pub(super) async fn finish_draft(
         &self,
-        recipient: &str,
+        to: Target,
         draft_id: &str,
-        message: &SendMessage,
-    ) -> Result<(), ChannelError> {
-        let to = Target::parse(recipient, message.thread_ts.as_deref())?;
+        first: &str,
+    ) -> Result<bool, ChannelError> {
         let id = parse_message_id(draft_id)?;
         // The final edit keeps the spacing too.
         let last = self.drafts.with(|d| d.remove(&key(to.chat, id)));
         if let Some(last) = last {
             tokio::time::sleep_until(last.last_edit + self.settings.draft_interval).await;
         }
-        let (text, media) =
-            extract_media(&message.content, &self.settings.folder(&message.recipient));
-        let mut parts = split_message(&text, MAX_MESSAGE_UTF16).into_iter();
-        match parts.next() {
-            Some(first) => match self.edit_part(to.chat, id, &first, true).await {
-                // The draft is gone (deleted by the user): the reply still arrives.
-                Err(ChannelError::Rejected(why)) => {
-                    tracing::info!(
-                        "telegram: draft {draft_id} cannot be edited ({why}); sending anew"
-                    );
-                    self.send_text(to, &first).await?;
-                }
-                other => other?,
-            },
-            None => self.delete(to.chat, id).await?,
+        match self.edit_part(to.chat, id, first, true).await {
+            Ok(()) => Ok(true),
+            Err(ChannelError::Rejected(why)) => {
+                tracing::info!("telegram: draft {draft_id} cannot be edited ({why}); sending anew");
+                Ok(false)
+            }
+            Err(e) => Err(e),
         }
-        for part in parts {
-            self.send_text(to, &part).await?;
-        }
-        self.send_media(to, &media).await
     }
 
     pub(super) async fn drop_draft(

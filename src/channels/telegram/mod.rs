@@ -40,7 +40,7 @@ pub use inbound::INBOX;
 pub use settings::TelegramSettings;
 pub use split::{MAX_MESSAGE_UTF16, split_message, utf16_len};
 
-use super::{Channel, ChannelError, ChannelPolicy, Intake, SendMessage};
+use super::{Channel, ChannelError, ChannelPolicy, Intake, SendJournal, SendMessage, Unrecorded};
 use crate::config::StreamMode;
 use crate::tools::BoxFuture;
 use error::channel_error;
@@ -98,14 +98,6 @@ impl TelegramChannel {
         &self.settings
     }
 
-    async fn deliver(&self, message: &SendMessage) -> Result<(), ChannelError> {
-        let to = Target::parse(&message.recipient, message.thread_ts.as_deref())?;
-        let (text, media) =
-            media::extract_media(&message.content, &self.settings.folder(&message.recipient));
-        self.send_text(to, &text).await?;
-        self.send_media(to, &media).await
-    }
-
     async fn react(
         &self,
         recipient: &str,
@@ -150,7 +142,16 @@ impl Channel for TelegramChannel {
     }
 
     fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(self.deliver(message))
+        Box::pin(self.send_parts(message, None, &Unrecorded))
+    }
+
+    fn send_recorded<'a>(
+        &'a self,
+        message: &'a SendMessage,
+        draft: Option<&'a str>,
+        journal: &'a dyn SendJournal,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.send_parts(message, draft, journal))
     }
 
     fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
@@ -210,7 +211,11 @@ impl Channel for TelegramChannel {
         draft_id: &'a str,
         message: &'a SendMessage,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(self.finish_draft(recipient, draft_id, message))
+        Box::pin(async move {
+            let mut message = message.clone();
+            message.recipient = recipient.to_string();
+            self.send_parts(&message, Some(draft_id), &Unrecorded).await
+        })
     }
 
     fn cancel_draft<'a>(

@@ -14,9 +14,9 @@ use teloxide::types::{ChatId, InputFile, MessageId, ParseMode, ThreadId};
 use super::TelegramChannel;
 use super::error::{channel_error, is_entity_error, is_not_modified};
 use super::format::to_html;
-use super::media::{MediaKind, OutgoingMedia};
+use super::media::{MediaKind, OutgoingMedia, extract_media};
 use super::split::{MAX_MESSAGE_UTF16, split_message};
-use crate::channels::ChannelError;
+use crate::channels::{ChannelError, SendJournal, SendMessage};
 
 /// Where a message goes: a chat and maybe a forum topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,22 +81,60 @@ impl TelegramChannel {
         }
     }
 
-    /// Sends `text` (Markdown) split into parts; returns the first part's id.
-    pub(super) async fn send_text(
+    /// Sends `message` as numbered parts against `journal`: the text split
+    /// at 4,096 units, then each file. Parts the journal has are skipped;
+    /// each other part is recorded before and after it is sent. With a
+    /// `draft`, the first part replaces the draft's text (an edit, which
+    /// lands once however often it is repeated).
+    pub(super) async fn send_parts(
         &self,
-        to: Target,
-        text: &str,
-    ) -> Result<Option<MessageId>, ChannelError> {
-        let mut first = None;
-        for part in split_message(text, MAX_MESSAGE_UTF16) {
-            let id = self.send_part(to, &part).await?;
-            first.get_or_insert(id);
+        message: &SendMessage,
+        draft: Option<&str>,
+        journal: &dyn SendJournal,
+    ) -> Result<(), ChannelError> {
+        let to = Target::parse(&message.recipient, message.thread_ts.as_deref())?;
+        let (text, media) =
+            extract_media(&message.content, &self.settings.folder(&message.recipient));
+        let parts = split_message(&text, MAX_MESSAGE_UTF16);
+        if let Some(draft) = draft
+            && parts.is_empty()
+        {
+            // Nothing to show in the draft: it goes.
+            return self.drop_draft(&message.recipient, draft).await;
         }
-        Ok(first)
+        for (index, part) in parts.iter().enumerate() {
+            if journal.delivered(index).is_some() {
+                continue;
+            }
+            if index == 0
+                && let Some(draft) = draft
+                && self.finish_draft(to, draft, part).await?
+            {
+                journal.sent(0, draft);
+                continue;
+            }
+            journal.sending(index).await?;
+            let id = self.send_part(to, part).await?;
+            journal.sent(index, &id.0.to_string());
+        }
+        for (n, item) in media.iter().enumerate() {
+            let index = parts.len() + n;
+            if journal.delivered(index).is_some() {
+                continue;
+            }
+            journal.sending(index).await?;
+            let id = self.send_file(to, item).await?;
+            journal.sent(index, &id.0.to_string());
+        }
+        Ok(())
     }
 
     /// One part of at most 4,096 units: as HTML, or plain if Telegram refuses the HTML.
-    async fn send_part(&self, to: Target, part: &str) -> Result<MessageId, ChannelError> {
+    pub(super) async fn send_part(
+        &self,
+        to: Target,
+        part: &str,
+    ) -> Result<MessageId, ChannelError> {
         let html = to_html(part);
         match self.post(to, &html, Some(ParseMode::Html)).await {
             Err(e) if is_entity_error(&e) => {
@@ -164,49 +202,42 @@ impl TelegramChannel {
         }
     }
 
-    /// Sends each file as a photo, document or voice message.
-    pub(super) async fn send_media(
-        &self,
-        to: Target,
-        media: &[OutgoingMedia],
-    ) -> Result<(), ChannelError> {
-        for item in media {
-            let file = || InputFile::file(item.path.clone());
-            let sent = match item.kind {
-                MediaKind::Image => {
-                    self.retrying("sendPhoto", || {
-                        let mut req = self.bot.send_photo(to.chat, file());
-                        if let Some(t) = to.thread {
-                            req = req.message_thread_id(t);
-                        }
-                        req.into_future()
-                    })
-                    .await
-                }
-                MediaKind::Document => {
-                    self.retrying("sendDocument", || {
-                        let mut req = self.bot.send_document(to.chat, file());
-                        if let Some(t) = to.thread {
-                            req = req.message_thread_id(t);
-                        }
-                        req.into_future()
-                    })
-                    .await
-                }
-                MediaKind::Voice => {
-                    self.retrying("sendVoice", || {
-                        let mut req = self.bot.send_voice(to.chat, file());
-                        if let Some(t) = to.thread {
-                            req = req.message_thread_id(t);
-                        }
-                        req.into_future()
-                    })
-                    .await
-                }
-            };
-            sent.map_err(channel_error)?;
-        }
-        Ok(())
+    /// Sends one file as a photo, document or voice message.
+    async fn send_file(&self, to: Target, item: &OutgoingMedia) -> Result<MessageId, ChannelError> {
+        let file = || InputFile::file(item.path.clone());
+        let sent = match item.kind {
+            MediaKind::Image => {
+                self.retrying("sendPhoto", || {
+                    let mut req = self.bot.send_photo(to.chat, file());
+                    if let Some(t) = to.thread {
+                        req = req.message_thread_id(t);
+                    }
+                    req.into_future()
+                })
+                .await
+            }
+            MediaKind::Document => {
+                self.retrying("sendDocument", || {
+                    let mut req = self.bot.send_document(to.chat, file());
+                    if let Some(t) = to.thread {
+                        req = req.message_thread_id(t);
+                    }
+                    req.into_future()
+                })
+                .await
+            }
+            MediaKind::Voice => {
+                self.retrying("sendVoice", || {
+                    let mut req = self.bot.send_voice(to.chat, file());
+                    if let Some(t) = to.thread {
+                        req = req.message_thread_id(t);
+                    }
+                    req.into_future()
+                })
+                .await
+            }
+        };
+        sent.map(|m| m.id).map_err(channel_error)
     }
 }
 
