@@ -2,8 +2,12 @@
 //! bus, the dispatcher and every pipeline phase (hooks, commands, routing,
 //! SQLite history, prompt, the tool loop, sanitising, sending, persisting)
 //! to an in-memory channel, answered at once by a provider that does no
-//! work. Then the idle RSS of `hearth daemon` (loopback channel): without a
-//! model, and with the default model loaded when it is present.
+//! work. One message at a time is measured with the durable inbox (every
+//! message recorded, `synchronous = FULL` for its arrival) and without it
+//! (an ephemeral channel, as the CLI's), in alternating rounds, since this
+//! machine's speed drifts. Then the idle RSS of `hearth daemon` (loopback
+//! channel): without a model, and with the default model loaded when it is
+//! present.
 //!
 //! Run: `cargo bench --bench pipeline` (figures go to docs/dispatch.md).
 
@@ -50,6 +54,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn start(
     home: &Path,
+    durable: bool,
 ) -> (
     Daemon,
     Arc<InMemoryChannel>,
@@ -62,7 +67,12 @@ fn start(
         Duration::from_secs(10),
     );
     let providers = Arc::new(StaticProviders::new().with("local", Arc::new(Instantly)));
-    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let channel = InMemoryChannel::new("mem");
+    let channel = Arc::new(if durable {
+        channel
+    } else {
+        channel.ephemeral()
+    });
     let runtime = RuntimeBuilder::new(config, providers, tools)
         .channel(channel.clone())
         .build()
@@ -72,9 +82,9 @@ fn start(
 }
 
 /// One message at a time: the latency of the pipeline itself.
-async fn sequential(n: usize) -> Vec<Duration> {
+async fn sequential(n: usize, durable: bool) -> Vec<Duration> {
     let home = tempfile::tempdir().expect("tempdir");
-    let (daemon, channel, mut reports) = start(home.path());
+    let (daemon, channel, mut reports) = start(home.path(), durable);
     let mut latencies = Vec::with_capacity(n);
     for i in 0..n {
         let t = Instant::now();
@@ -91,7 +101,7 @@ async fn sequential(n: usize) -> Vec<Duration> {
 /// latency from injection to outcome under load.
 async fn burst(n: usize, senders: usize) -> (f64, Vec<Duration>) {
     let home = tempfile::tempdir().expect("tempdir");
-    let (daemon, channel, mut reports) = start(home.path());
+    let (daemon, channel, mut reports) = start(home.path(), true);
     let t0 = Instant::now();
     let mut sent_at = HashMap::with_capacity(n);
     for i in 0..n {
@@ -174,13 +184,41 @@ fn main() {
         .build()
         .expect("runtime");
     let n = 2_000;
-    let seq = runtime.block_on(sequential(n));
-    let total: Duration = seq.iter().sum();
+    let rounds = 5;
+    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut all: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        for durable in [round % 2 == 0, round % 2 != 0] {
+            let seq = runtime.block_on(sequential(n, durable));
+            let total: Duration = seq.iter().sum();
+            rates[usize::from(durable)].push(n as f64 / total.as_secs_f64());
+            all[usize::from(durable)].extend(seq);
+        }
+    }
+    for durable in [false, true] {
+        let lat = &mut all[usize::from(durable)];
+        lat.sort();
+        let mut r = rates[usize::from(durable)].clone();
+        r.sort_by(f64::total_cmp);
+        println!(
+            "sequential, {n} messages × {rounds} rounds, {}: median {:.0} messages/s (rounds {}), p50 {:.3} ms, p99 {:.3} ms",
+            if durable { "durable inbox" } else { "no inbox" },
+            r[r.len() / 2],
+            r.iter()
+                .map(|x| format!("{x:.0}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            percentile(lat, 0.5).as_secs_f64() * 1e3,
+            percentile(lat, 0.99).as_secs_f64() * 1e3
+        );
+    }
+    let cost = 1.0
+        - rates[1].iter().sum::<f64>()
+            / rates[1].len() as f64
+            / (rates[0].iter().sum::<f64>() / rates[0].len() as f64);
     println!(
-        "sequential, {n} messages: {:.0} messages/s, p50 {:.3} ms, p99 {:.3} ms",
-        n as f64 / total.as_secs_f64(),
-        percentile(&seq, 0.5).as_secs_f64() * 1e3,
-        percentile(&seq, 0.99).as_secs_f64() * 1e3
+        "the durable inbox costs {:.0} % of the sequential rate",
+        cost * 100.0
     );
     let (rate, lat) = runtime.block_on(burst(5_000, 1_000));
     println!(

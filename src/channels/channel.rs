@@ -61,7 +61,8 @@ pub trait Channel: Send + Sync {
     /// Sends the reply `message` against `journal`, skipping the parts it
     /// says were delivered (see [`SendJournal`]); into `draft` when the
     /// reply streamed into one. Channels that split replies record each
-    /// part; the default records the message as one part.
+    /// part; the default sends the message as one part, whose arrival the
+    /// caller records.
     fn send_recorded<'a>(
         &'a self,
         message: &'a SendMessage,
@@ -83,10 +84,8 @@ pub trait Channel: Send + Sync {
                     return Ok(());
                 }
             }
-            journal.sending(0).await?;
-            self.send(message).await?;
-            journal.sent(0, "");
-            Ok(())
+            // One part: the record's end (answered) says it arrived.
+            self.send(message).await
         })
     }
 

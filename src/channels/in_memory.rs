@@ -56,6 +56,7 @@ pub struct InMemoryChannel {
     name: String,
     policy: ChannelPolicy,
     drafts: bool,
+    durable: bool,
     inbox_tx: mpsc::UnboundedSender<ChannelMessage>,
     inbox_rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<ChannelMessage>>,
     listen_failures_left: AtomicU32,
@@ -80,6 +81,7 @@ impl InMemoryChannel {
             name: name.into(),
             policy: ChannelPolicy::default(),
             drafts: false,
+            durable: true,
             inbox_tx,
             inbox_rx: tokio::sync::Mutex::new(inbox_rx),
             listen_failures_left: AtomicU32::new(0),
@@ -97,6 +99,12 @@ impl InMemoryChannel {
 
     pub fn with_policy(mut self, policy: ChannelPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Its messages are not kept in the durable inbox (like the CLI's).
+    pub fn ephemeral(mut self) -> Self {
+        self.durable = false;
         self
     }
 
@@ -269,6 +277,10 @@ impl Channel for InMemoryChannel {
 
     fn policy(&self) -> ChannelPolicy {
         self.policy
+    }
+
+    fn durable(&self) -> bool {
+        self.durable
     }
 
     fn ask_approval<'a>(

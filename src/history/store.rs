@@ -142,22 +142,21 @@ pub fn append_rows(
     conversation: &str,
     messages: &[ChatMessage],
 ) -> rusqlite::Result<()> {
+    let mut insert = conn
+        .prepare_cached("INSERT INTO messages (conversation, role, content) VALUES (?1, ?2, ?3)")?;
     for m in messages {
-        conn.execute(
-            "INSERT INTO messages (conversation, role, content) VALUES (?1, ?2, ?3)",
-            params![conversation, m.role.as_str(), m.content],
-        )?;
+        insert.execute(params![conversation, m.role.as_str(), m.content])?;
     }
     prune(conn, conversation)
 }
 
 /// Deletes all but the newest `HISTORY_LIMIT` messages of a conversation.
 fn prune(conn: &Connection, conversation: &str) -> rusqlite::Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "DELETE FROM messages WHERE conversation = ?1 AND id NOT IN
              (SELECT id FROM messages WHERE conversation = ?1 ORDER BY id DESC LIMIT ?2)",
-        params![conversation, super::HISTORY_LIMIT as i64],
-    )
+    )?
+    .execute(params![conversation, super::HISTORY_LIMIT as i64])
     .map(|_| ())
 }
 

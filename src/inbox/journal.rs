@@ -1,13 +1,12 @@
 //! The inbox's record of one reply's parts, as a channel's
 //! [`SendJournal`]: parts already delivered are skipped, each new part's
-//! intent is recorded before it is sent and its id after.
+//! id is recorded once it arrived.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::{Entry, Inbox};
-use crate::channels::{ChannelError, ChannelMessage, SendJournal};
-use crate::tools::BoxFuture;
+use crate::channels::{ChannelMessage, SendJournal};
 
 pub struct EntryJournal {
     inbox: Arc<Inbox>,
@@ -25,17 +24,16 @@ impl EntryJournal {
         }
     }
 
-    /// A journal that continues what `entry` records. A part whose send
-    /// began but was never confirmed counts as not delivered: it is sent
-    /// again (the one duplicate a crash at that moment can cause).
+    /// A journal that continues what `entry` records. The first part not
+    /// recorded may have arrived just before a crash: it is sent again
+    /// (the one duplicate a crash at that moment can cause).
     pub fn resume(inbox: Arc<Inbox>, entry: &Entry) -> Self {
-        if let Some(part) = entry.sending {
-            tracing::warn!(
-                message = entry.message.id,
-                part,
-                "inbox: a part's send began before the restart and was not confirmed; sending it again"
-            );
-        }
+        let next = (0..).find(|i| !entry.parts.contains_key(i)).unwrap_or(0);
+        tracing::info!(
+            message = entry.message.id,
+            from_part = next,
+            "inbox: sending a recorded reply on"
+        );
         Self {
             inbox,
             message: entry.message.clone(),
@@ -51,15 +49,6 @@ impl EntryJournal {
 impl SendJournal for EntryJournal {
     fn delivered(&self, index: usize) -> Option<String> {
         self.lock().get(&index).cloned()
-    }
-
-    fn sending(&self, index: usize) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(async move {
-            self.inbox
-                .sending(&self.message, index)
-                .await
-                .map_err(|e| ChannelError::Other(format!("cannot record the send: {e}")))
-        })
     }
 
     fn sent(&self, index: usize, id: &str) {

@@ -170,13 +170,16 @@ impl Inbox {
 
     /// Its turn begins: counts the attempt and, on the first, appends the
     /// user's turn to the history in the same transaction.
-    pub async fn start(
+    ///
+    /// Queued at once; await the result before the turn ends, so that the
+    /// next turn of the conversation reads the user's turn back.
+    pub fn start(
         &self,
         message: &ChannelMessage,
         turn: Option<Turn>,
-    ) -> Result<(), InboxError> {
+    ) -> impl Future<Output = Result<(), InboxError>> + use<> {
         let message = message.clone();
-        self.call(false, move |conn| {
+        let queued = self.writer.submit(false, move |conn| {
             let attempts = store::set_state(conn, &message, State::Started, None)?;
             if attempts <= 1
                 && let Some((key, messages)) = &turn
@@ -184,8 +187,8 @@ impl Inbox {
                 crate::history::append_rows(conn, key, messages)?;
             }
             Ok(())
-        })
-        .await
+        });
+        async move { queued.await.unwrap_or(Err(InboxError::Gone)) }
     }
 
     /// The reply is made: records it (and its turn in the history) before
@@ -219,13 +222,6 @@ impl Inbox {
         self.detach("finish", move |conn| {
             store::set_state(conn, &message, state, error.as_deref()).map(|_| ())
         });
-    }
-
-    /// Part `index` of the reply to `message` is about to be sent.
-    pub async fn sending(&self, message: &ChannelMessage, index: usize) -> Result<(), InboxError> {
-        let message = message.clone();
-        self.call(false, move |conn| store::set_sending(conn, &message, index))
-            .await
     }
 
     /// Part `index` arrived as the platform's message `id`.

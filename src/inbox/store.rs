@@ -18,8 +18,6 @@ pub(super) const SCHEMA: &str = "
         attempts INTEGER NOT NULL DEFAULT 0,
         reply TEXT,
         draft TEXT,
-        parts TEXT NOT NULL DEFAULT '{}',
-        sending INTEGER,
         send_tries INTEGER NOT NULL DEFAULT 0,
         next_try INTEGER,
         first_failure INTEGER,
@@ -28,7 +26,14 @@ pub(super) const SCHEMA: &str = "
         updated INTEGER NOT NULL DEFAULT (unixepoch()),
         UNIQUE (channel, message_id)
     );
-    CREATE INDEX IF NOT EXISTS inbox_by_state ON inbox (state, id);";
+    CREATE INDEX IF NOT EXISTS inbox_by_state ON inbox (state, id);
+    CREATE TABLE IF NOT EXISTS inbox_parts (
+        channel TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        part INTEGER NOT NULL,
+        platform_id TEXT NOT NULL,
+        PRIMARY KEY (channel, message_id, part)
+    ) WITHOUT ROWID;";
 
 /// Finished records are kept this long (a retried gateway request finds
 /// its answer), then deleted at the next start.
@@ -101,8 +106,6 @@ pub struct Entry {
     pub draft: Option<String>,
     /// Delivered parts of the reply: index → the platform's message id.
     pub parts: BTreeMap<usize, String>,
-    /// The part whose send began and was not confirmed.
-    pub sending: Option<usize>,
     /// Failed sends so far, and when the next try is due (Unix seconds).
     pub send_tries: u32,
     pub next_try: Option<i64>,
@@ -113,8 +116,8 @@ pub struct Entry {
     pub updated: i64,
 }
 
-const COLUMNS: &str = "id, message, state, attempts, reply, draft, parts, sending, send_tries, \
-                       next_try, first_failure, error, received, updated";
+const COLUMNS: &str = "id, message, state, attempts, reply, draft, send_tries, next_try, \
+                       first_failure, error, received, updated";
 
 fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
     let bad = |i: usize, e: String| {
@@ -126,9 +129,6 @@ fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
     };
     let message: String = row.get(1)?;
     let state: String = row.get(2)?;
-    let parts: String = row.get(6)?;
-    let parts: BTreeMap<String, String> =
-        serde_json::from_str(&parts).map_err(|e| bad(6, e.to_string()))?;
     Ok(Entry {
         row: row.get(0)?,
         message: serde_json::from_str(&message).map_err(|e| bad(1, e.to_string()))?,
@@ -136,18 +136,26 @@ fn entry(row: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
         attempts: row.get(3)?,
         reply: row.get(4)?,
         draft: row.get(5)?,
-        parts: parts
-            .into_iter()
-            .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
-            .collect(),
-        sending: row.get::<_, Option<i64>>(7)?.map(|i| i as usize),
-        send_tries: row.get(8)?,
-        next_try: row.get(9)?,
-        first_failure: row.get(10)?,
-        error: row.get(11)?,
-        received: row.get(12)?,
-        updated: row.get(13)?,
+        parts: BTreeMap::new(),
+        send_tries: row.get(6)?,
+        next_try: row.get(7)?,
+        first_failure: row.get(8)?,
+        error: row.get(9)?,
+        received: row.get(10)?,
+        updated: row.get(11)?,
     })
+}
+
+/// Fills in `entry`'s delivered parts.
+fn with_parts(conn: &Connection, mut entry: Entry) -> rusqlite::Result<Entry> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT part, platform_id FROM inbox_parts WHERE channel = ?1 AND message_id = ?2",
+    )?;
+    let rows = stmt.query_map(params![entry.message.channel, entry.message.id], |r| {
+        Ok((r.get::<_, i64>(0)? as usize, r.get::<_, String>(1)?))
+    })?;
+    entry.parts = rows.collect::<rusqlite::Result<_>>()?;
+    Ok(entry)
 }
 
 /// Records `message`; `Some(entry)` when the inbox already held it.
@@ -170,7 +178,9 @@ pub fn find(conn: &Connection, channel: &str, id: &str) -> rusqlite::Result<Opti
         "SELECT {COLUMNS} FROM inbox WHERE channel = ?1 AND message_id = ?2"
     ))?
     .query_row(params![channel, id], entry)
-    .optional()
+    .optional()?
+    .map(|e| with_parts(conn, e))
+    .transpose()
 }
 
 /// Entries in `states`, oldest first.
@@ -184,7 +194,7 @@ pub fn in_states(conn: &Connection, states: &[State]) -> rusqlite::Result<Vec<En
         "SELECT {COLUMNS} FROM inbox WHERE state IN ({list}) ORDER BY id"
     ))?;
     let rows = stmt.query_map([], entry)?;
-    rows.collect()
+    rows.map(|e| with_parts(conn, e?)).collect()
 }
 
 /// How many entries are in each state.
@@ -239,17 +249,6 @@ pub fn set_draft(conn: &Connection, message: &ChannelMessage, draft: &str) -> ru
         .map(|_| ())
 }
 
-/// Records that part `index` is being sent.
-pub fn set_sending(
-    conn: &Connection,
-    message: &ChannelMessage,
-    index: usize,
-) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE inbox SET sending = ?3 WHERE channel = ?1 AND message_id = ?2")?
-        .execute(params![message.channel, message.id, index as i64])
-        .map(|_| ())
-}
-
 /// Records that part `index` arrived as `id`.
 pub fn set_sent(
     conn: &Connection,
@@ -257,21 +256,11 @@ pub fn set_sent(
     index: usize,
     id: &str,
 ) -> rusqlite::Result<()> {
-    let Some(current) = find(conn, &message.channel, &message.id)? else {
-        return Ok(());
-    };
-    let mut parts: BTreeMap<String, String> = current
-        .parts
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    parts.insert(index.to_string(), id.to_string());
-    let json = serde_json::to_string(&parts).unwrap_or_else(|_| "{}".into());
     conn.prepare_cached(
-        "UPDATE inbox SET parts = ?3, sending = NULL, updated = unixepoch()
-         WHERE channel = ?1 AND message_id = ?2",
+        "INSERT OR REPLACE INTO inbox_parts (channel, message_id, part, platform_id)
+         VALUES (?1, ?2, ?3, ?4)",
     )?
-    .execute(params![message.channel, message.id, json])
+    .execute(params![message.channel, message.id, index as i64, id])
     .map(|_| ())
 }
 
@@ -293,6 +282,12 @@ pub fn set_retry(
 
 /// Deletes finished entries older than [`KEEP_FINISHED_DAYS`].
 pub fn prune(conn: &Connection) -> rusqlite::Result<usize> {
+    conn.execute(
+        "DELETE FROM inbox_parts WHERE (channel, message_id) IN (SELECT channel, message_id FROM inbox
+           WHERE state IN ('answered', 'superseded', 'cancelled', 'failed')
+             AND updated < unixepoch() - ?1 * 86400)",
+        params![KEEP_FINISHED_DAYS],
+    )?;
     conn.execute(
         "DELETE FROM inbox WHERE state IN ('answered', 'superseded', 'cancelled', 'failed')
            AND updated < unixepoch() - ?1 * 86400",

@@ -49,7 +49,6 @@ async fn a_message_is_recorded_once_and_moves_to_answered_with_its_turn() {
         )
         .await
         .unwrap();
-    inbox.sending(&m, 0).await.unwrap();
     inbox.sent(&m, 0, "41");
     inbox.finish(&m, State::Answered, None);
     inbox.flush().await.unwrap();
@@ -59,7 +58,6 @@ async fn a_message_is_recorded_once_and_moves_to_answered_with_its_turn() {
     assert_eq!(entry.attempts, 2);
     assert_eq!(entry.reply.as_deref(), Some("the answer"));
     assert_eq!(entry.parts.get(&0).map(String::as_str), Some("41"));
-    assert_eq!(entry.sending, None);
     let history =
         crate::history::HistoryStore::open(&crate::history::HistoryStore::path_in(dir.path()))
             .unwrap()
@@ -80,7 +78,7 @@ async fn open_entries_survive_a_reopen_in_order_and_the_reader_sees_them() {
         }
         inbox.start(&message("7:2"), None).await.unwrap();
         inbox.replying(&message("7:3"), "r", None).await.unwrap();
-        inbox.sending(&message("7:3"), 1).await.unwrap();
+        inbox.sent(&message("7:3"), 0, "51");
         inbox.finish(&message("7:1"), State::Failed, Some("blocked"));
         inbox.flush().await.unwrap();
     }
@@ -88,7 +86,11 @@ async fn open_entries_survive_a_reopen_in_order_and_the_reader_sees_them() {
     let open = inbox.open_entries().await.unwrap();
     let ids: Vec<_> = open.iter().map(|e| e.message.id.as_str()).collect();
     assert_eq!(ids, ["7:2", "7:3"]);
-    assert_eq!(open[1].sending, Some(1), "an unconfirmed part is known");
+    assert_eq!(
+        open[1].parts.keys().copied().collect::<Vec<_>>(),
+        [0],
+        "the delivered part is known"
+    );
     let failed = read(dir.path(), &[State::Failed]).unwrap().unwrap();
     assert_eq!(failed[0].error.as_deref(), Some("blocked"));
     let counts = count(dir.path()).unwrap().unwrap();

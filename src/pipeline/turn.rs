@@ -42,21 +42,46 @@ impl Runtime {
             }
         };
         let user_turn = ChatMessage::user(message.content.clone());
-        let saved = if inbound.recorded {
-            // Once, however often the turn is run again after a restart.
-            let turn = Some((key.to_string(), vec![user_turn]));
+        // Recorded: appended once however often the turn is run again
+        // after a restart, and committed while the turn goes on.
+        let started = inbound.recorded.then(|| {
             self.inbox
-                .start(message, turn)
-                .await
-                .map_err(|e| e.to_string())
-        } else {
-            self.sessions
-                .append(key, &[user_turn])
-                .map_err(|e| e.to_string())
-        };
-        if let Err(e) = saved {
+                .start(message, Some((key.to_string(), vec![user_turn.clone()])))
+        });
+        if !inbound.recorded
+            && let Err(e) = self.sessions.append(key, &[user_turn])
+        {
             tracing::error!(error = %e, "cannot save the user's message");
         }
+        let outcome = self
+            .respond(
+                channel,
+                inbound,
+                key,
+                (history, route, vision),
+                cancel,
+                &config,
+            )
+            .await;
+        if let Some(started) = started
+            && let Err(e) = started.await
+        {
+            tracing::error!(error = %e, "cannot save the user's message");
+        }
+        outcome
+    }
+
+    /// Phases 5–9, once the user's turn is saved (or being saved).
+    async fn respond(
+        &self,
+        channel: &Arc<dyn Channel>,
+        inbound: &Inbound,
+        key: &str,
+        (history, route, vision): (Vec<ChatMessage>, routing::Route, bool),
+        cancel: CancellationToken,
+        config: &Arc<crate::config::Config>,
+    ) -> Outcome {
+        let message = &inbound.message;
         let scheduled = message.initiator == Initiator::Schedule;
         if !scheduled {
             self.memory.on_user_message(message).await;

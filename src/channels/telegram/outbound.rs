@@ -83,7 +83,7 @@ impl TelegramChannel {
 
     /// Sends `message` as numbered parts against `journal`: the text split
     /// at 4,096 units, then each file. Parts the journal has are skipped;
-    /// each other part is recorded before and after it is sent. With a
+    /// each other part is recorded once it arrived. With a
     /// `draft`, the first part replaces the draft's text (an edit, which
     /// lands once however often it is repeated).
     pub(super) async fn send_parts(
@@ -113,7 +113,6 @@ impl TelegramChannel {
                 journal.sent(0, draft);
                 continue;
             }
-            journal.sending(index).await?;
             let id = self.send_part(to, part).await?;
             journal.sent(index, &id.0.to_string());
         }
@@ -122,7 +121,6 @@ impl TelegramChannel {
             if journal.delivered(index).is_some() {
                 continue;
             }
-            journal.sending(index).await?;
             let id = self.send_file(to, item).await?;
             journal.sent(index, &id.0.to_string());
         }
