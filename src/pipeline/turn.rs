@@ -16,7 +16,7 @@ use crate::agent::dispatch;
 use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
 use crate::channels::{Channel, Initiator};
 use crate::inbox::Inbound;
-use crate::providers::{ChatMessage, ProviderError, SamplingParams, ToolChoice};
+use crate::providers::{ChatMessage, ProviderError, Role, SamplingParams, ToolChoice};
 use crate::tools::{BoxFuture, ToolOrigin};
 
 impl Runtime {
@@ -34,13 +34,22 @@ impl Runtime {
         let route = routing::route(&config, &message.content, chosen.as_deref());
         let vision = self.providers.supports_vision(&route.provider);
 
-        let history = match self.sessions.load(key) {
+        let mut history = match self.sessions.load(key) {
             Ok(h) => h,
             Err(e) => {
                 tracing::error!(error = %e, "cannot restore history; answering without it");
                 Vec::new()
             }
         };
+        // Taken up again after a restart: its first start saved the
+        // question, which the prompt adds anyway.
+        if inbound.late
+            && history
+                .last()
+                .is_some_and(|m| m.role == Role::User && m.content == message.content)
+        {
+            history.pop();
+        }
         let user_turn = ChatMessage::user(message.content.clone());
         // Recorded: appended once however often the turn is run again
         // after a restart, and committed while the turn goes on.

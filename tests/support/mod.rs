@@ -5,6 +5,7 @@
 
 pub mod parrot;
 pub mod pipeline;
+pub mod slow_model;
 pub mod telegram_bot;
 pub mod telegram_fake;
 

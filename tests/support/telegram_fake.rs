@@ -138,6 +138,21 @@ struct Inner {
     /// Callback queries delivered and not yet answered.
     open_queries: Vec<String>,
     next_query: i64,
+    /// Chats whose user blocked the bot: sends there answer 403.
+    blocked: Vec<i64>,
+    /// sendMessage calls held without an answer.
+    holds: Vec<Hold>,
+}
+
+/// A sendMessage the fake holds without answering (the daemon is killed
+/// meanwhile): matched by chat and a piece of its text.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    pub chat_id: i64,
+    pub containing: String,
+    /// Applied (the chat shows it) before the answer is held, or held
+    /// before anything happens.
+    pub applied: bool,
 }
 
 struct Shared {
@@ -419,6 +434,41 @@ impl FakeTelegram {
     /// Refuse every message sent with a parse_mode ("can't parse entities").
     pub fn reject_entities(&self, reject: bool) {
         self.shared.lock().reject_entities = reject;
+    }
+
+    /// The user of `chat_id` blocks the bot: sends there answer 403
+    /// "Forbidden: bot was blocked by the user", as Telegram does.
+    pub fn block_chat(&self, chat_id: i64) {
+        self.shared.lock().blocked.push(chat_id);
+    }
+
+    /// Holds the next sendMessage matching `hold` forever (once).
+    pub fn hold(&self, hold: Hold) {
+        self.shared.lock().holds.push(hold);
+    }
+
+    /// Whether a held sendMessage has arrived (and is being held).
+    pub fn holding(&self) -> bool {
+        self.calls_of("sendMessage").iter().any(|c| c.status == 0)
+    }
+
+    /// What the chat shows of the bot's messages now, oldest first
+    /// (deleted ones gone, edited ones as edited).
+    pub fn chat(&self, chat_id: i64) -> Vec<String> {
+        let s = self.shared.lock();
+        let mut ids: Vec<i64> = s
+            .messages
+            .keys()
+            .filter(|(c, _)| *c == chat_id)
+            .map(|(_, id)| *id)
+            .collect();
+        ids.sort();
+        ids.iter()
+            .map(|id| {
+                let m = &s.messages[&(chat_id, *id)];
+                shown_text(&m.text, m.parse_mode.as_deref())
+            })
+            .collect()
     }
 
     /// The offset of the latest getUpdates (updates below it are confirmed).

@@ -148,6 +148,25 @@ async fn answer(
             )
                 .into_response();
         }
+        let sends = matches!(
+            name,
+            "sendMessage" | "sendPhoto" | "sendDocument" | "sendVoice" | "editMessageText"
+        );
+        let chat = p.get("chat_id").and_then(|v| match v {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        });
+        if sends && chat.is_some_and(|c| s.blocked.contains(&c)) {
+            return (
+                StatusCode::FORBIDDEN,
+                axum::Json(json!({
+                    "ok": false, "error_code": 403,
+                    "description": "Forbidden: bot was blocked by the user",
+                })),
+            )
+                .into_response();
+        }
         let exempt = matches!(
             name,
             "getUpdates" | "getMe" | "getWebhookInfo" | "deleteWebhook"
@@ -191,6 +210,30 @@ async fn answer(
         }
         "sendMessage" => {
             let text = p.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+            let held = {
+                let mut s = shared.lock();
+                let found = s.holds.iter().position(|h| {
+                    Some(h.chat_id) == int("chat_id") && text.contains(&h.containing)
+                });
+                found.map(|i| s.holds.remove(i))
+            };
+            if let Some(hold) = held {
+                if hold.applied {
+                    let mut s = shared.lock();
+                    let id = s.next_message_id;
+                    s.next_message_id += 1;
+                    let mode = p.get("parse_mode").and_then(Value::as_str).map(str::to_string);
+                    s.messages.insert((chat_id, id), Stored { text: text.clone(), parse_mode: mode, markup: None });
+                }
+                // Logged with status 0 (no answer yet), then never answered.
+                shared.lock().calls.push(Call {
+                    method: name.to_string(),
+                    params: p.clone(),
+                    status: 0,
+                    at: Instant::now(),
+                });
+                std::future::pending::<()>().await;
+            }
             let mode = p.get("parse_mode").and_then(Value::as_str).map(str::to_string);
             if let Err(e) = check_text(shared, &text, mode.as_deref()) {
                 return bad_request(&e);

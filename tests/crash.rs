@@ -1,0 +1,350 @@
+//! No message lost or answered twice, whatever stops the daemon: a real
+//! `hearth daemon` process against the fake Telegram Bot API and a slow
+//! OpenAI-compatible model, killed with SIGKILL at the worst moments,
+//! stopped with SIGTERM while replies run, cut off from Telegram for 30 s,
+//! and copied mid-write as a power cut would leave its files.
+//!
+//! "Answered" is read from what the chat shows (the fake's stored
+//! messages, edits and deletions applied), not from the daemon's word.
+
+mod common;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Sandbox, assert_no_panic};
+use support::slow_model::{SlowModel, reply_to};
+use support::telegram_fake::{FakeTelegram, Hold, Incoming, TOKEN};
+
+const LATE: &str = "Sorry for the delay: hearth restarted";
+
+/// A `hearth daemon` child process and its log.
+struct Daemon {
+    child: Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Daemon {
+    fn start(sandbox: &Sandbox, config: &Path) -> Self {
+        let mut child = sandbox
+            .hearth_process()
+            .args(["--config", config.to_str().unwrap(), "daemon"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let lines = log.clone();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let daemon = Self { child, log };
+        daemon.wait_log("listening on", Duration::from_secs(60));
+        daemon
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    fn wait_log(&self, needle: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.log().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "no `{needle}` in the log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill9(mut self) -> String {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.log()
+    }
+
+    /// SIGTERM; the exit code and the log.
+    fn term(mut self) -> (Option<i32>, String) {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let status = self.child.wait().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        (status.code(), self.log())
+    }
+}
+
+/// The config of a daemon that talks to `fake` and `model`.
+/// `telegram`: more lines for `[channels.telegram]`; `extra`: more tables.
+fn config(
+    sandbox: &Sandbox,
+    fake: &FakeTelegram,
+    model: &SlowModel,
+    telegram: &str,
+    extra: &str,
+) -> std::path::PathBuf {
+    sandbox.config(&format!(
+        r#"[model]
+path = "/nonexistent/none.gguf"
+[memory]
+enabled = false
+[channels.telegram]
+bot_token = "{TOKEN}"
+api_url = "{}"
+allowed_users = ["*"]
+interrupt_on_new_message = false
+ack_reactions = false
+draft_update_interval_ms = 100
+{telegram}
+[providers.openai]
+base_url = "{}"
+model = "slow"
+[routing]
+default_provider = "openai"
+[log]
+level = "info"
+{extra}
+"#,
+        fake.url, model.base_url
+    ))
+}
+
+/// Waits until `check` holds (polling), or fails with `what`.
+async fn until(what: &str, within: Duration, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + within;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// How many of the chat's messages carry the reply to `asked`.
+fn answers(fake: &FakeTelegram, chat: i64, asked: &str) -> usize {
+    let reply = reply_to(asked);
+    let head: String = reply.chars().take(40).collect();
+    fake.chat(chat).iter().filter(|m| m.contains(&head)).count()
+}
+
+fn send(fake: &FakeTelegram, user: i64, text: &str) -> i64 {
+    fake.inject(Incoming::text(user, text)).0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_one_reply_runs_and_one_waits_both_are_answered_once_after_restart() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(10, Duration::from_millis(300)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "", "");
+    let daemon = Daemon::start(&sandbox, &config);
+    // The second queues behind the first (no interruption): received, not started.
+    let second = send(&fake, 501, "first question");
+    send(&fake, 501, "second question");
+    until("both updates confirmed", Duration::from_secs(20), || {
+        fake.confirmed_offset() > second + 1
+    })
+    .await;
+    until("the first reply underway", Duration::from_secs(20), || {
+        model.asked("first question") == 1
+    })
+    .await;
+    let log = daemon.kill9();
+    assert_eq!(answers(&fake, 501, "first question"), 0, "killed mid-reply");
+
+    let daemon = Daemon::start(&sandbox, &config);
+    until("both answered", Duration::from_secs(30), || {
+        answers(&fake, 501, "first question") == 1 && answers(&fake, 501, "second question") == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let chat = fake.chat(501);
+    assert_eq!(chat.len(), 2, "exactly two messages: {chat:?}");
+    assert!(
+        chat[0].contains("first question") && chat[1].contains("second question"),
+        "in order: {chat:?}"
+    );
+    assert!(
+        chat.iter().all(|m| m.contains(LATE)),
+        "each says it is late: {chat:?}"
+    );
+    let log = log + &daemon.term().1;
+    assert_no_panic(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_with_a_half_streamed_draft_the_draft_goes_and_one_reply_stays() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(12, Duration::from_millis(300)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "stream_mode = \"partial\"", "");
+    let daemon = Daemon::start(&sandbox, &config);
+    send(&fake, 502, "stream this answer");
+    fake.wait_for("editMessageText", 1, Duration::from_secs(20))
+        .await;
+    let draft = fake.chat(502);
+    assert_eq!(draft.len(), 1, "one draft: {draft:?}");
+    let full = reply_to("stream this answer");
+    assert!(draft[0].len() < full.len(), "half written: {draft:?}");
+    let log = daemon.kill9();
+
+    let daemon = Daemon::start(&sandbox, &config);
+    until("the final answer", Duration::from_secs(30), || {
+        fake.chat(502).iter().any(|m| m.contains(&full) && m.contains(LATE))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let chat = fake.chat(502);
+    assert_eq!(
+        chat.len(),
+        1,
+        "the half draft was removed, one reply stays: {chat:?}"
+    );
+    assert_eq!(model.asked("stream this answer"), 2, "asked again: the draft died");
+    // The question is in the prompt once, however often it was started.
+    assert!(chat[0].ends_with(&full), "{chat:?}");
+    assert_no_panic(&(log + &daemon.term().1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_between_two_parts_only_the_missing_part_follows_and_the_model_is_not_asked_again() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(4, Duration::from_millis(50)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "", "");
+    // The second part (its paragraphs 8+) is held before Telegram takes it.
+    fake.hold(Hold {
+        chat_id: 503,
+        containing: "Paragraph 15.".into(),
+        applied: false,
+    });
+    let daemon = Daemon::start(&sandbox, &config);
+    send(&fake, 503, "a LONG answer please");
+    until("the second part held", Duration::from_secs(30), || {
+        fake.holding()
+    })
+    .await;
+    assert_eq!(fake.chat(503).len(), 1, "the first part arrived");
+    let log = daemon.kill9();
+
+    let daemon = Daemon::start(&sandbox, &config);
+    until("the second part", Duration::from_secs(30), || {
+        fake.chat(503).len() >= 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let chat = fake.chat(503);
+    assert_eq!(chat.len(), 2, "each part once: {chat:?}");
+    assert!(chat[0].contains("Paragraph 0.") && !chat[0].contains("Paragraph 15."));
+    assert!(chat[1].contains("Paragraph 15.") && !chat[1].contains("Paragraph 0."));
+    assert_eq!(
+        model.asked("a LONG answer"),
+        1,
+        "the recorded reply was sent on, not made again"
+    );
+    assert_no_panic(&(log + &daemon.term().1));
+}
+
+/// The one window no record can close: Telegram took the message and the
+/// daemon died before its answer came back. The part is sent again once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_after_telegram_took_a_reply_but_before_it_answered_the_reply_comes_twice_at_most() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(2, Duration::from_millis(50)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "", "");
+    fake.hold(Hold {
+        chat_id: 504,
+        containing: "Reply to: sent but not recorded".into(),
+        applied: true,
+    });
+    let daemon = Daemon::start(&sandbox, &config);
+    send(&fake, 504, "sent but not recorded");
+    until(
+        "the reply held after delivery",
+        Duration::from_secs(30),
+        || fake.holding(),
+    )
+    .await;
+    let log = daemon.kill9();
+    send(&fake, 504, "and a later question");
+
+    let daemon = Daemon::start(&sandbox, &config);
+    until(
+        "the later question answered",
+        Duration::from_secs(30),
+        || answers(&fake, 504, "and a later question") == 1,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        answers(&fake, 504, "sent but not recorded"),
+        2,
+        "{:?}",
+        fake.chat(504)
+    );
+    assert_eq!(
+        model.asked("sent but not recorded"),
+        1,
+        "sent again from the record"
+    );
+    assert_eq!(fake.chat(504).len(), 3);
+    assert_no_panic(&(log + &daemon.term().1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_past_the_grace_leaves_three_running_replies_for_the_next_start() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(10, Duration::from_millis(800)).await;
+    let sandbox = Sandbox::new();
+    let config = config(
+        &sandbox,
+        &fake,
+        &model,
+        "",
+        "[daemon]\nshutdown_grace_secs = 1\n",
+    );
+    let daemon = Daemon::start(&sandbox, &config);
+    for user in [511, 512, 513] {
+        send(&fake, user, &format!("slow question from {user}"));
+    }
+    until("three replies running", Duration::from_secs(20), || {
+        model.requests() == 3
+    })
+    .await;
+    let started = Instant::now();
+    let (code, log) = daemon.term();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "the grace is 1 s"
+    );
+    for user in [511, 512, 513] {
+        assert_eq!(fake.chat(user).len(), 0, "not answered before the stop");
+    }
+
+    let daemon = Daemon::start(&sandbox, &config);
+    until("all three answered", Duration::from_secs(40), || {
+        [511, 512, 513]
+            .iter()
+            .all(|u| answers(&fake, *u, &format!("slow question from {u}")) == 1)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for user in [511, 512, 513] {
+        assert_eq!(fake.chat(user).len(), 1, "{:?}", fake.chat(user));
+    }
+    assert_no_panic(&(log + &daemon.term().1));
+}

@@ -1,0 +1,166 @@
+//! A slow OpenAI-compatible chat-completions server on 127.0.0.1, as
+//! `[providers.openai]` talks to it: streamed `chat.completion.chunk`
+//! events (`data: …`, then `data: [DONE]`), as OpenAI's API reference
+//! shows them. It answers "Reply to: <the last user message>" in `pieces`
+//! pieces, `gap` apart; a message containing "LONG" gets a reply of about
+//! 6,000 characters (two Telegram messages).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Seen {
+    /// Requests per last user message.
+    asked: HashMap<String, usize>,
+}
+
+pub struct SlowModel {
+    /// The API root to configure as `base_url` (ends in `/v1`).
+    pub base_url: String,
+    seen: Arc<Mutex<Seen>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SlowModel {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+#[derive(Clone)]
+struct App {
+    seen: Arc<Mutex<Seen>>,
+    pieces: usize,
+    gap: Duration,
+}
+
+/// The reply the model gives to `asked`.
+pub fn reply_to(asked: &str) -> String {
+    if asked.contains("LONG") {
+        let paragraph = format!("{} ", "All work and no play makes a dull reply.".repeat(9));
+        let mut text = format!("Reply to: {asked}\n\n");
+        for i in 0..16 {
+            text.push_str(&format!("Paragraph {i}. {paragraph}\n\n"));
+        }
+        text
+    } else {
+        format!("Reply to: {asked}")
+    }
+}
+
+fn last_user(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .next_back()
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let event = json!({
+        "id": "chatcmpl-slow",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "slow",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {event}\n\n")
+}
+
+async fn completions(State(app): State<App>, body: axum::Json<Value>) -> Response {
+    let asked = last_user(&body.0);
+    *app.seen
+        .lock()
+        .unwrap()
+        .asked
+        .entry(asked.clone())
+        .or_default() += 1;
+    let text = reply_to(&asked);
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(app.pieces.max(1)).max(1);
+    let mut frames = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    frames.extend(
+        chars
+            .chunks(size)
+            .map(|c| chunk(json!({"content": c.iter().collect::<String>()}), None)),
+    );
+    frames.push(chunk(json!({}), Some("stop")));
+    frames.push("data: [DONE]\n\n".to_string());
+    let gap = app.gap;
+    let stream = async_stream(frames, gap);
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap()
+        .into_response()
+}
+
+fn async_stream(
+    frames: Vec<String>,
+    gap: Duration,
+) -> impl futures::Stream<Item = Result<String, Infallible>> {
+    futures::stream::unfold(
+        (frames.into_iter(), true),
+        move |(mut it, first)| async move {
+            let frame = it.next()?;
+            if !first {
+                tokio::time::sleep(gap).await;
+            }
+            Some((Ok(frame), (it, false)))
+        },
+    )
+}
+
+impl SlowModel {
+    /// Starts the server: replies in `pieces` pieces, `gap` apart.
+    pub async fn start(pieces: usize, gap: Duration) -> Self {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .with_state(App {
+                seen: seen.clone(),
+                pieces,
+                gap,
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            base_url: format!("http://{addr}/v1"),
+            seen,
+            server,
+        }
+    }
+
+    /// How often the model was asked about a last user message containing
+    /// `text`.
+    pub fn asked(&self, text: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .asked
+            .iter()
+            .filter(|(k, _)| k.contains(text))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Requests so far.
+    pub fn requests(&self) -> usize {
+        self.seen.lock().unwrap().asked.values().sum()
+    }
+}
