@@ -30,13 +30,20 @@ struct Daemon {
 
 impl Daemon {
     fn start(sandbox: &Sandbox, config: &Path) -> Self {
-        let mut child = sandbox
+        let child = sandbox
             .hearth_process()
             .args(["--config", config.to_str().unwrap(), "daemon"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let daemon = Self::watch(child);
+        daemon.wait_log("listening on", Duration::from_secs(60));
+        daemon
+    }
+
+    /// Collects the log of a started daemon.
+    fn watch(mut child: Child) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let lines = log.clone();
         let stderr = child.stderr.take().unwrap();
@@ -45,9 +52,7 @@ impl Daemon {
                 lines.lock().unwrap().push(line);
             }
         });
-        let daemon = Self { child, log };
-        daemon.wait_log("listening on", Duration::from_secs(60));
-        daemon
+        Self { child, log }
     }
 
     fn log(&self) -> String {
@@ -75,13 +80,8 @@ impl Daemon {
     /// SIGTERM; the exit code and the log.
     fn term(mut self) -> (Option<i32>, String) {
         let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        // It may have ended already (a refused start).
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
         let status = self.child.wait().unwrap();
         std::thread::sleep(Duration::from_millis(100));
         (status.code(), self.log())
@@ -202,7 +202,9 @@ async fn killed_with_a_half_streamed_draft_the_draft_goes_and_one_reply_stays() 
 
     let daemon = Daemon::start(&sandbox, &config);
     until("the final answer", Duration::from_secs(30), || {
-        fake.chat(502).iter().any(|m| m.contains(&full) && m.contains(LATE))
+        fake.chat(502)
+            .iter()
+            .any(|m| m.contains(&full) && m.contains(LATE))
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -212,7 +214,11 @@ async fn killed_with_a_half_streamed_draft_the_draft_goes_and_one_reply_stays() 
         1,
         "the half draft was removed, one reply stays: {chat:?}"
     );
-    assert_eq!(model.asked("stream this answer"), 2, "asked again: the draft died");
+    assert_eq!(
+        model.asked("stream this answer"),
+        2,
+        "asked again: the draft died"
+    );
     // The question is in the prompt once, however often it was started.
     assert!(chat[0].ends_with(&full), "{chat:?}");
     assert_no_panic(&(log + &daemon.term().1));
@@ -347,4 +353,169 @@ async fn sigterm_past_the_grace_leaves_three_running_replies_for_the_next_start(
         assert_eq!(fake.chat(user).len(), 1, "{:?}", fake.chat(user));
     }
     assert_no_panic(&(log + &daemon.term().1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_30_s_outage_and_a_blocked_chat_the_others_answered_once_the_blocked_one_failed() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(6, Duration::from_millis(300)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "", "");
+    fake.block_chat(523);
+    let daemon = Daemon::start(&sandbox, &config);
+    // A reply is being written when Telegram goes away.
+    send(&fake, 521, "before the outage");
+    until("the reply underway", Duration::from_secs(20), || {
+        model.asked("before the outage") == 1
+    })
+    .await;
+    fake.set_down(true);
+    let outage = Instant::now();
+    for (user, text) in [
+        (521, "during the outage"),
+        (522, "also during it"),
+        (523, "from the blocked chat"),
+    ] {
+        send(&fake, user, text);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(30).saturating_sub(outage.elapsed())).await;
+    fake.set_down(false);
+    until("the three answers", Duration::from_secs(150), || {
+        answers(&fake, 521, "before the outage") == 1
+            && answers(&fake, 521, "during the outage") == 1
+            && answers(&fake, 522, "also during it") == 1
+    })
+    .await;
+    until("the blocked chat tried", Duration::from_secs(30), || {
+        !fake
+            .calls_of("sendMessage")
+            .iter()
+            .all(|c| c.i64("chat_id") != Some(523))
+    })
+    .await;
+    // Nothing retries forever: a refusal is final.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let to_blocked = fake
+        .calls_of("sendMessage")
+        .iter()
+        .filter(|c| c.i64("chat_id") == Some(523))
+        .count();
+    assert_eq!(to_blocked, 1, "one try, no retries after a 403");
+    assert_eq!(fake.chat(521).len(), 2, "{:?}", fake.chat(521));
+    assert_eq!(fake.chat(522).len(), 1, "{:?}", fake.chat(522));
+
+    // Visible to the owner while the daemon runs.
+    let listed = sandbox
+        .hearth()
+        .args(["--config", config.to_str().unwrap(), "inbox"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(listed.contains("1 failed"), "{listed}");
+    let failed: Vec<&str> = listed.lines().filter(|l| l.contains("telegram/")).collect();
+    assert_eq!(failed.len(), 1, "{listed}");
+    assert!(
+        failed[0].contains("from the blocked chat") && failed[0].contains("blocked"),
+        "{listed}"
+    );
+    let doctor = sandbox
+        .hearth()
+        .args(["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .unwrap();
+    let doctor = String::from_utf8_lossy(&doctor.stdout).to_string();
+    assert!(
+        doctor.contains("WARN inbox") && doctor.contains("1 failed"),
+        "{doctor}"
+    );
+    let log = daemon.term().1;
+    assert!(log.contains("bot was blocked by the user"), "{log}");
+    assert_no_panic(&log);
+}
+
+/// A power cut leaves the files as they were at one instant, minus what
+/// the kernel had not written. Copies of the data dir taken while the
+/// daemon writes (files copied one by one, as `cp -r` does) must always
+/// open as a sound store, or be refused plainly: never used damaged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_of_the_data_dir_taken_mid_write_start_sound_or_are_refused_never_used_damaged() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(1, Duration::from_millis(1)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "", "");
+    let daemon = Daemon::start(&sandbox, &config);
+    let data = sandbox.path("data");
+    let mut copies = Vec::new();
+    for round in 0..6 {
+        for n in 0..15 {
+            send(&fake, 530 + n, &format!("round {round} message {n}"));
+        }
+        tokio::time::sleep(Duration::from_millis(150 + 40 * round)).await;
+        let copy = sandbox.path(&format!("copy{round}"));
+        copy_dir(&data, &copy);
+        copies.push(copy);
+    }
+    let log = daemon.term().1;
+    assert_no_panic(&log);
+    let mut started = 0;
+    for copy in &copies {
+        let check = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["--config", config.to_str().unwrap(), "inbox", "--all"])
+            .env("HOME", sandbox.path("."))
+            .env("HEARTH_DATA_DIR", copy)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&check.stdout).to_string()
+            + &String::from_utf8_lossy(&check.stderr);
+        assert_no_panic(&out);
+        let db = copy.join("history.sqlite3");
+        let sound = rusqlite::Connection::open(&db)
+            .and_then(|c| c.query_row("PRAGMA integrity_check", [], |r| r.get::<_, String>(0)))
+            .map(|r| r == "ok")
+            .unwrap_or(false);
+        let config = sandbox.path("loopback.toml");
+        std::fs::write(
+            &config,
+            "[model]\npath = \"/nonexistent/none.gguf\"\n[daemon]\nloopback_channel = true\n",
+        )
+        .unwrap();
+        let daemon = Command::new(env!("CARGO_BIN_EXE_hearth"))
+            .args(["--config", config.to_str().unwrap(), "daemon"])
+            .env("HOME", sandbox.path("."))
+            .env("HEARTH_DATA_DIR", copy)
+            .env_remove("RUST_LOG")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let daemon = Daemon::watch(daemon);
+        if sound {
+            assert!(check.status.success(), "{out}");
+            daemon.wait_log("listening on", Duration::from_secs(30));
+            let (code, log) = daemon.term();
+            assert_eq!(code, Some(0), "{log}");
+            started += 1;
+        } else {
+            assert!(!check.status.success() && out.contains("damaged"), "{out}");
+            let (code, log) = daemon.term();
+            assert!(code != Some(0) && log.contains("damaged"), "{log}");
+        }
+    }
+    assert!(started > 0, "no copy was sound");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            // A file may vanish between the listing and the copy (a -shm or
+            // a temporary file): as a crash would leave it, it is not there.
+            let _ = std::fs::copy(entry.path(), &target);
+        }
+    }
 }

@@ -18,6 +18,11 @@ impl Report {
         self.failed |= !ok;
     }
 
+    /// Something to look at that does not stop hearth.
+    fn warn(&self, name: &str, text: impl AsRef<str>) {
+        println!("WARN {name:<7} {}", text.as_ref());
+    }
+
     fn info(&self, name: &str, text: impl AsRef<str>) {
         println!("--   {name:<7} {}", text.as_ref());
     }
@@ -118,6 +123,26 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         true,
         format!("{} (history, sessions)", config.data_dir.display()),
     );
+    match crate::inbox::count(&config.data_dir) {
+        Ok(None) => report.info("inbox", "empty: no message recorded yet"),
+        Ok(Some(counts)) => {
+            let line = crate::inbox::summary(&counts);
+            if counts
+                .get(&crate::inbox::State::Failed)
+                .copied()
+                .unwrap_or(0)
+                > 0
+            {
+                report.warn(
+                    "inbox",
+                    format!("{line}: replies that could not be delivered (a blocked bot, an unknown chat, a day of failures)"),
+                );
+            } else {
+                report.line("inbox", true, line);
+            }
+        }
+        Err(e) => report.line("inbox", false, e.to_string()),
+    }
     report.info("cloud", cloud_line(&config));
     let a = &config.agent;
     // The probe needs an existing folder to bind; doctor creates nothing.

@@ -8,6 +8,7 @@ mod conversation;
 mod cron_cmd;
 mod daemon;
 mod doctor;
+mod inbox_cmd;
 mod logging;
 mod memory_cmd;
 mod service;
@@ -75,6 +76,12 @@ pub enum Command {
     Tools {
         #[command(subcommand)]
         command: ToolsCommand,
+    },
+    /// Messages not answered yet, replies waiting to be sent, and failures.
+    Inbox {
+        /// Also list answered, superseded and cancelled messages (kept 30 days).
+        #[arg(long)]
+        all: bool,
     },
     /// What hearth remembers: list, search, forget.
     Memory {
@@ -163,6 +170,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     tools_cmd::run(&config, &env, &name, &arguments).await
                 }
             }
+        }
+        Command::Inbox { all } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            inbox_cmd::run(&config, all)
         }
         Command::Memory { command } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

@@ -104,28 +104,7 @@ impl Inbox {
             path: path.clone(),
             source,
         };
-        let check: String = conn
-            .query_row("PRAGMA quick_check", [], |r| r.get(0))
-            .map_err(|e| match e {
-                rusqlite::Error::SqliteFailure(f, detail)
-                    if matches!(
-                        f.code,
-                        rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
-                    ) =>
-                {
-                    InboxError::Corrupt {
-                        path: path.clone(),
-                        detail: detail.unwrap_or_else(|| f.to_string()),
-                    }
-                }
-                e => sqlite(e),
-            })?;
-        if check != "ok" {
-            return Err(InboxError::Corrupt {
-                path,
-                detail: check,
-            });
-        }
+        check(&conn, &path)?;
         let pruned = store::prune(&conn).map_err(sqlite)?;
         if pruned > 0 {
             tracing::info!(
@@ -303,6 +282,35 @@ impl Inbox {
     }
 }
 
+/// Refuses a damaged database (`PRAGMA quick_check`).
+fn check(conn: &rusqlite::Connection, path: &Path) -> Result<(), InboxError> {
+    let corrupt = |detail: String| InboxError::Corrupt {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let verdict: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(f, detail)
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+                ) =>
+            {
+                corrupt(detail.unwrap_or_else(|| f.to_string()))
+            }
+            source => InboxError::Sqlite {
+                path: path.to_path_buf(),
+                source,
+            },
+        })?;
+    if verdict == "ok" {
+        Ok(())
+    } else {
+        Err(corrupt(verdict))
+    }
+}
+
 /// One line for `/status` and `hearth doctor`: what waits, what failed.
 pub fn summary(counts: &BTreeMap<State, usize>) -> String {
     let n = |s| counts.get(&s).copied().unwrap_or(0);
@@ -348,6 +356,7 @@ fn with_reader<T>(
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(sqlite)?;
+    check(&conn, &path)?;
     let exists: bool = conn
         .query_row(
             "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'inbox'",

@@ -132,7 +132,7 @@ impl Runtime {
             }
         };
         let system = prompt::system(
-            &config,
+            config,
             &specs,
             &message.channel,
             &route.model,
