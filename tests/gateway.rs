@@ -496,3 +496,69 @@ async fn memories_saved_before_and_after_a_restart_all_remain() {
         assert!(kept.iter().any(|k| k == text), "{text} lost: {kept:?}");
     }
 }
+
+async fn post_keyed(url: &str, key: &str, body: Value, wait: Duration) -> Option<(u16, Value)> {
+    let request = reqwest::Client::new()
+        .post(format!("{url}/v1/message"))
+        .header("Idempotency-Key", key)
+        .timeout(wait)
+        .json(&body);
+    let response = request.send().await.ok()?;
+    let status = response.status().as_u16();
+    Some((status, response.json().await.unwrap()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_with_the_same_idempotency_key_gets_the_recorded_answer_not_a_second_run() {
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway("", Duration::from_millis(800)).await;
+    let ask = json!({"text": "open the garage", "chat": "car"});
+    // The client hangs up before the reply; its turn still runs and is kept.
+    let gone = post_keyed(&url, "k-1", ask.clone(), Duration::from_millis(100)).await;
+    assert!(gone.is_none(), "the client gave up: {gone:?}");
+    // A retry while the first is still being answered: come back later.
+    let (status, body) = post_keyed(&url, "k-1", ask.clone(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(status, 409, "{body}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, body) = post_keyed(&url, "k-1", ask.clone(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["reply"], "echo: open the garage");
+    assert_eq!(body["replayed"], true);
+    assert_eq!(provider.requests().len(), 1, "one run for three requests");
+
+    // Positive controls: another key, the same key in another chat, and no
+    // key at all each run.
+    let (status, _) = post_keyed(&url, "k-2", ask.clone(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let other_chat = json!({"text": "open the garage", "chat": "bike"});
+    let (status, body) = post_keyed(&url, "k-1", other_chat, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(body.get("replayed").is_none(), "{body}");
+    let (status, _) = post(&url, None, ask).await;
+    assert_eq!(status, 200);
+    assert_eq!(provider.requests().len(), 4);
+    // A key that is not one.
+    let (status, body) = post_keyed(
+        &url,
+        "no spaces",
+        json!({"text": "x"}),
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("Idempotency-Key"));
+    daemon.stop().await;
+}

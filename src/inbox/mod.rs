@@ -20,8 +20,9 @@ pub mod retry;
 mod store;
 mod writer;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
@@ -81,13 +82,19 @@ pub type Turn = (String, Vec<ChatMessage>);
 pub struct Inbox {
     writer: writer::Writer,
     path: PathBuf,
+    /// Every recorded message, by channel and id.
+    known: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What [`Inbox::admit`] found.
 pub struct Admission {
     /// `Some` when the message was recorded before (it is not new).
     pub known: Option<Entry>,
-    /// Resolves once the record is on disk.
+    /// Resolves once the new record is on disk (closed for a known one).
     pub synced: oneshot::Receiver<Result<(), InboxError>>,
 }
 
@@ -112,39 +119,44 @@ impl Inbox {
                 "inbox: forgot finished messages older than {KEEP_FINISHED_DAYS} days"
             );
         }
+        let known = store::keys(&conn).map_err(sqlite)?;
         let writer = writer::Writer::start(conn, path.clone())?;
-        Ok(Self { writer, path })
+        Ok(Self {
+            writer,
+            path,
+            known: Arc::new(Mutex::new(known)),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Records `message`. Returns as soon as it is known whether the inbox
-    /// held it already; `synced` tells when the record reached the disk.
+    /// Records `message`, or finds the record the inbox already holds of
+    /// it (known by channel and id, kept in memory, so a new message waits
+    /// for nothing); `synced` tells when the new record reached the disk.
     pub async fn admit(&self, message: &ChannelMessage) -> Result<Admission, InboxError> {
-        let (early, found) = oneshot::channel();
-        let message = message.clone();
-        let synced = self.writer.submit(true, move |conn| {
-            let result = store::insert(conn, &message);
-            let (tell, keep) = match result {
-                Ok(known) => (Ok(known), Ok(())),
-                Err(e) => {
-                    let why = e.to_string();
-                    (Err(why), Err(e))
-                }
-            };
-            let _ = early.send(tell);
-            keep
-        });
-        match found.await {
-            Ok(Ok(known)) => Ok(Admission { known, synced }),
-            Ok(Err(why)) => Err(InboxError::Commit {
-                path: self.path.clone(),
-                why,
-            }),
-            Err(_) => Err(InboxError::Gone),
+        let key = (message.channel.clone(), message.id.clone());
+        let new = lock(&self.known).insert(key.clone());
+        if !new && let Some(entry) = self.find(message).await? {
+            let (_, synced) = oneshot::channel();
+            return Ok(Admission {
+                known: Some(entry),
+                synced,
+            });
         }
+        let (message, known) = (message.clone(), self.known.clone());
+        let synced = self.writer.submit(true, move |conn| {
+            let inserted = store::insert(conn, &message);
+            if inserted.is_err() {
+                lock(&known).remove(&key);
+            }
+            inserted.map(|_| ())
+        });
+        Ok(Admission {
+            known: None,
+            synced,
+        })
     }
 
     /// Its turn begins: counts the attempt and, on the first, appends the

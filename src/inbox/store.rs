@@ -173,6 +173,13 @@ pub fn insert(conn: &Connection, message: &ChannelMessage) -> rusqlite::Result<O
     find(conn, &message.channel, &message.id)
 }
 
+/// The channel and id of every record.
+pub fn keys(conn: &Connection) -> rusqlite::Result<std::collections::HashSet<(String, String)>> {
+    let mut stmt = conn.prepare("SELECT channel, message_id FROM inbox")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
 pub fn find(conn: &Connection, channel: &str, id: &str) -> rusqlite::Result<Option<Entry>> {
     conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM inbox WHERE channel = ?1 AND message_id = ?2"

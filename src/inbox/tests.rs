@@ -18,7 +18,9 @@ fn message(id: &str) -> ChannelMessage {
 
 async fn admitted(inbox: &Inbox, m: &ChannelMessage) -> Option<Entry> {
     let admission = inbox.admit(m).await.unwrap();
-    admission.synced.await.unwrap().unwrap();
+    if admission.known.is_none() {
+        admission.synced.await.unwrap().unwrap();
+    }
     admission.known
 }
 

@@ -19,6 +19,9 @@ use crate::inbox::Inbound;
 use crate::providers::{ChatMessage, ProviderError, Role, SamplingParams, ToolChoice};
 use crate::tools::{BoxFuture, ToolOrigin};
 
+/// The recording of a turn's start, committing while the model works.
+type Started = BoxFuture<'static, Result<(), crate::inbox::InboxError>>;
+
 impl Runtime {
     /// Phases 3–9 for a message that is not a command.
     pub(super) async fn turn(
@@ -53,31 +56,26 @@ impl Runtime {
         let user_turn = ChatMessage::user(message.content.clone());
         // Recorded: appended once however often the turn is run again
         // after a restart, and committed while the turn goes on.
-        let started = inbound.recorded.then(|| {
-            self.inbox
-                .start(message, Some((key.to_string(), vec![user_turn.clone()])))
+        let started = inbound.recorded.then(|| -> Started {
+            Box::pin(
+                self.inbox
+                    .start(message, Some((key.to_string(), vec![user_turn.clone()]))),
+            )
         });
         if !inbound.recorded
             && let Err(e) = self.sessions.append(key, &[user_turn])
         {
             tracing::error!(error = %e, "cannot save the user's message");
         }
-        let outcome = self
-            .respond(
-                channel,
-                inbound,
-                key,
-                (history, route, vision),
-                cancel,
-                &config,
-            )
-            .await;
-        if let Some(started) = started
-            && let Err(e) = started.await
-        {
-            tracing::error!(error = %e, "cannot save the user's message");
-        }
-        outcome
+        self.respond(
+            channel,
+            inbound,
+            key,
+            (history, route, vision, started),
+            cancel,
+            &config,
+        )
+        .await
     }
 
     /// Phases 5–9, once the user's turn is saved (or being saved).
@@ -86,7 +84,12 @@ impl Runtime {
         channel: &Arc<dyn Channel>,
         inbound: &Inbound,
         key: &str,
-        (history, route, vision): (Vec<ChatMessage>, routing::Route, bool),
+        (history, route, vision, started): (
+            Vec<ChatMessage>,
+            routing::Route,
+            bool,
+            Option<Started>,
+        ),
         cancel: CancellationToken,
         config: &Arc<crate::config::Config>,
     ) -> Outcome {
@@ -198,6 +201,12 @@ impl Runtime {
             _ = cancel.cancelled() => Err(LoopError::Cancelled),
         };
         let draft = feedback.finish().await;
+        // Saved before anything below rewrites the history.
+        if let Some(started) = started
+            && let Err(e) = started.await
+        {
+            tracing::error!(error = %e, "cannot save the user's message");
+        }
 
         match result {
             Ok(done) => {

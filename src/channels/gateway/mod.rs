@@ -96,7 +96,7 @@ impl Shared {
     /// The message id of a request with `Idempotency-Key: key` in `chat`:
     /// the same for every retry, so the inbox knows it.
     fn keyed_id(chat: &str, key: &str) -> String {
-        format!("gw-key-{chat}-{key}")
+        format!("{KEYED}{chat}-{key}")
     }
 
     /// A new message from a request, and what its request will hear.
@@ -136,6 +136,9 @@ impl Shared {
             .is_some_and(|w| w.events.send(event).is_ok())
     }
 }
+
+/// The id prefix of messages whose request named an `Idempotency-Key`.
+const KEYED: &str = "gw-key-";
 
 pub struct GatewayChannel {
     listen: SocketAddr,
@@ -192,6 +195,15 @@ impl Channel for GatewayChannel {
                     .map_err(|_| {
                         ChannelError::Rejected("the client stopped waiting for this reply".into())
                     }),
+                // The client went away; the inbox keeps the reply for its
+                // retry with the same Idempotency-Key.
+                None if message
+                    .in_reply_to
+                    .as_deref()
+                    .is_some_and(|id| id.starts_with(KEYED)) =>
+                {
+                    Ok(())
+                }
                 None => Err(ChannelError::Rejected(format!(
                     "no request is waiting in chat `{}`; the gateway only answers requests",
                     message.recipient
