@@ -101,15 +101,15 @@ pub async fn resend_loop(runtime: Arc<Runtime>, shutdown: CancellationToken) {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(RESEND_POLL) => {}
         }
-        let due = match runtime.inbox().entries(&[State::Replying]).await {
+        let now = chrono::Utc::now().timestamp();
+        let due = match runtime.inbox().due(now).await {
             Ok(entries) => entries,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the inbox for replies to resend");
                 continue;
             }
         };
-        let now = chrono::Utc::now().timestamp();
-        for entry in due.iter().filter(|e| e.next_try.is_some_and(|t| t <= now)) {
+        for entry in &due {
             if shutdown.is_cancelled() {
                 return;
             }

@@ -252,11 +252,9 @@ impl Inbox {
         .await
     }
 
-    /// Entries in `states`, oldest first.
-    pub async fn entries(&self, states: &[State]) -> Result<Vec<Entry>, InboxError> {
-        let states = states.to_vec();
-        self.call(false, move |conn| store::in_states(conn, &states))
-            .await
+    /// Replies whose next try is due at `now` (Unix seconds).
+    pub async fn due(&self, now: i64) -> Result<Vec<Entry>, InboxError> {
+        self.call(false, move |conn| store::due(conn, now)).await
     }
 
     pub async fn counts(&self) -> Result<BTreeMap<State, usize>, InboxError> {

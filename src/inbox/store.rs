@@ -85,11 +85,6 @@ impl State {
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == text)
     }
-
-    /// Not finished: a restart takes it up again.
-    pub fn is_open(self) -> bool {
-        matches!(self, Self::Received | Self::Started | Self::Replying)
-    }
 }
 
 /// One recorded message.
@@ -201,6 +196,15 @@ pub fn in_states(conn: &Connection, states: &[State]) -> rusqlite::Result<Vec<En
         "SELECT {COLUMNS} FROM inbox WHERE state IN ({list}) ORDER BY id"
     ))?;
     let rows = stmt.query_map([], entry)?;
+    rows.map(|e| with_parts(conn, e?)).collect()
+}
+
+/// Replies whose next try is due at `now` (Unix seconds), oldest first.
+pub fn due(conn: &Connection, now: i64) -> rusqlite::Result<Vec<Entry>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM inbox WHERE state = 'replying' AND next_try <= ?1 ORDER BY id"
+    ))?;
+    let rows = stmt.query_map(params![now], entry)?;
     rows.map(|e| with_parts(conn, e?)).collect()
 }
 
