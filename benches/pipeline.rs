@@ -9,7 +9,7 @@
 //! channel): without a model, and with the default model loaded when it is
 //! present.
 //!
-//! Run: `cargo bench --bench pipeline` (figures go to docs/dispatch.md).
+//! Run: `cargo bench --bench pipeline` (figures are in the README).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -6,9 +6,9 @@
 //! superseded, cancelled or failed ([`State`]). It lives in the `inbox`
 //! table of `history.sqlite3`, so a reply, its sent parts and its turn in
 //! the history are written in one transaction. One task writes it
-//! ([`writer`]): the arrival is committed with `synchronous = FULL` (on
-//! disk before the platform is acknowledged); later steps with `NORMAL`,
-//! which a crash of the process never loses and the next arrival syncs.
+//! ([`writer`]) with `synchronous = NORMAL`, which a crash of the process
+//! never loses; an arrival is also synced to disk ([`syncer`]) before the
+//! platform is acknowledged, and that sync covers the steps before it.
 //!
 //! At start the daemon takes up what was left open ([`Inbox::open_entries`]):
 //! messages not answered run again, in order, and say they are late;
@@ -18,6 +18,7 @@
 pub mod journal;
 pub mod retry;
 mod store;
+mod syncer;
 mod writer;
 
 use std::collections::{BTreeMap, HashSet};
@@ -283,12 +284,7 @@ impl Inbox {
         what: &'static str,
         f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<()> + Send + 'static,
     ) {
-        let done = self.writer.submit(false, f);
-        tokio::spawn(async move {
-            if let Ok(Err(e)) = done.await {
-                tracing::error!(error = %e, "inbox: cannot record `{what}`");
-            }
-        });
+        self.writer.detach(what, f);
     }
 }
 

@@ -10,7 +10,7 @@ use crate::channels::ChannelMessage;
 
 pub(super) const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS inbox (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         channel TEXT NOT NULL,
         message_id TEXT NOT NULL,
         message TEXT NOT NULL,
@@ -26,7 +26,8 @@ pub(super) const SCHEMA: &str = "
         updated INTEGER NOT NULL DEFAULT (unixepoch()),
         UNIQUE (channel, message_id)
     );
-    CREATE INDEX IF NOT EXISTS inbox_by_state ON inbox (state, id);
+    DROP INDEX IF EXISTS inbox_by_state;
+    CREATE INDEX IF NOT EXISTS inbox_retries ON inbox (next_try) WHERE next_try IS NOT NULL;
     CREATE TABLE IF NOT EXISTS inbox_parts (
         channel TEXT NOT NULL,
         message_id TEXT NOT NULL,
@@ -158,10 +159,11 @@ pub fn insert(conn: &Connection, message: &ChannelMessage) -> rusqlite::Result<O
     let json = serde_json::to_string(message).map_err(|e| {
         rusqlite::Error::ToSqlConversionFailure(Box::new(std::io::Error::other(e.to_string())))
     })?;
-    let added = conn.execute(
-        "INSERT OR IGNORE INTO inbox (channel, message_id, message) VALUES (?1, ?2, ?3)",
-        params![message.channel, message.id, json],
-    )?;
+    let added = conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO inbox (channel, message_id, message) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![message.channel, message.id, json])?;
     if added == 1 {
         return Ok(None);
     }
@@ -202,7 +204,8 @@ pub fn in_states(conn: &Connection, states: &[State]) -> rusqlite::Result<Vec<En
 /// Replies whose next try is due at `now` (Unix seconds), oldest first.
 pub fn due(conn: &Connection, now: i64) -> rusqlite::Result<Vec<Entry>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM inbox WHERE state = 'replying' AND next_try <= ?1 ORDER BY id"
+        "SELECT {COLUMNS} FROM inbox
+         WHERE next_try IS NOT NULL AND next_try <= ?1 AND state = 'replying' ORDER BY id"
     ))?;
     let rows = stmt.query_map(params![now], entry)?;
     rows.map(|e| with_parts(conn, e?)).collect()
