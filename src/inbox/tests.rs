@@ -118,3 +118,22 @@ fn no_inbox_yet_reads_as_none() {
     let dir = tempfile::tempdir().unwrap();
     assert!(read(dir.path(), &[State::Failed]).unwrap().is_none());
 }
+
+#[tokio::test]
+async fn an_arrival_is_acknowledged_only_once_its_sync_succeeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let inbox = Inbox::open(dir.path()).unwrap();
+    let wal = dir.path().join("history.sqlite3-wal");
+    assert!(wal.exists(), "SQLite keeps its log beside the database");
+    // The log's name is gone (as on a disk that fails): SQLite still
+    // commits into the file it holds open, but the sync cannot reach it.
+    std::fs::remove_file(&wal).unwrap();
+    let admission = inbox.admit(&message("7:1")).await.unwrap();
+    let synced = admission.synced.await.unwrap();
+    assert!(
+        matches!(&synced, Err(InboxError::Commit { why, .. }) if why.contains("history.sqlite3-wal")),
+        "{synced:?}"
+    );
+    // Steps that need no sync still commit.
+    inbox.start(&message("7:1"), None).await.unwrap();
+}
