@@ -19,10 +19,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hearth::channels::InMemoryChannel;
+use hearth::chat::{ChatRequest, ChatStream, FinishReason, StreamEvent, Usage};
 use hearth::config::{Config, Environment};
 use hearth::daemon::Daemon;
 use hearth::pipeline::{RuntimeBuilder, StaticProviders};
-use hearth::providers::{ChatRequest, ChatStream, FinishReason, Provider, StreamEvent, Usage};
+use hearth::providers::Provider;
 use hearth::security::{Autonomy, SecurityPolicy};
 use hearth::tools::ToolContext;
 use tokio::sync::mpsc;

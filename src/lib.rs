@@ -28,6 +28,7 @@
 
 pub mod agent;
 pub mod channels;
+pub mod chat;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -10,12 +10,12 @@ mod common;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
-use hearth::config::GpuLayers;
-use hearth::engine::{Engine, EngineSettings};
-use hearth::providers::{
+use hearth::chat::{
     CacheOrigin, ChatMessage, ChatReply, ChatRequest, FinishReason, Priority, SamplingParams,
     StreamEvent, ToolChoice, ToolSpec,
 };
+use hearth::config::GpuLayers;
+use hearth::engine::{Engine, EngineSettings};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -369,7 +369,7 @@ fn queued_requests_run_one_at_a_time_and_cancel_within_a_token() {
         );
 
         let order = std::sync::Arc::new(Mutex::new(Vec::new()));
-        let log = |name: &'static str, stream: hearth::providers::ChatStream| {
+        let log = |name: &'static str, stream: hearth::chat::ChatStream| {
             let order = order.clone();
             async move {
                 let reply = stream.collect_with(|_| {}).await.unwrap();

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth::channels::GatewayChannel;
+use hearth::chat::Role;
 use hearth::config::{Config, Environment};
 use hearth::daemon::Daemon;
-use hearth::providers::Role;
 use serde_json::{Value, json};
 use support::*;
 

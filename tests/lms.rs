@@ -14,9 +14,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
+use hearth::chat::{Priority, ProviderError};
 use hearth::config::{LmsConfig, LmsKind, LmsSourceConfig, Secret};
 use hearth::lms::{ManualClock, Notice, NoticeKind, NoticeSink, Notifier};
-use hearth::providers::{Priority, ProviderError, ScriptedProvider};
+use hearth::providers::ScriptedProvider;
 use hearth::tools::{BoxFuture, Tool};
 
 fn fixture(name: &str) -> String {

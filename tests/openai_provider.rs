@@ -15,13 +15,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use hearth::channels::InMemoryChannel;
+use hearth::chat::{
+    ChatMessage, ChatRequest, FinishReason, ProviderError, SamplingParams, StreamEvent, ToolSpec,
+};
 use hearth::config::{Config, Environment};
 use hearth::daemon::{LocalModels, Providers};
 use hearth::pipeline::Outcome;
-use hearth::providers::{
-    ChatMessage, ChatRequest, FinishReason, OpenAiProvider, Provider, ProviderError,
-    SamplingParams, StreamEvent, ToolSpec,
-};
+use hearth::providers::{OpenAiProvider, Provider};
 use serde_json::{Value, json};
 use support::*;
 use tokio_util::sync::CancellationToken;

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{Sandbox, assert_no_panic};
+use hearth::chat::Role;
 use hearth::history::HistoryStore;
-use hearth::providers::Role;
 
 const GREEDY: &str = "[generation]\ntemperature = 0.0\nmax_tokens = 96\n";
 

@@ -2,9 +2,9 @@
 
 mod common;
 
+use hearth::chat::ChatMessage;
 use hearth::engine::gguf::GgufMetadata;
 use hearth::engine::template::{self, ChatTemplate};
-use hearth::providers::ChatMessage;
 
 fn conversation() -> Vec<ChatMessage> {
     vec![

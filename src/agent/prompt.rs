@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::providers::ToolSpec;
+use crate::chat::ToolSpec;
 
 const BASE: &str = include_str!("../../prompts/system/base.md");
 const TOOLS: &str = include_str!("../../prompts/system/tools.md");

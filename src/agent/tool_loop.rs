@@ -19,9 +19,8 @@ use tokio_util::sync::CancellationToken;
 use super::context::{self, ContextLimits, ContextReport, Window};
 use super::dispatch::ToolDispatcher;
 use super::types::{ConversationMessage, ParsedToolCall, ToolResultMessage};
-use crate::providers::{
-    ChatMessage, ChatRequest, Provider, ProviderError, SamplingParams, ToolChoice,
-};
+use crate::chat::{ChatMessage, ChatRequest, ProviderError, SamplingParams, ToolChoice};
+use crate::providers::Provider;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// What a `before_tool_call` hook decides.
@@ -178,7 +177,7 @@ impl ToolLoop<'_> {
                 }
                 other => other?,
             };
-            if reply.finish == crate::providers::FinishReason::Cancelled {
+            if reply.finish == crate::chat::FinishReason::Cancelled {
                 return Err(LoopError::Cancelled);
             }
             let mut parsed = self.dispatcher.parse(&reply);
@@ -343,7 +342,7 @@ fn rewritten(
     let start = usize::from(
         messages
             .first()
-            .is_some_and(|m| m.role == crate::providers::Role::System),
+            .is_some_and(|m| m.role == crate::chat::Role::System),
     );
     Some(messages[start..current.max(start)].to_vec())
 }
@@ -352,7 +351,7 @@ fn rewritten(
 fn nudge(prompt: &mut Vec<ChatMessage>) {
     const NUDGE: &str = "Answer the question now in plain text, using the tool results above. Do not call any tool.";
     match prompt.last_mut() {
-        Some(last) if last.role == crate::providers::Role::User => {
+        Some(last) if last.role == crate::chat::Role::User => {
             last.content.push_str("\n\n");
             last.content.push_str(NUDGE);
         }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::providers::ChatMessage;
+use crate::chat::ChatMessage;
 
 /// A tool call as parsed from a reply, with an id to match its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,8 +8,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::conversation::Conversation;
 use super::startup;
+use crate::chat::FinishReason;
 use crate::config::Config;
-use crate::providers::FinishReason;
 
 pub async fn run(
     config: &Config,

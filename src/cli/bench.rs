@@ -17,9 +17,9 @@ use std::time::Instant;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::chat::{ChatMessage, ChatReply, ChatRequest, SamplingParams, StreamEvent, Usage};
 use crate::config::Config;
 use crate::engine::{Engine, EngineSettings};
-use crate::providers::{ChatMessage, ChatReply, ChatRequest, SamplingParams, StreamEvent, Usage};
 
 /// The user turns of the multi-turn scenario.
 pub const QUESTIONS: [&str; 10] = [
@@ -282,7 +282,7 @@ async fn conversation(
     }
     let replies = history
         .iter()
-        .filter(|m| m.role == crate::providers::Role::Assistant)
+        .filter(|m| m.role == crate::chat::Role::Assistant)
         .map(|m| m.content.clone())
         .collect();
     Ok((out, replies))

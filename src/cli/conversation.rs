@@ -2,12 +2,12 @@
 
 use tokio_util::sync::CancellationToken;
 
+use crate::chat::{
+    ChatMessage, ChatReply, ChatRequest, FinishReason, ProviderError, Role, SamplingParams,
+};
 use crate::config::Config;
 use crate::history::{HISTORY_LIMIT, HistoryError, HistoryStore};
-use crate::providers::{
-    ChatMessage, ChatReply, ChatRequest, FinishReason, Provider, ProviderError, Role,
-    SamplingParams,
-};
+use crate::providers::Provider;
 
 pub struct Conversation {
     key: String,

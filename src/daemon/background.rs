@@ -8,7 +8,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::LocalModels;
-use crate::providers::{ChatRequest, ChatStream, Provider, StreamEvent};
+use crate::chat::{ChatRequest, ChatStream, StreamEvent};
+use crate::providers::Provider;
 
 pub struct LoadedModel {
     models: Arc<LocalModels>,

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
+use crate::chat::ProviderError;
 use crate::config::Config;
 use crate::engine::{Engine, EngineSettings};
-use crate::providers::{LocalProvider, ProviderError};
+use crate::providers::LocalProvider;
 
 /// The provider name of the in-process engine.
 pub const LOCAL: &str = "local";

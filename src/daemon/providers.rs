@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use super::LocalModels;
 use super::local_models::LOCAL;
+use crate::chat::ProviderError;
 use crate::config::Config;
 use crate::pipeline::{ProviderSet, Route};
-use crate::providers::{Fallback, OpenAiProvider, Provider, ProviderError};
+use crate::providers::{Fallback, OpenAiProvider, Provider};
 use crate::tools::BoxFuture;
 
 pub const OPENAI: &str = "openai";

@@ -20,7 +20,7 @@ use super::output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
 use super::template::ChatTemplate;
 use super::utf8::Utf8Stream;
 use super::{Job, repetition, sampling, tools};
-use crate::providers::{ChatRequest, FinishReason, ProviderError, StreamEvent, Usage};
+use crate::chat::{ChatRequest, FinishReason, ProviderError, StreamEvent, Usage};
 
 pub(super) struct Generator<'m> {
     model: &'m LlamaModel,
@@ -132,7 +132,7 @@ impl<'m> Generator<'m> {
         usage.cache_origin = if kept > 0 {
             origin
         } else {
-            crate::providers::CacheOrigin::Fresh
+            crate::chat::CacheOrigin::Fresh
         };
         usage.prompt_ms = started.elapsed().as_secs_f64() * 1e3;
         tracing::debug!(conversation = %request.conversation, ?origin, cached = kept, decoded = tokens.len() - kept, "prompt read");
@@ -198,7 +198,7 @@ impl<'m> Generator<'m> {
     fn forward(
         &self,
         part: Piece,
-        tools: &[crate::providers::ToolSpec],
+        tools: &[crate::chat::ToolSpec],
         outbox: &mut Outbox<'_>,
     ) -> Result<bool, Stop> {
         match part {

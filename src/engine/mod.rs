@@ -46,8 +46,8 @@ pub use output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
 pub use tools::parse_call as parse_tool_call;
 pub use tools::validate as validate_json_schema;
 
+use crate::chat::{ChatRequest, ChatStream, ProviderError, StreamEvent};
 use crate::config::{Config, GpuLayers};
-use crate::providers::{ChatRequest, ChatStream, ProviderError, StreamEvent};
 
 /// What the worker needs to load a model and run it.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::Sender;
 
-use crate::providers::StreamEvent;
+use crate::chat::StreamEvent;
 
 const INTERVAL: Duration = Duration::from_millis(40);
 

@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use crate::providers::Priority;
+use crate::chat::Priority;
 
 struct Entry<T> {
     priority: Priority,

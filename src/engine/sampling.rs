@@ -6,7 +6,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use super::tools;
-use crate::providers::{ProviderError, SamplingParams, ToolChoice, ToolSpec};
+use crate::chat::{ProviderError, SamplingParams, ToolChoice, ToolSpec};
 
 /// Picks the next token.
 pub enum Picker {

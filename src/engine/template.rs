@@ -9,7 +9,7 @@ use std::path::Path;
 
 use minijinja::{Environment, ErrorKind, Value, context};
 
-use crate::providers::{ChatMessage, ToolSpec};
+use crate::chat::{ChatMessage, ToolSpec};
 
 /// Built-in templates, shipped in `prompts/templates/` and compiled in.
 pub const BUILTIN: &[(&str, &str)] = &[

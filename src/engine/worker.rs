@@ -21,7 +21,7 @@ use super::hardware::{self, Fit, FitInput};
 use super::queue::PriorityQueue;
 use super::template::{self, ChatTemplate};
 use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, model_file};
-use crate::providers::{FinishReason, StreamEvent, Usage};
+use crate::chat::{FinishReason, StreamEvent, Usage};
 
 pub(super) fn run(
     settings: EngineSettings,

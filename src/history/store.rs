@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
 
-use crate::providers::{ChatMessage, Role};
+use crate::chat::{ChatMessage, Role};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {

@@ -31,7 +31,7 @@ pub use journal::EntryJournal;
 pub use store::{Entry, KEEP_FINISHED_DAYS, State};
 
 use crate::channels::ChannelMessage;
-use crate::providers::ChatMessage;
+use crate::chat::ChatMessage;
 
 /// A message on its way to the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 use super::*;
 use crate::channels::ChannelMessage;
-use crate::providers::ChatMessage;
+use crate::chat::ChatMessage;
 
 fn message(id: &str) -> ChannelMessage {
     ChannelMessage {

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::providers::{ChatMessage, ChatRequest, Priority, Provider, SamplingParams, ToolChoice};
+use crate::chat::{ChatMessage, ChatRequest, Priority, SamplingParams, ToolChoice};
+use crate::providers::Provider;
 
 const INSTRUCTION: &str = "You summarise course notices for a student in one short, factual \
 sentence: what to do and by when. No greeting, no advice, nothing that is not in the notice.";
@@ -73,7 +74,8 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
-    use crate::providers::{ChatStream, ScriptedProvider, StreamEvent};
+    use crate::chat::{ChatStream, StreamEvent};
+    use crate::providers::ScriptedProvider;
 
     /// An engine busy with someone else: the stream stays open, silent.
     #[derive(Default)]

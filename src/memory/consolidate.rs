@@ -13,9 +13,8 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::providers::{
-    ChatMessage, ChatRequest, Priority, Provider, ProviderError, SamplingParams,
-};
+use crate::chat::{ChatMessage, ChatRequest, Priority, ProviderError, SamplingParams};
+use crate::providers::Provider;
 
 /// The conversation key consolidation requests run under.
 pub const CONVERSATION: &str = "memory-consolidation";

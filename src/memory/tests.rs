@@ -7,8 +7,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::chat::Priority;
 use crate::config::MemoryConfig;
-use crate::providers::{Priority, ScriptedProvider};
+use crate::providers::ScriptedProvider;
 use crate::security::{Autonomy, SecurityPolicy};
 use crate::tools::{ToolContext, ToolOrigin, ToolRegistry};
 
@@ -256,7 +257,7 @@ fn after_turn_consolidates_in_the_background_and_survives_a_failing_model() {
     let (_d, s) = store();
     let provider = Arc::new(
         ScriptedProvider::new(["- Works night shifts at the harbour"])
-            .then_fail(crate::providers::ProviderError::Failed("busy".into())),
+            .then_fail(crate::chat::ProviderError::Failed("busy".into())),
     );
     let m = StoreMemory::new(Arc::clone(&s), MemoryConfig::default()).with_consolidation(provider);
     rt().block_on(async {

@@ -14,8 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::sanitize;
 use crate::channels::{Channel, ChannelMessage, SendMessage};
+use crate::chat::{ChatRequest, ChatStream, StreamEvent};
 use crate::inbox::Inbox;
-use crate::providers::{ChatRequest, ChatStream, Provider, StreamEvent};
+use crate::providers::Provider;
 
 /// How often "typing…" is refreshed (platforms expire it after ~5 s).
 pub const TYPING_REFRESH: Duration = Duration::from_secs(4);

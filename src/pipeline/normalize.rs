@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::providers::{ChatMessage, Role};
+use crate::chat::{ChatMessage, Role};
 
 static TOOL_RESULT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?s)<tool_result\b[^>]*>.*?(</tool_result>|\z)").unwrap_or_else(|_| never())

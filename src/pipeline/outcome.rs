@@ -3,7 +3,7 @@
 //! last 12 messages of 600 chars, user told), provider error (`[Task
 //! failed]` turn, sanitised message), timeout (`[Task timed out]`).
 
-use crate::providers::ChatMessage;
+use crate::chat::ChatMessage;
 
 /// The end of one message's handling. The dispatcher reports exactly one
 /// per message.

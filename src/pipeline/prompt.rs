@@ -3,8 +3,8 @@
 //! context (never the system prompt, so its KV-cache prefix stays reusable).
 
 use crate::agent::prompt::{self, Profile, PromptInputs};
+use crate::chat::{ChatMessage, ToolSpec};
 use crate::config::Config;
-use crate::providers::{ChatMessage, ToolSpec};
 
 /// What the channel can show, for the prompt's runtime line.
 fn capabilities(channel: &str) -> &'static str {
@@ -63,7 +63,7 @@ pub fn messages(
     };
     // A history ending in a user turn (an interrupted message) merges with this one.
     match out.last_mut() {
-        Some(last) if last.role == crate::providers::Role::User => {
+        Some(last) if last.role == crate::chat::Role::User => {
             last.content.push_str("\n\n");
             last.content.push_str(&content);
         }

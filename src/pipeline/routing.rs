@@ -7,8 +7,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::chat::ProviderError;
 use crate::config::{Config, RouteRule};
-use crate::providers::{Provider, ProviderError};
+use crate::providers::Provider;
 use crate::tools::BoxFuture;
 
 /// Which provider and model answer one message.

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use super::hooks::{self, HookAction};
 use super::{Outcome, Runtime, outcome};
 use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage};
+use crate::chat::ChatMessage;
 use crate::inbox::{Entry, EntryJournal, Inbound, State, retry};
-use crate::providers::ChatMessage;
 
 /// A reply to send, and what to record with it.
 pub(super) struct Reply {

@@ -5,8 +5,8 @@
 use std::sync::Mutex;
 
 use crate::channels::{ChannelMessage, Initiator};
+use crate::chat::ChatMessage;
 use crate::history::{HISTORY_LIMIT, HistoryError, HistoryStore};
-use crate::providers::ChatMessage;
 
 /// Messages kept when a conversation overflows the context window.
 pub const OVERFLOW_KEEP_MESSAGES: usize = 12;

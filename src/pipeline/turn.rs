@@ -15,8 +15,8 @@ use crate::agent::context::ContextLimits;
 use crate::agent::dispatch;
 use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
 use crate::channels::{Channel, Initiator};
+use crate::chat::{ChatMessage, ProviderError, Role, SamplingParams, ToolChoice};
 use crate::inbox::Inbound;
-use crate::providers::{ChatMessage, ProviderError, Role, SamplingParams, ToolChoice};
 use crate::tools::{BoxFuture, ToolOrigin};
 
 /// The recording of a turn's start, committing while the model works.

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatRequest, ChatStream, FinishReason, Provider, ProviderError, StreamEvent, Usage};
+use super::Provider;
+use crate::chat::{ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
 
 pub struct Fallback {
     chain: Vec<Arc<dyn Provider>>,
@@ -108,7 +109,8 @@ impl Provider for Fallback {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{ChatMessage, SamplingParams, ScriptedProvider};
+    use crate::chat::{ChatMessage, SamplingParams};
+    use crate::providers::ScriptedProvider;
 
     fn request() -> ChatRequest {
         ChatRequest::new(

@@ -2,7 +2,8 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatRequest, ChatStream, Provider};
+use super::Provider;
+use crate::chat::{ChatRequest, ChatStream};
 use crate::engine::Engine;
 
 /// Serves replies from the in-process engine.

@@ -1,30 +1,23 @@
 //! Providers: where replies come from.
 //!
 //! The rest of hearth asks a [`Provider`] for a reply and reads a stream of
-//! events back. The local llama.cpp engine is the primary provider; an
+//! events back, in the vocabulary of [`crate::chat`]. The local llama.cpp engine is the primary provider; an
 //! OpenAI-compatible API can stand behind it ([`Fallback`]) where the
 //! config asks for one.
 
-mod error;
 mod fallback;
 mod local;
 mod openai;
 mod scripted;
-mod stream;
-mod types;
 
-pub use error::ProviderError;
 pub use fallback::Fallback;
 pub use local::LocalProvider;
 pub use openai::OpenAiProvider;
 pub use scripted::ScriptedProvider;
-pub use stream::{ChatReply, ChatStream};
-pub use types::{
-    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Role, SamplingParams,
-    StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
-};
 
 use tokio_util::sync::CancellationToken;
+
+use crate::chat::{ChatRequest, ChatStream};
 
 /// A source of chat replies. One required method: start a reply and stream it.
 pub trait Provider: Send + Sync {

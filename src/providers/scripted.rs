@@ -6,7 +6,8 @@ use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatRequest, ChatStream, Provider, ProviderError};
+use super::Provider;
+use crate::chat::{ChatRequest, ChatStream, ProviderError};
 
 /// Replies with the scripted texts in order and records every request.
 #[derive(Default)]

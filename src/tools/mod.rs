@@ -25,7 +25,7 @@ pub use http::HttpRequest;
 pub use shell::Shell;
 
 use crate::agent::dispatch::result;
-use crate::providers::ToolSpec;
+use crate::chat::ToolSpec;
 use crate::sandbox::{Sandbox, SandboxChoice};
 use crate::security::{Scrubber, SecurityPolicy};
 use crate::workspace::{WorkspaceError, Workspaces};

@@ -4,7 +4,8 @@
 
 use std::sync::Mutex;
 
-use hearth::providers::{ChatRequest, ChatStream, Provider, Role};
+use hearth::chat::{ChatRequest, ChatStream, Role};
+use hearth::providers::Provider;
 use tokio_util::sync::CancellationToken;
 
 /// Replies to `CALL <text>` with `<text>` (the model writing a call of its

@@ -7,13 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hearth::channels::InMemoryChannel;
+use hearth::chat::{ChatMessage, ChatRequest, ChatStream, FinishReason, Role, StreamEvent, Usage};
 use hearth::config::{Config, Environment};
 use hearth::daemon::Daemon;
 use hearth::dispatch::Report;
 use hearth::pipeline::{ProviderSet, RuntimeBuilder, StaticProviders};
-use hearth::providers::{
-    ChatMessage, ChatRequest, ChatStream, FinishReason, Provider, Role, StreamEvent, Usage,
-};
+use hearth::providers::Provider;
 use hearth::security::{Autonomy, SecurityPolicy};
 use hearth::tools::ToolContext;
 use tokio::sync::{Notify, mpsc};

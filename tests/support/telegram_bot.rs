@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use hearth::channels::telegram::TelegramSettings;
 use hearth::channels::{Channel, TelegramChannel};
+use hearth::chat::{ChatRequest, ChatStream, FinishReason, StreamEvent, Usage};
 use hearth::config::{Config, Secret, StreamMode};
 use hearth::daemon::Daemon;
 use hearth::dispatch::Report;
 use hearth::pipeline::{Outcome, ProviderSet, RuntimeBuilder};
-use hearth::providers::{ChatRequest, ChatStream, FinishReason, Provider, StreamEvent, Usage};
+use hearth::providers::Provider;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

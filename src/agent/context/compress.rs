@@ -5,7 +5,8 @@ use tokio_util::sync::CancellationToken;
 use super::window::{Window, is_tool_result};
 use super::{ContextLimits, identifiers};
 use crate::agent::dispatch::xml::strip_think;
-use crate::providers::{ChatMessage, ChatRequest, Provider, ProviderError, Role, SamplingParams};
+use crate::chat::{ChatMessage, ChatRequest, ProviderError, Role, SamplingParams};
+use crate::providers::Provider;
 
 const INSTRUCTIONS: &str = "You summarise the earlier part of a conversation between a user and an assistant, so the conversation can go on without it. Write at most 150 words of plain sentences: what the user wanted, what was done, what was decided, and open questions. Copy every identifier exactly as written: IDs, UUIDs, file paths, hashes, URLs, numbers, dates, names.";
 

@@ -1,7 +1,8 @@
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::providers::{ChatMessage, Role, ScriptedProvider};
+use crate::chat::{ChatMessage, Role};
+use crate::providers::ScriptedProvider;
 
 /// `[system, (user, assistant) × turns, current user]`.
 fn prompt(turns: usize, each: usize) -> Vec<ChatMessage> {

@@ -2,7 +2,7 @@
 //! the emergency drop. They work on a prompt as `[system?] history… current…`.
 
 use crate::agent::dispatch::result;
-use crate::providers::{ChatMessage, Role};
+use crate::chat::{ChatMessage, Role};
 
 /// A prompt and where its current turn starts.
 pub struct Window<'a> {

@@ -12,7 +12,7 @@ pub mod result;
 pub mod xml;
 
 use crate::agent::types::{ParsedReply, ParsedToolCall, ToolResultMessage};
-use crate::providers::{ChatMessage, ChatReply};
+use crate::chat::{ChatMessage, ChatReply};
 
 /// Reads tool calls out of replies and formats results for the model.
 pub trait ToolDispatcher: Send + Sync {
@@ -97,7 +97,7 @@ impl ToolDispatcher for NativeToolDispatcher {
     fn format_results(&self, results: &[ToolResultMessage]) -> Vec<ChatMessage> {
         results
             .iter()
-            .map(|r| ChatMessage::new(crate::providers::Role::Tool, r.content.clone()))
+            .map(|r| ChatMessage::new(crate::chat::Role::Tool, r.content.clone()))
             .collect()
     }
 }
@@ -125,7 +125,7 @@ fn join(a: &str, b: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{FinishReason, ToolCall, Usage};
+    use crate::chat::{FinishReason, ToolCall, Usage};
     use serde_json::json;
 
     fn reply(text: &str, calls: Vec<ToolCall>) -> ChatReply {
@@ -172,7 +172,7 @@ mod tests {
                 .starts_with("<tool_result name=\"shell\" status=\"ok\">")
         );
         let native = NativeToolDispatcher.format_results(&results);
-        assert_eq!(native[0].role, crate::providers::Role::Tool);
+        assert_eq!(native[0].role, crate::chat::Role::Tool);
     }
 
     #[test]

@@ -5,7 +5,8 @@ use serde_json::json;
 use super::*;
 use crate::agent::context::ContextLimits;
 use crate::agent::dispatch::XmlToolDispatcher;
-use crate::providers::{Role, ScriptedProvider};
+use crate::chat::Role;
+use crate::providers::ScriptedProvider;
 use crate::security::{Autonomy, SecurityPolicy};
 
 fn tools(dir: &tempfile::TempDir) -> ToolContext {

@@ -19,7 +19,7 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::session::LlamaStateSeqFlags;
 use llama_cpp_2::token::LlamaToken;
 
-pub use crate::providers::CacheOrigin as Origin;
+pub use crate::chat::CacheOrigin as Origin;
 pub use saved::Fingerprint;
 use saved::{LoadError, SavedSeq};
 use slots::Slots;

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::providers::{ProviderError, ToolSpec};
+use crate::chat::{ProviderError, ToolSpec};
 
 /// Strings without a declared bound get this one in the grammar, so a call
 /// cannot run away inside a string until the token limit.

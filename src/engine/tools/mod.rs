@@ -15,7 +15,7 @@ mod schema;
 pub use grammar::{call_grammar, lazy_trigger};
 pub use schema::validate;
 
-use crate::providers::{ToolCall, ToolSpec};
+use crate::chat::{ToolCall, ToolSpec};
 
 /// Parses the text between the call tags and checks it against the offered
 /// tools. The error is a sentence for the log (and, later, for the model).

@@ -16,7 +16,8 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatRequest, ChatStream, FinishReason, Provider, ProviderError, StreamEvent, Usage};
+use super::Provider;
+use crate::chat::{ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
 use crate::config::{OpenAiConfig, Secret};
 use crate::engine::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece, parse_tool_call};
 use sse::SseParser;
@@ -201,7 +202,7 @@ impl OpenAiProvider {
 /// The state of one streamed reply.
 struct Reader {
     filter: OutputFilter,
-    tools: Vec<super::ToolSpec>,
+    tools: Vec<crate::chat::ToolSpec>,
     usage: Usage,
     finish: Option<String>,
     /// Milliseconds until the first text arrived.

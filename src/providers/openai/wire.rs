@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::providers::{ChatRequest, ProviderError, Role, Usage};
+use crate::chat::{ChatRequest, ProviderError, Role, Usage};
 
 /// Error codes that mean "the prompt is too long", as OpenAI, llama-server
 /// and compatible servers send them in `error.code` or `error.type`.
@@ -149,7 +149,7 @@ fn short(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{ChatMessage, SamplingParams};
+    use crate::chat::{ChatMessage, SamplingParams};
 
     #[test]
     fn the_body_carries_the_conversation_and_sampling() {

@@ -1,0 +1,15 @@
+//! The chat vocabulary: what a conversation is made of (messages, tools,
+//! calls), what is asked of a model ([`ChatRequest`]) and what streams back
+//! ([`StreamEvent`], [`ChatStream`]). It lies below everything that speaks
+//! it: the engine, the providers, the agent, the pipeline and the history.
+
+mod error;
+mod stream;
+mod types;
+
+pub use error::ProviderError;
+pub use stream::{ChatReply, ChatStream};
+pub use types::{
+    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Role, SamplingParams,
+    StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
+};
