@@ -8,13 +8,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use hearth::channels::{ChannelEvent, ChannelMessage, ChannelPolicy, InMemoryChannel, SendMessage};
 use hearth::chat::{ProviderError, Role};
 use hearth::dispatch::{ListenerState, StatusBoard, supervise};
 use hearth::history::HistoryStore;
 use hearth::pipeline::{Hook, HookAction, Outcome};
 use hearth::providers::ScriptedProvider;
-use hearth::tools::BoxFuture;
 use support::*;
 use tokio_util::sync::CancellationToken;
 

@@ -14,11 +14,12 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
 use hearth::chat::{Priority, ProviderError};
 use hearth::config::{LmsConfig, LmsKind, LmsSourceConfig, Secret};
 use hearth::lms::{ManualClock, Notice, NoticeKind, NoticeSink, Notifier};
 use hearth::providers::ScriptedProvider;
-use hearth::tools::{BoxFuture, Tool};
+use hearth::tools::Tool;
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -33,7 +33,7 @@ pub enum HookDecision {
 /// Decides, before a call runs, whether it may: it may ask the person and
 /// wait for their answer.
 pub type BeforeToolCall =
-    dyn Fn(&ParsedToolCall) -> crate::tools::BoxFuture<'static, HookDecision> + Send + Sync;
+    dyn Fn(&ParsedToolCall) -> futures::future::BoxFuture<'static, HookDecision> + Send + Sync;
 
 pub struct LoopSettings {
     pub max_iterations: u32,

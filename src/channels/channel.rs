@@ -4,7 +4,7 @@ use super::approval::{Answer, ApprovalRequest};
 use super::intake::Intake;
 use super::journal::SendJournal;
 use super::{ChannelError, ChannelMessage, SendMessage};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Per-channel choices the dispatcher and pipeline honour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::approval::{Answer, ApprovalRequest, Questions};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 const CLI_HELP: &str = "/quit — leave (also Ctrl-D), stopping any reply being written\nCtrl-C stops a reply that is being written.";
 const SENDER: &str = "user";

@@ -17,7 +17,7 @@ use tokio::sync::{Notify, mpsc};
 
 use super::approval::{Answer, ApprovalRequest};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// One thing the pipeline did to the channel.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::ChannelMessage;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// What became of an accepted message.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use crate::channels::{
     Channel, ChannelError, GatewayChannel, Intake, SendMessage, TelegramChannel,
 };
 use crate::config::Config;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {

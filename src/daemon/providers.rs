@@ -10,7 +10,7 @@ use crate::chat::ProviderError;
 use crate::config::Config;
 use crate::pipeline::{ProviderSet, Route};
 use crate::providers::{Fallback, OpenAiProvider, Provider};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 pub const OPENAI: &str = "openai";
 

@@ -12,7 +12,8 @@ use crate::memory::{self, MemoryStore, StoreMemory, TurnMemory};
 use crate::providers::Provider;
 use crate::sandbox::Sandbox;
 use crate::scheduler::{self, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
-use crate::tools::{BoxFuture, ToolRegistry};
+use crate::tools::ToolRegistry;
+use futures::future::BoxFuture;
 
 /// What the config turned on.
 pub struct Services {

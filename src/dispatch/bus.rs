@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use crate::channels::intake::Sink;
 use crate::channels::{Accepted, ChannelMessage, Closed};
 use crate::inbox::{Inbound, Inbox};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Messages waiting for the dispatcher, at most.
 pub const BUS_CAPACITY: usize = 100;

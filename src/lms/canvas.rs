@@ -15,7 +15,7 @@ use super::item::{course_allowed, plain_text};
 use super::json::{as_array, id_of, iso_of, str_of};
 use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
 use crate::config::LmsSourceConfig;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Pages followed per list, at most.
 const MAX_PAGES: usize = 50;

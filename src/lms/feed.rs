@@ -10,7 +10,7 @@ use quick_xml::events::{BytesStart, Event};
 use super::item::plain_text;
 use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
 use crate::config::LmsSourceConfig;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 pub struct Feed {
     config: LmsSourceConfig,

@@ -13,7 +13,7 @@ use chrono_tz::Tz;
 use super::item::course_allowed;
 use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
 use crate::config::LmsSourceConfig;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 pub struct Ical {
     config: LmsSourceConfig,

@@ -14,7 +14,7 @@ use super::item::{course_allowed, plain_text};
 use super::json::{array, id_of, str_of, unix_of};
 use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
 use crate::config::LmsSourceConfig;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Error codes that mean the token is wrong, expired or not allowed.
 const AUTH_CODES: &[&str] = &[

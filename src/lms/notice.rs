@@ -12,7 +12,7 @@ use chrono_tz::Tz;
 
 use super::LmsItem;
 use crate::config::{LmsTarget, format_span};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Why a notice is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::{LmsError, LmsItem, canvas::Canvas, feed::Feed, ical::Ical, moodle::Moodle};
 use crate::config::{LmsKind, LmsSourceConfig};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 pub trait LmsSource: Send + Sync {
     /// The configured name; items carry it as their `source`.

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use super::Clock;
 use super::notice::format_due;
 use super::store::SeenStore;
-use crate::tools::{BoxFuture, Tool, ToolContext, ToolResult};
+use crate::tools::{Tool, ToolContext, ToolResult};
+use futures::future::BoxFuture;
 
 const DEFAULT_DAYS: i64 = 7;
 const MAX_DAYS: i64 = 90;

@@ -29,7 +29,7 @@ pub use tools::{MemoryForgetTool, MemoryRecallTool, MemoryStoreTool, memory_tool
 pub use turn::StoreMemory;
 
 use crate::channels::ChannelMessage;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// What the pipeline asks of memory around one turn.
 pub trait TurnMemory: Send + Sync {

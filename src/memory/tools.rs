@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::scope::Scopes;
 use super::{Category, MemoryStore, consolidate};
-use crate::tools::{BoxFuture, Tool, ToolContext, ToolResult};
+use crate::tools::{Tool, ToolContext, ToolResult};
+use futures::future::BoxFuture;
 
 /// The three memory tools over one store, ready to register.
 pub fn memory_tools(store: Arc<MemoryStore>) -> Vec<Box<dyn Tool>> {

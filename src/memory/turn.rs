@@ -12,7 +12,7 @@ use super::{Category, MemoryStore, TurnMemory, consolidate};
 use crate::channels::ChannelMessage;
 use crate::config::MemoryConfig;
 use crate::providers::Provider;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Memory for the message pipeline.
 pub struct StoreMemory {

@@ -2,7 +2,7 @@
 //! on its way in, and a reply on its way out.
 
 use crate::channels::{ChannelMessage, SendMessage};
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// What a hook decides.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::chat::ProviderError;
 use crate::config::{Config, RouteRule};
 use crate::providers::Provider;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Which provider and model answer one message.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,8 @@ use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
 use crate::channels::{Channel, Initiator};
 use crate::chat::{ChatMessage, ProviderError, Role, SamplingParams, ToolChoice};
 use crate::inbox::Inbound;
-use crate::tools::{BoxFuture, ToolOrigin};
+use crate::tools::ToolOrigin;
+use futures::future::BoxFuture;
 
 /// The recording of a turn's start, committing while the model works.
 type Started = BoxFuture<'static, Result<(), crate::inbox::InboxError>>;

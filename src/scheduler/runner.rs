@@ -24,7 +24,7 @@ use super::job::{Job, NewJob, Payload, Schedule, ScheduleError};
 use super::store::{JobStore, StoreError};
 use crate::clock::Clock;
 use crate::config::SchedulerConfig;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 /// Where fired jobs go. The daemon implements it: an agent prompt runs
 /// through the pipeline and its reply is sent to the job's delivery target;

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::config::SchedulerConfig;
 use crate::security::{Autonomy, SecurityPolicy};
-use crate::tools::{BoxFuture, ToolContext, ToolOrigin, ToolRegistry};
+use crate::tools::{ToolContext, ToolOrigin, ToolRegistry};
+use futures::future::BoxFuture;
 
 /// Records every fire with the (test) wall-clock time it happened.
 struct Recorder {

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use super::job::{Delivery, Job, NewJob, Payload, Schedule};
 use super::parse::{parse_at, parse_duration};
 use super::runner::Scheduler;
-use crate::tools::{BoxFuture, Tool, ToolContext, ToolOrigin, ToolResult};
+use crate::tools::{Tool, ToolContext, ToolOrigin, ToolResult};
+use futures::future::BoxFuture;
 
 /// The three cron tools over one scheduler, ready to register.
 pub fn cron_tools(scheduler: Arc<Scheduler>) -> Vec<Box<dyn Tool>> {

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::confined::{self, Access};
-use super::{BoxFuture, Tool, ToolContext, ToolResult, arg_str};
+use super::{Tool, ToolContext, ToolResult, arg_str};
+use futures::future::BoxFuture;
 
 /// How long one `glob` may walk.
 const GLOB_DEADLINE: Duration = Duration::from_secs(5);

@@ -17,8 +17,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, ToolContext, ToolResult, arg_str};
+use super::{Tool, ToolContext, ToolResult, arg_str};
 use crate::security::Autonomy;
+use futures::future::BoxFuture;
 
 /// The `http_request` tool.
 pub struct HttpRequest {

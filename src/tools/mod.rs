@@ -12,9 +12,8 @@ mod files;
 mod http;
 mod shell;
 
+use futures::future::BoxFuture;
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,8 +51,6 @@ impl ToolResult {
         }
     }
 }
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What every tool runs under.
 #[derive(Clone)]

@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Tool, ToolContext, ToolResult, arg_str};
+use super::{Tool, ToolContext, ToolResult, arg_str};
+use futures::future::BoxFuture;
 
 pub struct Shell;
 

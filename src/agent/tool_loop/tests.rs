@@ -173,7 +173,7 @@ fn a_hook_can_refuse_a_call() {
         "<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"x\", \"content\": \"y\"}}</tool_call>",
         "ok",
     ]);
-    let hook = |call: &ParsedToolCall| -> crate::tools::BoxFuture<'static, HookDecision> {
+    let hook = |call: &ParsedToolCall| -> futures::future::BoxFuture<'static, HookDecision> {
         let write = call.name == "file_write";
         Box::pin(async move {
             if write {

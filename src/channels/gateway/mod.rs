@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, watch};
 use super::approval::{Answer, ApprovalRequest, Questions};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
 use crate::config::GatewayConfig;
-use crate::tools::BoxFuture;
+use futures::future::BoxFuture;
 
 pub const NAME: &str = "gateway";
 

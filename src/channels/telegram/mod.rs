@@ -42,8 +42,8 @@ pub use split::{MAX_MESSAGE_UTF16, split_message, utf16_len};
 
 use super::{Channel, ChannelError, ChannelPolicy, Intake, SendJournal, SendMessage, Unrecorded};
 use crate::config::StreamMode;
-use crate::tools::BoxFuture;
 use error::channel_error;
+use futures::future::BoxFuture;
 
 /// The channel's name, and its folder in the workspace.
 pub const NAME: &str = "telegram";
