@@ -658,21 +658,23 @@ struct FactMemory {
     turns: std::sync::Mutex<Vec<(String, String)>>,
 }
 
+use hearth::memory::Said;
+
 impl hearth::memory::TurnMemory for FactMemory {
-    fn recall_context<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, Option<String>> {
+    fn recall_context<'a>(&'a self, _: &'a Said) -> BoxFuture<'a, Option<String>> {
         Box::pin(async { Some("Ada prefers tea.".to_string()) })
     }
 
-    fn on_user_message<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+    fn on_user_message<'a>(&'a self, _: &'a Said) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 
-    fn after_turn<'a>(&'a self, m: &'a ChannelMessage, reply: &'a str) -> BoxFuture<'a, ()> {
+    fn after_turn<'a>(&'a self, m: &'a Said, reply: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             self.turns
                 .lock()
                 .unwrap()
-                .push((m.content.clone(), reply.to_string()));
+                .push((m.text.clone(), reply.to_string()));
         })
     }
 }

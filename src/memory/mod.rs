@@ -17,32 +17,33 @@ pub mod consolidate;
 pub mod context;
 mod entry;
 pub mod query;
+mod said;
 pub mod scope;
 mod store;
 mod tools;
 mod turn;
 
 pub use entry::{Category, MemoryEntry, Recalled};
+pub use said::Said;
 pub use scope::{LOCAL_SCOPE, Scopes};
 pub use store::{MemoryError, MemoryStore, relevance};
 pub use tools::{MemoryForgetTool, MemoryRecallTool, MemoryStoreTool, memory_tools};
 pub use turn::StoreMemory;
 
-use crate::channels::ChannelMessage;
 use futures::future::BoxFuture;
 
 /// What the pipeline asks of memory around one turn.
 pub trait TurnMemory: Send + Sync {
     /// Context for this message, appended after the stable system prompt for
     /// this turn only (never stored in history), or `None`.
-    fn recall_context<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, Option<String>>;
+    fn recall_context<'a>(&'a self, message: &'a Said) -> BoxFuture<'a, Option<String>>;
 
     /// Called when a user message arrives (auto-save).
-    fn on_user_message<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()>;
+    fn on_user_message<'a>(&'a self, message: &'a Said) -> BoxFuture<'a, ()>;
 
     /// Called after a turn was answered; consolidation runs in the
     /// background, so this returns quickly.
-    fn after_turn<'a>(&'a self, message: &'a ChannelMessage, reply: &'a str) -> BoxFuture<'a, ()>;
+    fn after_turn<'a>(&'a self, message: &'a Said, reply: &'a str) -> BoxFuture<'a, ()>;
 }
 
 /// Memory turned off: recalls nothing, keeps nothing.
@@ -50,15 +51,15 @@ pub trait TurnMemory: Send + Sync {
 pub struct NoMemory;
 
 impl TurnMemory for NoMemory {
-    fn recall_context<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, Option<String>> {
+    fn recall_context<'a>(&'a self, _: &'a Said) -> BoxFuture<'a, Option<String>> {
         Box::pin(async { None })
     }
 
-    fn on_user_message<'a>(&'a self, _: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+    fn on_user_message<'a>(&'a self, _: &'a Said) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 
-    fn after_turn<'a>(&'a self, _: &'a ChannelMessage, _: &'a str) -> BoxFuture<'a, ()> {
+    fn after_turn<'a>(&'a self, _: &'a Said, _: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 }

@@ -6,7 +6,7 @@
 //! on Telegram has the user's id as its chat id, so it is no group. Calls
 //! that serve no chat (the command line) use [`LOCAL_SCOPE`].
 
-use crate::channels::ChannelMessage;
+use super::Said;
 use crate::tools::ToolOrigin;
 
 /// The scope of calls that come from no chat.
@@ -27,8 +27,8 @@ impl Scopes {
         }
     }
 
-    pub fn of_message(message: &ChannelMessage) -> Self {
-        Self::new(&message.channel, &message.sender, &message.reply_target)
+    pub fn of_message(message: &Said) -> Self {
+        Self::new(&message.channel, &message.sender, &message.chat)
     }
 
     pub fn of_origin(origin: Option<&ToolOrigin>) -> Self {

@@ -19,17 +19,14 @@ fn store() -> (tempfile::TempDir, Arc<MemoryStore>) {
     (dir, Arc::new(store))
 }
 
-fn msg(id: &str, sender: &str, chat: &str, content: &str) -> ChannelMessage {
-    ChannelMessage {
+fn msg(id: &str, sender: &str, chat: &str, content: &str) -> Said {
+    Said {
         id: id.into(),
         sender: sender.into(),
-        reply_target: chat.into(),
-        content: content.into(),
+        chat: chat.into(),
+        text: content.into(),
         channel: "telegram".into(),
-        timestamp: 1_700_000_000,
-        thread_ts: None,
-        interruption_scope_id: None,
-        initiator: Default::default(),
+        thread: None,
     }
 }
 
@@ -50,7 +47,7 @@ fn auto_save_keys_and_length_threshold() {
         "alice",
         "I keep the spare key under the blue pot",
     );
-    long.thread_ts = Some("7".into());
+    long.thread = Some("7".into());
     assert!(m.save_message(&long));
     assert_eq!(
         StoreMemory::auto_save_key(&long),
@@ -64,7 +61,7 @@ fn auto_save_keys_and_length_threshold() {
     // The same key with other words (a channel whose ids started over)
     // is saved beside it, never over it; the same words again are one memory.
     let mut again = long.clone();
-    again.content = "The locker code is 4711, remember it".into();
+    again.text = "The locker code is 4711, remember it".into();
     assert!(m.save_message(&again));
     assert!(m.save_message(&again));
     assert_eq!(

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
+use super::Said;
 use super::context::{self, ContextLimits};
 use super::scope::Scopes;
 use super::{Category, MemoryStore, TurnMemory, consolidate};
-use crate::channels::ChannelMessage;
 use crate::config::MemoryConfig;
 use crate::providers::Provider;
 use futures::future::BoxFuture;
@@ -45,12 +45,12 @@ impl StoreMemory {
     /// `{channel}_{chat}_{thread_ts}_{sender}_{id}` (an empty thread when
     /// none). Channels give ids unique across restarts (Telegram's are
     /// unique per chat, hence the chat).
-    pub fn auto_save_key(message: &ChannelMessage) -> String {
+    pub fn auto_save_key(message: &Said) -> String {
         format!(
             "{}_{}_{}_{}_{}",
             message.channel,
-            message.reply_target,
-            message.thread_ts.as_deref().unwrap_or(""),
+            message.chat,
+            message.thread.as_deref().unwrap_or(""),
             message.sender,
             message.id
         )
@@ -67,7 +67,7 @@ impl StoreMemory {
 
     /// The memory context for `message` (see [`context::build`]). The
     /// message's own auto-saved entry is never recalled back to it.
-    pub fn context_for(&self, message: &ChannelMessage) -> Option<String> {
+    pub fn context_for(&self, message: &Said) -> Option<String> {
         if !self.config.enabled || self.config.context_entries == 0 {
             return None;
         }
@@ -77,7 +77,7 @@ impl StoreMemory {
         for scope in scopes.all() {
             match self
                 .store
-                .recall(&message.content, self.config.recall_limit, scope)
+                .recall(&message.text, self.config.recall_limit, scope)
             {
                 Ok(found) => recalled.extend(found.into_iter().filter(|r| r.entry.key != own_key)),
                 Err(e) => tracing::warn!(scope, "memory recall failed: {e}"),
@@ -87,8 +87,8 @@ impl StoreMemory {
     }
 
     /// Auto-saves `message` when it is long enough; whether it was saved.
-    pub fn save_message(&self, message: &ChannelMessage) -> bool {
-        let text = message.content.trim();
+    pub fn save_message(&self, message: &Said) -> bool {
+        let text = message.text.trim();
         if !self.config.enabled
             || !self.config.auto_save
             || text.chars().count() < self.config.auto_save_min_chars
@@ -113,7 +113,7 @@ impl StoreMemory {
     /// Extracts the facts the user stated in `message` and stores them as
     /// `core` memories in the sender's scope; how many were stored. The
     /// reply is not consulted: what the assistant said is never a fact.
-    pub async fn consolidate(&self, message: &ChannelMessage) -> usize {
+    pub async fn consolidate(&self, message: &Said) -> usize {
         match &self.provider {
             Some(p) => consolidate_into(&self.store, p.as_ref(), &self.config, message).await,
             None => 0,
@@ -125,9 +125,9 @@ async fn consolidate_into(
     store: &MemoryStore,
     provider: &dyn Provider,
     config: &MemoryConfig,
-    message: &ChannelMessage,
+    message: &Said,
 ) -> usize {
-    let text = message.content.trim();
+    let text = message.text.trim();
     if text.chars().count() < config.auto_save_min_chars || text.contains("[IMAGE:") {
         return 0;
     }
@@ -151,17 +151,17 @@ async fn consolidate_into(
 }
 
 impl TurnMemory for StoreMemory {
-    fn recall_context<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, Option<String>> {
+    fn recall_context<'a>(&'a self, message: &'a Said) -> BoxFuture<'a, Option<String>> {
         Box::pin(async move { self.context_for(message) })
     }
 
-    fn on_user_message<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+    fn on_user_message<'a>(&'a self, message: &'a Said) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             self.save_message(message);
         })
     }
 
-    fn after_turn<'a>(&'a self, message: &'a ChannelMessage, _reply: &'a str) -> BoxFuture<'a, ()> {
+    fn after_turn<'a>(&'a self, message: &'a Said, _reply: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Some(provider) = self.provider.clone() else {
                 return;

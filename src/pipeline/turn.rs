@@ -96,10 +96,11 @@ impl Runtime {
     ) -> Outcome {
         let message = &inbound.message;
         let scheduled = message.initiator == Initiator::Schedule;
+        let said = said(message);
         if !scheduled {
-            self.memory.on_user_message(message).await;
+            self.memory.on_user_message(&said).await;
         }
-        let memory = self.memory.recall_context(message).await;
+        let memory = self.memory.recall_context(&said).await;
 
         let history = normalize::history(history, vision);
         let user_text = if vision {
@@ -237,7 +238,7 @@ impl Runtime {
                     return outcome;
                 }
                 if !scheduled {
-                    self.memory.after_turn(message, &text).await;
+                    self.memory.after_turn(&said, &text).await;
                 }
                 outcome
             }
@@ -293,5 +294,17 @@ impl Runtime {
             turn: Some((key.to_string(), vec![outcome::failed_turn(&detail)])),
         };
         self.reply(channel, inbound, reply).await
+    }
+}
+
+/// What memory needs of `message`.
+fn said(message: &crate::channels::ChannelMessage) -> crate::memory::Said {
+    crate::memory::Said {
+        channel: message.channel.clone(),
+        chat: message.reply_target.clone(),
+        thread: message.thread_ts.clone(),
+        sender: message.sender.clone(),
+        id: message.id.clone(),
+        text: message.content.clone(),
     }
 }
