@@ -282,7 +282,7 @@ fn required_tool_calls_always_parse_and_validate() {
         assert_eq!(reply.tool_calls.len(), 1, "generation {i}: {reply:?}");
         let call = &reply.tool_calls[0];
         assert_eq!(call.name, "get_weather");
-        hearth::engine::validate_json_schema(&call.arguments, &tool.parameters)
+        hearth::chat::schema::validate(&call.arguments, &tool.parameters)
             .unwrap_or_else(|e| panic!("generation {i}: {e}: {}", call.arguments));
         assert!(call.arguments["city"].is_string());
         assert!(["celsius", "fahrenheit"].contains(&call.arguments["unit"].as_str().unwrap()));

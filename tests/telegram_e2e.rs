@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use hearth::channels::telegram::utf16_len;
 use hearth::config::StreamMode;
-use hearth::dispatch::ListenerState;
+use hearth::pipeline::ListenerState;
 use hearth::pipeline::{Outcome, StaticProviders};
 use hearth::providers::{Provider, ScriptedProvider};
 use support::telegram_bot::*;

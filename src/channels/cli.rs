@@ -205,7 +205,7 @@ impl Channel for CliChannel {
                 }
                 let local = text.is_empty()
                     || text == "/help"
-                    || (text.starts_with('/') && crate::pipeline::commands::parse(text).is_none());
+                    || (text.starts_with('/') && super::commands::parse(text).is_none());
                 if local {
                     self.catch_up().await;
                 }
@@ -215,16 +215,13 @@ impl Channel for CliChannel {
                         continue;
                     }
                     "/help" => {
-                        self.print(&format!(
-                            "{}\n{CLI_HELP}\n",
-                            crate::pipeline::commands::HELP
-                        ));
+                        self.print(&format!("{}\n{CLI_HELP}\n", super::commands::HELP));
                         self.prompt();
                         continue;
                     }
                     cmd if cmd.starts_with('/')
                         && !cmd.contains(' ')
-                        && crate::pipeline::commands::parse(cmd).is_none() =>
+                        && super::commands::parse(cmd).is_none() =>
                     {
                         self.print(&format!("unknown command {cmd}; /help lists them\n"));
                         self.prompt();

@@ -8,6 +8,7 @@
 pub mod approval;
 mod channel;
 pub mod cli;
+pub mod commands;
 mod error;
 pub mod gateway;
 pub mod in_memory;

@@ -4,6 +4,7 @@
 //! it: the engine, the providers, the agent, the pipeline and the history.
 
 mod error;
+pub mod schema;
 mod stream;
 mod types;
 

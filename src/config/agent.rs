@@ -6,6 +6,15 @@ use std::path::{Path, PathBuf};
 use super::raw::RawAgent;
 use super::{ConfigError, Environment};
 
+/// `tool_dispatcher = "auto" | "xml" | "native"`: how tool calls travel
+/// between hearth and the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatcherChoice {
+    Auto,
+    Xml,
+    Native,
+}
+
 /// Tools and what they may do.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -25,7 +34,7 @@ pub struct AgentConfig {
     pub max_tool_iterations: u32,
     /// How tool calls travel: `auto` picks native only for providers that
     /// support it (the local engine uses XML).
-    pub tool_dispatcher: crate::agent::dispatch::DispatcherChoice,
+    pub tool_dispatcher: DispatcherChoice,
     /// Run the calls of one reply at once instead of one after another.
     pub parallel_tools: bool,
     /// Hosts `http_request` may reach (`example.org` also allows its
@@ -87,9 +96,9 @@ impl AgentConfig {
             max_actions_per_hour: a.max_actions_per_hour.unwrap_or(120),
             max_tool_iterations: a.max_tool_iterations.unwrap_or(10),
             tool_dispatcher: match a.tool_dispatcher.as_deref() {
-                None | Some("auto") => crate::agent::dispatch::DispatcherChoice::Auto,
-                Some("xml") => crate::agent::dispatch::DispatcherChoice::Xml,
-                Some("native") => crate::agent::dispatch::DispatcherChoice::Native,
+                None | Some("auto") => DispatcherChoice::Auto,
+                Some("xml") => DispatcherChoice::Xml,
+                Some("native") => DispatcherChoice::Native,
                 Some(other) => {
                     return Err(ConfigError::invalid(
                         "agent.tool_dispatcher",

@@ -25,7 +25,7 @@ mod telegram;
 
 use std::path::PathBuf;
 
-pub use agent::{AgentConfig, default_workspace, old_workspace};
+pub use agent::{AgentConfig, DispatcherChoice, default_workspace, old_workspace};
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;

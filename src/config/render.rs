@@ -51,9 +51,9 @@ impl Config {
         let commands: Vec<String> = a.allowed_commands.iter().map(|c| quote(c)).collect();
         let domains: Vec<String> = a.http_allowed_domains.iter().map(|d| quote(d)).collect();
         let dispatcher = match a.tool_dispatcher {
-            crate::agent::dispatch::DispatcherChoice::Auto => "auto",
-            crate::agent::dispatch::DispatcherChoice::Xml => "xml",
-            crate::agent::dispatch::DispatcherChoice::Native => "native",
+            super::DispatcherChoice::Auto => "auto",
+            super::DispatcherChoice::Xml => "xml",
+            super::DispatcherChoice::Native => "native",
         };
         let _ = writeln!(
             out,

@@ -21,9 +21,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::tracker::{CancelReason, Tracker, scope_key};
+use crate::channels::commands::{self, Command};
 use crate::channels::{ChannelMessage, SendMessage};
 use crate::inbox::{Inbound, State};
-use crate::pipeline::commands::{self, Command};
 use crate::pipeline::{Outcome, Runtime};
 
 /// The in-flight limit for this many channels.

@@ -6,7 +6,7 @@
 //! - [`recovery`]: what a start takes up from the inbox, and the loop that
 //!   sends failed replies again;
 //! - [`supervisor`]: keeps each listener running, with backoff, and records
-//!   its health for `/status` ([`health`]);
+//!   its health for `/status` ([`crate::pipeline::health`]);
 //! - [`tracker`]: the running message of each sender and scope, for
 //!   interruption and `/stop`;
 //! - [`dispatcher`]: the loop itself, the in-flight limit and graceful
@@ -16,7 +16,6 @@
 pub mod bus;
 pub mod delivery;
 pub mod dispatcher;
-pub mod health;
 pub mod recovery;
 pub mod supervisor;
 pub mod tracker;
@@ -24,5 +23,4 @@ pub mod tracker;
 pub use bus::{BUS_CAPACITY, InboxSink, bus};
 pub use delivery::{Delivery, DeliveryError, PromptJob};
 pub use dispatcher::{Dispatcher, Report, in_flight_limit};
-pub use health::{ListenerHealth, ListenerState, StatusBoard};
 pub use supervisor::{Backoff, supervise};

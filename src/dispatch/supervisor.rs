@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::health::{ListenerState, StatusBoard};
 use crate::channels::{Channel, Intake};
+use crate::pipeline::{ListenerState, StatusBoard};
 
 pub const BACKOFF_START: Duration = Duration::from_secs(2);
 pub const BACKOFF_MAX: Duration = Duration::from_secs(60);

@@ -44,7 +44,6 @@ pub use error::EngineError;
 // providers, whose replies are read the same way.
 pub use output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
 pub use tools::parse_call as parse_tool_call;
-pub use tools::validate as validate_json_schema;
 
 use crate::chat::{ChatRequest, ChatStream, ProviderError, StreamEvent};
 use crate::config::{Config, GpuLayers};

@@ -19,8 +19,9 @@
 
 pub mod approvals;
 pub mod budget;
-pub mod commands;
+mod commands;
 pub mod feedback;
+pub mod health;
 pub mod hooks;
 pub mod normalize;
 pub mod outcome;
@@ -37,6 +38,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
+pub use health::{ListenerHealth, ListenerState, StatusBoard};
 pub use hooks::{Hook, HookAction};
 pub use outcome::Outcome;
 pub use reload::{ConfigWatcher, Reload};
@@ -45,7 +47,6 @@ pub use session::{Sessions, history_key};
 
 use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage};
 use crate::config::Config;
-use crate::dispatch::StatusBoard;
 use crate::history::{HistoryError, HistoryStore};
 use crate::inbox::{Inbound, Inbox, InboxError, State};
 use crate::memory::{NoMemory, TurnMemory};
@@ -294,7 +295,7 @@ impl Runtime {
             return Outcome::Undelivered(format!("no channel named `{}`", message.channel));
         };
         let key = history_key(message);
-        if let Some(command) = commands::parse(&message.content) {
+        if let Some(command) = crate::channels::commands::parse(&message.content) {
             if inbound.recorded
                 && let Err(e) = self.inbox.start(message, None).await
             {

@@ -7,23 +7,24 @@
 //! apply to every tool alike. Failures the model
 //! should hear about come back as error results, never as crashes.
 
+mod cap;
 pub(crate) mod confined;
 mod files;
 mod http;
 mod shell;
 
-use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
+pub use cap::cap;
 pub use files::{FileEdit, FileRead, FileWrite, Glob, ListDir};
 pub use http::HttpRequest;
 pub use shell::Shell;
 
-use crate::agent::dispatch::result;
 use crate::chat::ToolSpec;
 use crate::sandbox::{Sandbox, SandboxChoice};
 use crate::security::{Scrubber, SecurityPolicy};
@@ -248,7 +249,7 @@ impl ToolRegistry {
                 "`{name}` changes things, and this turn was not started by a person (a scheduled job): only reading tools may run"
             ));
         }
-        if let Err(e) = crate::engine::validate_json_schema(&args, &tool.schema()) {
+        if let Err(e) = crate::chat::schema::validate(&args, &tool.schema()) {
             return ToolResult::error(format!("invalid arguments for `{name}`: {e}"));
         }
         if let Err(e) = ctx.policy.record_action() {
@@ -265,7 +266,7 @@ impl ToolRegistry {
         // in it that would start a call if the model repeated it is defused.
         let content = crate::security::fence::defuse(&ctx.scrubber.scrub(&result.content));
         ToolResult {
-            content: result::cap(&content, ctx.output_cap),
+            content: cap(&content, ctx.output_cap),
             is_error: result.is_error,
         }
     }

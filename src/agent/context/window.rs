@@ -1,7 +1,6 @@
 //! The cheap steps: cutting old tool results, the character budget, and
 //! the emergency drop. They work on a prompt as `[system?] history… current…`.
 
-use crate::agent::dispatch::result;
 use crate::chat::{ChatMessage, Role};
 
 /// A prompt and where its current turn starts.
@@ -62,7 +61,7 @@ pub fn trim_old_tool_results(window: &mut Window<'_>, limit: usize) -> usize {
     let mut cut = 0;
     for message in &mut window.messages[..current] {
         if is_tool_result(message) && message.content.chars().count() > limit {
-            message.content = result::cap(&message.content, limit);
+            message.content = crate::tools::cap(&message.content, limit);
             cut += 1;
         }
     }

@@ -23,13 +23,7 @@ pub trait ToolDispatcher: Send + Sync {
     fn format_results(&self, results: &[ToolResultMessage]) -> Vec<ChatMessage>;
 }
 
-/// `tool_dispatcher = "auto" | "xml" | "native"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DispatcherChoice {
-    Auto,
-    Xml,
-    Native,
-}
+pub use crate::config::DispatcherChoice;
 
 /// The dispatcher for a provider: `auto` picks native only when the
 /// provider reports native tool support (the local engine reports XML).

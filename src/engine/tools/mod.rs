@@ -10,10 +10,10 @@
 //! cannot run away.
 
 mod grammar;
-mod schema;
 
 pub use grammar::{call_grammar, lazy_trigger};
-pub use schema::validate;
+
+use crate::chat::schema::validate;
 
 use crate::chat::{ToolCall, ToolSpec};
 

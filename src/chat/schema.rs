@@ -1,4 +1,5 @@
-//! A small JSON-schema checker for tool arguments.
+//! A small JSON-schema checker for tool arguments, shared by the engine
+//! (which checks a call made under its grammar) and the tool registry.
 //!
 //! It covers what tool schemas use: `type`, `properties`, `required`,
 //! `additionalProperties: false`, `enum`, `const`, `items`, string lengths

@@ -1,0 +1,214 @@
+//! The house rules that keep the code's shape: which part may import which
+//! (read from the `crate::` paths of the production code in `src/`), and
+//! how long a production file may grow. `docs/ARCHITECTURE.md` draws the
+//! same picture.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Longest production file, in lines.
+const MAX_LINES: usize = 500;
+
+/// Edges that must never appear, beyond the rule against any circle.
+const FORBIDDEN: &[(&str, &[&str])] = &[
+    (
+        "engine",
+        &[
+            "providers",
+            "agent",
+            "pipeline",
+            "channels",
+            "dispatch",
+            "daemon",
+        ],
+    ),
+    ("memory", &["channels", "pipeline"]),
+    (
+        "chat",
+        &["engine", "providers", "agent", "pipeline", "channels"],
+    ),
+    (
+        "config",
+        &["agent", "engine", "providers", "pipeline", "channels"],
+    ),
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("src is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The production part of a file: test files and `#[cfg(test)]` modules
+/// (at the end of a file, by this code's convention) left out.
+fn production(path: &Path) -> Option<String> {
+    if path.file_name().is_some_and(|n| n == "tests.rs")
+        || path.components().any(|c| c.as_os_str() == "tests")
+    {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).expect("a readable source file");
+    Some(match text.find("#[cfg(test)]") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    })
+}
+
+/// The top-level module a file under `src/` belongs to.
+fn part_of(path: &Path) -> String {
+    let relative = path.strip_prefix(src()).expect("a file under src");
+    let first = relative
+        .components()
+        .next()
+        .expect("a path under src")
+        .as_os_str()
+        .to_string_lossy()
+        .to_string();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// Every part and the parts its production code names (`crate::x`), with
+/// one file that does, for the message.
+fn imports() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let pattern = regex::Regex::new(r"crate::([a-z_]+)").expect("a valid pattern");
+    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for path in files {
+        let part = part_of(&path);
+        if matches!(part.as_str(), "lib" | "main") {
+            continue;
+        }
+        let Some(code) = production(&path) else {
+            continue;
+        };
+        let edges = graph.entry(part.clone()).or_default();
+        for found in pattern.captures_iter(&code) {
+            let target = found[1].to_string();
+            if target != part {
+                edges.entry(target).or_insert_with(|| path.clone());
+            }
+        }
+    }
+    graph
+}
+
+/// A circle through `start`, if there is one.
+fn circle(graph: &BTreeMap<String, BTreeMap<String, PathBuf>>, start: &str) -> Option<Vec<String>> {
+    fn walk(
+        graph: &BTreeMap<String, BTreeMap<String, PathBuf>>,
+        at: &str,
+        start: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in graph.get(at).into_iter().flat_map(|e| e.keys()) {
+            if next == start {
+                path.push(next.clone());
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(graph, next, start, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![start.to_string()];
+    walk(graph, start, start, &mut path, &mut BTreeSet::new()).then_some(path)
+}
+
+#[test]
+fn no_part_imports_a_part_that_depends_on_it() {
+    let graph = imports();
+    assert!(
+        graph.contains_key("engine") && graph.contains_key("pipeline"),
+        "the parts were found: {:?}",
+        graph.keys().collect::<Vec<_>>()
+    );
+    let circles: Vec<String> = graph
+        .keys()
+        .filter_map(|part| circle(&graph, part))
+        .map(|c| {
+            let steps: Vec<String> = c
+                .windows(2)
+                .map(|w| format!("{} → {} ({})", w[0], w[1], graph[&w[0]][&w[1]].display()))
+                .collect();
+            steps.join(", ")
+        })
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "imports go in a circle:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_lower_parts_do_not_import_the_upper_ones() {
+    let graph = imports();
+    let mut broken = Vec::new();
+    for (part, banned) in FORBIDDEN {
+        for target in *banned {
+            if let Some(file) = graph.get(*part).and_then(|e| e.get(*target)) {
+                broken.push(format!("{part} imports {target} ({})", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn the_check_sees_an_import_where_there_is_one() {
+    // A positive control: the pipeline does use the engine's neighbours,
+    // so an empty graph cannot pass the tests above.
+    let graph = imports();
+    assert!(graph["pipeline"].contains_key("chat"));
+    assert!(graph["providers"].contains_key("engine"));
+    assert!(
+        circle(
+            &BTreeMap::from([
+                (
+                    "a".to_string(),
+                    BTreeMap::from([("b".to_string(), PathBuf::new())])
+                ),
+                (
+                    "b".to_string(),
+                    BTreeMap::from([("a".to_string(), PathBuf::new())])
+                ),
+            ]),
+            "a"
+        )
+        .is_some()
+    );
+}
+
+#[test]
+fn no_production_file_is_over_the_limit() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let lines = production(path)?.lines().count();
+            (lines > MAX_LINES).then(|| format!("{} ({lines} lines)", path.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "split these by concern (at most {MAX_LINES} lines of production code): {}",
+        long.join(", ")
+    );
+}
