@@ -163,64 +163,16 @@ impl ChatTemplate {
     }
 }
 
-/// `strftime_now(format)` as HF templates call it, for the common directives.
+/// `strftime_now(format)` as HF templates call it: the local time in
+/// `format` (chrono's strftime); a format chrono cannot read comes back
+/// as it is rather than failing the render.
 fn strftime_now(format: &str) -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let day_secs = secs.rem_euclid(86_400);
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    let month = MONTHS[(m - 1) as usize];
+    use std::fmt::Write;
     let mut out = String::new();
-    let mut chars = format.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('Y') => out.push_str(&y.to_string()),
-            Some('m') => out.push_str(&format!("{m:02}")),
-            Some('d') => out.push_str(&format!("{d:02}")),
-            Some('B') => out.push_str(month),
-            Some('b') => out.push_str(&month[..3]),
-            Some('H') => out.push_str(&format!("{:02}", day_secs / 3600)),
-            Some('M') => out.push_str(&format!("{:02}", day_secs / 60 % 60)),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
-            None => out.push('%'),
-        }
+    match write!(out, "{}", chrono::Local::now().format(format)) {
+        Ok(()) => out,
+        Err(_) => format.to_string(),
     }
-    out
-}
-
-/// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's algorithm.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]
@@ -315,10 +267,11 @@ mod tests {
     }
 
     #[test]
-    fn strftime_now_formats_a_date() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+    fn strftime_now_formats_the_local_date() {
         let s = strftime_now("%d %b %Y");
+        assert_eq!(s, chrono::Local::now().format("%d %b %Y").to_string());
         assert_eq!(s.len(), 11, "{s}");
+        // A directive chrono does not know leaves the text as it was.
+        assert_eq!(strftime_now("%Q"), "%Q");
     }
 }
