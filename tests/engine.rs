@@ -469,3 +469,33 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
         outcome.iterations, outcome.text
     );
 }
+
+/// Templates that raise on a system turn (Gemma 2) or use `{% break %}`
+/// (Command R7B), as published: the real model answers through them, two
+/// turns running. Skipped, with a message, where `../shared` is absent.
+#[test]
+fn published_templates_that_reject_the_system_role_or_break_loops_answer() {
+    let _guard = lock();
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/templates");
+    if !shared.is_dir() {
+        eprintln!("skipped: {} is absent", shared.display());
+        return;
+    }
+    for name in [
+        "google-gemma-2-2b-it.jinja",
+        "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = settings(dir.path(), 2, 0, false);
+        s.chat_template = Some(shared.join(name).display().to_string());
+        let engine = start(s);
+        let mut history = Vec::new();
+        for question in &QUESTIONS[..2] {
+            let reply = turn(&engine, "published", &mut history, question);
+            assert!(
+                !reply.text.trim().is_empty(),
+                "{name}: no answer to {question:?}"
+            );
+        }
+    }
+}

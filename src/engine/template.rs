@@ -1,15 +1,25 @@
 //! Chat templates: turning a list of messages into the model's prompt text.
 //!
 //! Templates are Jinja, rendered with minijinja (plus its Python-compatibility
-//! methods such as `.strip()`, which HF templates use). The template comes
-//! from `[model] chat_template` when set — a built-in name or a file — and
-//! otherwise from the model's own `tokenizer.chat_template` metadata.
+//! methods such as `.strip()`, and `{% break %}`/`{% continue %}`, which HF
+//! templates use). The template comes from `[model] chat_template` when set
+//! — a built-in name or a file — and otherwise from the model's own
+//! `tokenizer.chat_template` metadata.
+//!
+//! Templates are rendered as published, with the variables real ones read
+//! set as Hugging Face's `apply_chat_template` sets them (`tools` is none
+//! when no tool is offered), plus `date_string` (today, for Llama 3.x, which
+//! otherwise prints a date of its own) and `tools_in_user_message = false`
+//! (tools stay in the system turn, which does not move). A template that
+//! rejects the system role (Gemma 2) gets the system text at the head of the
+//! first user message instead: found once, when the template is loaded, by
+//! rendering a system turn.
 
 use std::path::Path;
 
 use minijinja::{Environment, ErrorKind, Value, context};
 
-use crate::chat::{ChatMessage, ToolSpec};
+use crate::chat::{ChatMessage, Role, ToolSpec};
 
 /// Built-in templates, shipped in `prompts/templates/` and compiled in.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -50,6 +60,9 @@ pub struct ChatTemplate {
     origin: String,
     bos_token: String,
     eos_token: String,
+    /// The template raises on a system turn: its text goes to the first
+    /// user turn.
+    folds_system: bool,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -105,12 +118,25 @@ impl ChatTemplate {
                 origin: origin.clone(),
                 message: e.to_string(),
             })?;
-        Ok(Self {
+        let mut template = Self {
             env,
             origin,
             bos_token: bos_token.to_string(),
             eos_token: eos_token.to_string(),
-        })
+            folds_system: false,
+        };
+        let probe = |t: &Self, messages: &[ChatMessage]| t.render(messages, true).is_ok();
+        template.folds_system = !probe(
+            &template,
+            &[ChatMessage::system("s"), ChatMessage::user("u")],
+        ) && probe(&template, &[ChatMessage::user("u")]);
+        Ok(template)
+    }
+
+    /// Whether the system text goes to the first user turn (the template
+    /// rejects a system turn).
+    pub fn folds_system(&self) -> bool {
+        self.folds_system
     }
 
     pub fn origin(&self) -> &str {
@@ -147,20 +173,72 @@ impl ChatTemplate {
             },
         };
         let template = self.env.get_template("chat").map_err(render_err)?;
+        let folded;
+        let messages = if self.folds_system {
+            folded = fold_system(messages);
+            &folded[..]
+        } else {
+            messages
+        };
+        let tools = if tools.is_empty() {
+            Value::from(())
+        } else {
+            Value::from_serialize(tools.iter().map(Offered::new).collect::<Vec<_>>())
+        };
         template
             .render(context! {
                 messages => messages,
                 add_generation_prompt => add_generation_prompt,
                 bos_token => &self.bos_token,
                 eos_token => &self.eos_token,
-                tools => if tools.is_empty() {
-                    Value::UNDEFINED
-                } else {
-                    Value::from_serialize(tools.iter().map(|t| serde_json::json!({"type": "function", "function": t})).collect::<Vec<_>>())
-                },
+                tools => tools,
+                tools_in_user_message => false,
+                date_string => chrono::Local::now().format("%d %b %Y").to_string(),
             })
             .map_err(render_err)
     }
+}
+
+/// A tool as templates expect it, keys in the order models were trained
+/// on: `{"type": "function", "function": {"name", "description",
+/// "parameters"}}`.
+#[derive(serde::Serialize)]
+struct Offered<'a> {
+    r#type: &'static str,
+    function: &'a ToolSpec,
+}
+
+impl<'a> Offered<'a> {
+    fn new(function: &'a ToolSpec) -> Self {
+        Self {
+            r#type: "function",
+            function,
+        }
+    }
+}
+
+/// `messages` with the system turns' text moved to the head of the first
+/// user turn (one is made when there is none).
+fn fold_system(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str())
+        .collect();
+    let mut rest: Vec<ChatMessage> = messages
+        .iter()
+        .filter(|m| m.role != Role::System)
+        .cloned()
+        .collect();
+    if system.is_empty() {
+        return rest;
+    }
+    let system = system.join("\n\n");
+    match rest.iter_mut().find(|m| m.role == Role::User) {
+        Some(first) => first.content = format!("{system}\n\n{}", first.content),
+        None => rest.insert(0, ChatMessage::user(system)),
+    }
+    rest
 }
 
 /// `strftime_now(format)` as HF templates call it: the local time in
@@ -252,18 +330,67 @@ mod tests {
     #[test]
     fn hf_features_work_and_raise_exception_is_an_error() {
         let t = ChatTemplate::new(
-            "{% if messages[0]['role'] != 'user' %}{{ raise_exception('first must be user') }}{% endif %}{{ messages[0]['content'].strip() }}".into(),
+            "{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('first must not be the assistant') }}{% endif %}{% for m in messages %}{% if loop.index > 1 %}{% break %}{% endif %}{{ m['content'].strip() }}{% endfor %}".into(),
             "test".into(),
             "",
             "",
         )
         .unwrap();
+        assert!(!t.folds_system());
         assert_eq!(
-            t.render(&[ChatMessage::user("  hi  ")], false).unwrap(),
+            t.render(
+                &[ChatMessage::user("  hi  "), ChatMessage::user("no")],
+                false
+            )
+            .unwrap(),
             "hi"
         );
-        let e = t.render(&[ChatMessage::system("x")], false).unwrap_err();
-        assert!(e.to_string().contains("first must be user"), "{e}");
+        let e = t.render(&[ChatMessage::assistant("x")], false).unwrap_err();
+        assert!(e.to_string().contains("first must not be"), "{e}");
+    }
+
+    #[test]
+    fn a_template_that_rejects_the_system_role_gets_it_in_the_first_user_turn() {
+        let t = ChatTemplate::new(
+            "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}".into(),
+            "test".into(),
+            "",
+            "",
+        )
+        .unwrap();
+        assert!(t.folds_system());
+        assert_eq!(
+            t.render(&conversation(), false).unwrap(),
+            "[user] Be brief.\n\nHi\n[assistant] Hello!\n[user] Capital of France?\n"
+        );
+        assert_eq!(
+            t.render(&[ChatMessage::system("Only this.")], false)
+                .unwrap(),
+            "[user] Only this.\n"
+        );
+    }
+
+    #[test]
+    fn tools_are_none_when_none_are_offered_and_keep_their_key_order() {
+        let t = ChatTemplate::new(
+            "{% if tools is none %}none{% else %}{{ tools | tojson }}{% endif %}|{{ tools_in_user_message }}|{{ date_string }}".into(),
+            "test".into(),
+            "",
+            "",
+        )
+        .unwrap();
+        let today = chrono::Local::now().format("%d %b %Y").to_string();
+        assert_eq!(t.render(&[], false).unwrap(), format!("none|False|{today}"));
+        let tool = ToolSpec {
+            name: "get_weather".into(),
+            description: "The weather".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        let out = t.render_with_tools(&[], &[tool], false).unwrap();
+        assert!(
+            out.starts_with(r#"[{"type":"function","function":{"name":"get_weather","description":"The weather","parameters":"#),
+            "{out}"
+        );
     }
 
     #[test]
