@@ -519,3 +519,62 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_removed_from_allowed_users_while_down_is_not_answered_after_restart() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(10, Duration::from_millis(300)).await;
+    let sandbox = Sandbox::new();
+    let both = config(&sandbox, &fake, &model, "", "");
+    let text = std::fs::read_to_string(&both).unwrap();
+    std::fs::write(
+        &both,
+        text.replace(
+            r#"allowed_users = ["*"]"#,
+            r#"allowed_users = ["601", "602"]"#,
+        ),
+    )
+    .unwrap();
+    let daemon = Daemon::start(&sandbox, &both);
+    send(&fake, 601, "question of the one who stays");
+    let last = send(&fake, 602, "question of the one who is removed");
+    until("both updates confirmed", Duration::from_secs(20), || {
+        fake.confirmed_offset() > last
+    })
+    .await;
+    let log = daemon.kill9();
+    assert_eq!(answers(&fake, 602, "question of the one who is removed"), 0);
+    let asked_before = model.asked("question of the one who is removed");
+
+    // While hearth is down, the owner removes 602.
+    let text = std::fs::read_to_string(&both).unwrap();
+    std::fs::write(
+        &both,
+        text.replace(
+            r#"allowed_users = ["601", "602"]"#,
+            r#"allowed_users = ["601"]"#,
+        ),
+    )
+    .unwrap();
+    let daemon = Daemon::start(&sandbox, &both);
+    until(
+        "the one who stays is answered",
+        Duration::from_secs(30),
+        || answers(&fake, 601, "question of the one who stays") == 1,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        fake.chat(602).is_empty(),
+        "the removed sender got: {:?}",
+        fake.chat(602)
+    );
+    assert_eq!(
+        model.asked("question of the one who is removed"),
+        asked_before,
+        "nor was the model asked again"
+    );
+    daemon.wait_log("its sender is no longer allowed", Duration::from_secs(5));
+    let log = log + &daemon.term().1;
+    assert_no_panic(&log);
+}

@@ -58,6 +58,13 @@ pub trait Channel: Send + Sync {
         true
     }
 
+    /// Whether `message`'s sender may still be answered. Asked again of a
+    /// message taken up after a restart, since the allowlist may have
+    /// changed in between; channels without one say yes.
+    fn still_allows(&self, _message: &ChannelMessage) -> bool {
+        true
+    }
+
     /// Sends the reply `message` against `journal`, skipping the parts it
     /// says were delivered (see [`SendJournal`]); into `draft` when the
     /// reply streamed into one. Channels that split replies record each

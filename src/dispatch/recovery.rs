@@ -2,6 +2,8 @@
 //! replies again.
 //!
 //! At start, before any listener runs:
+//! - a message whose sender the channel no longer allows (the allowlist
+//!   changed while hearth was down) is marked failed, never answered;
 //! - a message left received or started is queued again, oldest first, and
 //!   its reply says it is late; a half-written draft of it is removed;
 //! - a message started [`GIVE_UP_ATTEMPTS`] times without an outcome (it
@@ -43,6 +45,18 @@ pub async fn take_up(runtime: &Runtime, bus: &mpsc::Sender<Inbound>) -> usize {
     let mut queued = 0;
     for entry in entries {
         let message = entry.message.clone();
+        if let Some(channel) = runtime.channel(&message.channel)
+            && !channel.still_allows(&message)
+        {
+            tracing::warn!(
+                channel = message.channel,
+                sender = message.sender,
+                "a message left from the last run is dropped: its sender is no longer allowed"
+            );
+            let why = "its sender is no longer allowed (allowed_users changed)";
+            inbox.finish(&message, State::Failed, Some(why));
+            continue;
+        }
         if entry.state == State::Replying {
             if entry.next_try.is_none()
                 && let Err(e) = inbox

@@ -40,6 +40,13 @@ impl Allowlist {
         !self.everyone && self.ids.is_empty() && self.usernames.is_empty()
     }
 
+    /// Whether the user `user_id` is allowed when only the id is known (a
+    /// message recorded before a restart): no when the id is not listed
+    /// and no @username entry could have let them in; yes otherwise.
+    pub fn may_allow_id(&self, user_id: u64) -> bool {
+        self.allows(user_id, None) || !self.usernames.is_empty()
+    }
+
     pub fn allows(&self, user_id: u64, username: Option<&str>) -> bool {
         self.everyone
             || self.ids.contains(&user_id)
@@ -53,6 +60,15 @@ mod tests {
 
     fn list(entries: &[&str]) -> Allowlist {
         Allowlist::new(&entries.iter().map(|e| e.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn an_id_alone_is_refused_only_where_no_username_could_allow_it() {
+        assert!(list(&["42"]).may_allow_id(42));
+        assert!(!list(&["42"]).may_allow_id(7));
+        assert!(!list(&[]).may_allow_id(7));
+        assert!(list(&["*"]).may_allow_id(7));
+        assert!(list(&["42", "@alice"]).may_allow_id(7), "7 may be @alice");
     }
 
     #[test]

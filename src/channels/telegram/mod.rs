@@ -141,6 +141,13 @@ impl Channel for TelegramChannel {
         NAME
     }
 
+    fn still_allows(&self, message: &crate::channels::ChannelMessage) -> bool {
+        message
+            .sender
+            .parse()
+            .is_ok_and(|id| self.settings.allowlist.may_allow_id(id))
+    }
+
     fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(self.send_parts(message, None, &Unrecorded))
     }
