@@ -94,9 +94,10 @@ impl Shared {
     }
 
     /// The message id of a request with `Idempotency-Key: key` in `chat`:
-    /// the same for every retry, so the inbox knows it.
+    /// the same for every retry, so the inbox knows it. The key comes
+    /// first and cannot hold a '/', so no other chat and key give this id.
     fn keyed_id(chat: &str, key: &str) -> String {
-        format!("{KEYED}{chat}-{key}")
+        format!("{KEYED}{key}/{chat}")
     }
 
     /// A new message from a request, and what its request will hear.
@@ -258,5 +259,20 @@ impl Channel for GatewayChannel {
             show_tool_calls: false,
             stream_drafts: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyed_ids_of_different_chats_never_meet() {
+        assert_ne!(Shared::keyed_id("a", "b-c"), Shared::keyed_id("a-b", "c"));
+        assert_eq!(
+            Shared::keyed_id("a", "k"),
+            Shared::keyed_id("a", "k"),
+            "a retry finds its record"
+        );
     }
 }
