@@ -34,6 +34,7 @@ fn settings(
     EngineSettings {
         model_path: common::model(common::SMOLLM2),
         chat_template: None,
+        tool_format: None,
         context_size: 1024,
         threads: 0,
         batch_size: 512,
@@ -421,6 +422,7 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
     };
     let system = hearth::agent::prompt::build(&hearth::agent::prompt::PromptInputs {
         tools: &registry.specs(),
+        list_tools: true,
         workspace: &workspace,
         channel: "cli",
         channel_capabilities: "plain text",

@@ -42,6 +42,9 @@ impl Profile {
 /// What the prompt is built from.
 pub struct PromptInputs<'a> {
     pub tools: &'a [ToolSpec],
+    /// Describe the tools and hearth's `<tool_call>` protocol; off where the
+    /// model's own template declares them (its family is known).
+    pub list_tools: bool,
     pub workspace: &'a Path,
     /// Where the conversation happens (`cli`, `telegram`, …).
     pub channel: &'a str,
@@ -57,11 +60,13 @@ pub struct PromptInputs<'a> {
 pub fn build(inputs: &PromptInputs<'_>) -> String {
     let mut out = String::from(BASE.trim());
     if !inputs.tools.is_empty() {
-        out.push_str("\n\n");
-        out.push_str(TOOLS.trim());
-        for tool in inputs.tools {
-            out.push('\n');
-            out.push_str(&tool_line(tool, inputs.profile));
+        if inputs.list_tools {
+            out.push_str("\n\n");
+            out.push_str(TOOLS.trim());
+            for tool in inputs.tools {
+                out.push('\n');
+                out.push_str(&tool_line(tool, inputs.profile));
+            }
         }
         out.push_str("\n\n");
         out.push_str(SAFETY.trim());
@@ -146,6 +151,7 @@ mod tests {
     fn inputs<'a>(tools: &'a [ToolSpec], ws: &'a Path, profile: Profile) -> PromptInputs<'a> {
         PromptInputs {
             tools,
+            list_tools: true,
             workspace: ws,
             channel: "cli",
             channel_capabilities: "plain text",
@@ -153,6 +159,24 @@ mod tests {
             date: "2026-11-22",
             profile,
         }
+    }
+
+    #[test]
+    fn a_template_that_declares_the_tools_gets_no_second_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = ToolRegistry::core().specs();
+        let listed = build(&inputs(&tools, dir.path(), Profile::Full));
+        let native = build(&PromptInputs {
+            list_tools: false,
+            ..inputs(&tools, dir.path(), Profile::Full)
+        });
+        for tool in &tools {
+            assert!(listed.contains(&format!("- {}:", tool.name)), "{listed}");
+            assert!(!native.contains(&format!("- {}", tool.name)), "{native}");
+        }
+        assert!(listed.contains("<tool_call>") && !native.contains("<tool_call>"));
+        // The rules for using tools stay.
+        assert!(native.contains("## Safety"), "{native}");
     }
 
     #[test]

@@ -227,20 +227,24 @@ impl ToolLoop<'_> {
                     .iter()
                     .map(|call| (call.name.clone(), call.arguments.clone())),
             );
-            for (i, problem) in parsed.malformed.iter().enumerate() {
-                results.push(ToolResultMessage {
+            let problems: Vec<ToolResultMessage> = parsed
+                .malformed
+                .iter()
+                .enumerate()
+                .map(|(i, problem)| ToolResultMessage {
                     call_id: format!("malformed_{}", i + 1),
                     name: "tool_call".into(),
-                    content: format!("Your tool call could not be read: {problem}. Write it as <tool_call>{{\"name\": \"…\", \"arguments\": {{…}}}}</tool_call>."),
+                    content: format!(
+                        "Your tool call could not be read: {problem}.{}",
+                        self.dispatcher.call_hint()
+                    ),
                     is_error: true,
-                });
-            }
+                })
+                .collect();
             previous = this_round;
-            messages.push(ChatMessage::assistant(assistant_turn(
-                &parsed.text,
-                &parsed.calls,
-            )));
-            messages.extend(self.dispatcher.format_results(&results));
+            messages.push(self.dispatcher.assistant_turn(&parsed.text, &parsed.calls));
+            messages.extend(self.dispatcher.format_results(&results, &problems));
+            results.extend(problems);
             history.push(ConversationMessage::AssistantToolCalls {
                 text: parsed.text,
                 calls: parsed.calls,
@@ -370,20 +374,6 @@ fn fallback_answer(history: &[ConversationMessage]) -> String {
         Some(r) => format!("Here is what `{}` returned:\n{}", r.name, r.content),
         None => "I could not find an answer.".to_string(),
     }
-}
-
-/// The assistant's turn as the model should see it next round: its text and
-/// its calls in the canonical XML form.
-fn assistant_turn(text: &str, calls: &[ParsedToolCall]) -> String {
-    let mut out = text.to_string();
-    for call in calls {
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        let body = serde_json::json!({"name": call.name, "arguments": call.arguments});
-        out.push_str(&format!("<tool_call>\n{body}\n</tool_call>"));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -11,6 +11,6 @@ mod types;
 pub use error::ProviderError;
 pub use stream::{ChatReply, ChatStream};
 pub use types::{
-    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Role, SamplingParams,
+    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Reasoning, Role, SamplingParams,
     StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
 };

@@ -16,6 +16,8 @@ pub struct ChatReply {
     pub text: String,
     pub reasoning: String,
     pub tool_calls: Vec<ToolCall>,
+    /// Calls that could not be read (see [`StreamEvent::MalformedCall`]).
+    pub malformed: Vec<String>,
     pub usage: Usage,
     pub finish: FinishReason,
 }
@@ -55,6 +57,7 @@ impl ChatStream {
         let mut text = String::new();
         let mut reasoning = String::new();
         let mut tool_calls = Vec::new();
+        let mut malformed = Vec::new();
         while let Some(event) = self.rx.recv().await {
             match event {
                 StreamEvent::TextDelta(delta) => {
@@ -63,11 +66,13 @@ impl ChatStream {
                 }
                 StreamEvent::ReasoningDelta(delta) => reasoning.push_str(&delta),
                 StreamEvent::ToolCall(call) => tool_calls.push(call),
+                StreamEvent::MalformedCall(problem) => malformed.push(problem),
                 StreamEvent::Done { usage, finish } => {
                     return Ok(ChatReply {
                         text,
                         reasoning,
                         tool_calls,
+                        malformed,
                         usage,
                         finish,
                     });

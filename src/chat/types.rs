@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::config::Reasoning;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -33,10 +35,19 @@ impl Role {
 }
 
 /// One turn of a conversation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: Role,
     pub content: String,
+    /// An assistant turn's structured calls (native tool formats), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A tool turn: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// A tool turn: the name of the tool that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl ChatMessage {
@@ -44,6 +55,30 @@ impl ChatMessage {
         Self {
             role,
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    /// An assistant turn that calls tools (its text may be empty).
+    pub fn assistant_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls: calls,
+            ..Self::new(Role::Assistant, content)
+        }
+    }
+
+    /// A tool's result, answering call `id` of tool `name`.
+    pub fn tool_result(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            tool_call_id: Some(id.into()),
+            name: Some(name.into()),
+            ..Self::new(Role::Tool, content)
         }
     }
 
@@ -72,6 +107,12 @@ pub struct SamplingParams {
     pub seed: Option<u32>,
     /// Generation ends before any of these strings; they are not returned.
     pub stop: Vec<String>,
+    /// Whether and how hard a reasoning model thinks (its template's
+    /// `enable_thinking`, `reasoning_effort`, `thinking`).
+    pub reasoning: Reasoning,
+    /// Reasoning tokens before the reasoning is closed; 0: three quarters
+    /// of `max_tokens`.
+    pub max_reasoning_tokens: u32,
 }
 
 impl From<&crate::config::GenerationConfig> for SamplingParams {
@@ -85,6 +126,8 @@ impl From<&crate::config::GenerationConfig> for SamplingParams {
             repeat_penalty: g.repeat_penalty,
             seed: g.seed,
             stop: Vec::new(),
+            reasoning: g.reasoning,
+            max_reasoning_tokens: g.max_reasoning_tokens,
         }
     }
 }
@@ -101,6 +144,8 @@ impl SamplingParams {
             repeat_penalty: 1.0,
             seed: Some(0),
             stop: Vec::new(),
+            reasoning: Reasoning::Auto,
+            max_reasoning_tokens: 0,
         }
     }
 }
@@ -138,6 +183,11 @@ pub enum ToolChoice {
 /// A tool call the model made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// Matches the call to its result; in the form the model's family
+    /// requires (e.g. Mistral's nine letters and digits). Empty when the
+    /// provider gave none.
+    #[serde(default)]
+    pub id: String,
     pub name: String,
     pub arguments: serde_json::Value,
 }
@@ -238,6 +288,9 @@ pub enum StreamEvent {
     /// Text inside `<think>…</think>`: shown apart, never part of the reply.
     ReasoningDelta(String),
     ToolCall(ToolCall),
+    /// Recognisably a tool call that could not be read: a sentence for the
+    /// model to hear, so it can write it again.
+    MalformedCall(String),
     Done {
         usage: Usage,
         finish: FinishReason,

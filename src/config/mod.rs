@@ -12,6 +12,7 @@ mod agent;
 mod daemon;
 mod environment;
 mod error;
+mod family;
 mod gateway;
 mod lms;
 mod load;
@@ -29,6 +30,7 @@ pub use agent::{AgentConfig, DispatcherChoice, default_workspace, old_workspace}
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
+pub use family::{ModelFamily, Reasoning};
 pub use gateway::GatewayConfig;
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
@@ -83,6 +85,9 @@ pub struct ModelConfig {
     pub batch_size: u32,
     pub flash_attention: FlashAttention,
     pub gpu_layers: GpuLayers,
+    /// `tool_format`: the family whose chat format to speak; `None` (auto)
+    /// recognises it from the template.
+    pub tool_format: Option<ModelFamily>,
 }
 
 /// How many layers go to the GPU.
@@ -166,6 +171,10 @@ pub struct GenerationConfig {
     /// Fixed sampling seed; `None` draws a new one per reply.
     pub seed: Option<u32>,
     pub system_prompt: String,
+    pub reasoning: Reasoning,
+    /// Tokens a reply may spend reasoning before its reasoning is closed
+    /// and it must answer; 0: three quarters of `max_tokens`.
+    pub max_reasoning_tokens: u32,
 }
 
 /// The default model: the one `models/fetch` obtains.
@@ -183,6 +192,7 @@ impl Default for ModelConfig {
             batch_size: 512,
             flash_attention: FlashAttention::Auto,
             gpu_layers: GpuLayers::Auto,
+            tool_format: None,
         }
     }
 }
@@ -198,6 +208,8 @@ impl Default for GenerationConfig {
             repeat_penalty: 1.1,
             seed: None,
             system_prompt: DEFAULT_SYSTEM_PROMPT.to_string(),
+            reasoning: Reasoning::Auto,
+            max_reasoning_tokens: 0,
         }
     }
 }
@@ -245,6 +257,15 @@ impl Config {
                         format!("`{w}` is neither \"auto\" nor a number"),
                     ));
                 }
+            },
+            tool_format: match m.tool_format.as_deref() {
+                None | Some("auto") => None,
+                Some(v) => Some(ModelFamily::parse(v).ok_or_else(|| {
+                    ConfigError::invalid(
+                        "model.tool_format",
+                        format!("`{v}` is not auto or one of {}", ModelFamily::names()),
+                    )
+                })?),
             },
         };
         let e = raw.engine.unwrap_or_default();
@@ -294,6 +315,16 @@ impl Config {
             repeat_penalty: g.repeat_penalty.unwrap_or(dg.repeat_penalty),
             seed: g.seed,
             system_prompt: g.system_prompt.unwrap_or(dg.system_prompt),
+            reasoning: match g.reasoning.as_deref() {
+                None => dg.reasoning,
+                Some(v) => Reasoning::parse(v).ok_or_else(|| {
+                    ConfigError::invalid(
+                        "generation.reasoning",
+                        format!("`{v}` is not one of auto, off, low, medium, high"),
+                    )
+                })?,
+            },
+            max_reasoning_tokens: g.max_reasoning_tokens.unwrap_or(dg.max_reasoning_tokens),
         };
         check_range(
             "generation.max_tokens",

@@ -37,6 +37,7 @@ pub struct RawModel {
     pub batch_size: Option<u32>,
     pub flash_attention: Option<String>,
     pub gpu_layers: Option<RawGpuLayers>,
+    pub tool_format: Option<String>,
 }
 
 /// `gpu_layers = "auto"` or a number.
@@ -67,6 +68,8 @@ pub struct RawGeneration {
     pub repeat_penalty: Option<f32>,
     pub seed: Option<u32>,
     pub system_prompt: Option<String>,
+    pub reasoning: Option<String>,
+    pub max_reasoning_tokens: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -35,7 +35,8 @@ impl Config {
             super::GpuLayers::Auto => "\"auto\"".to_string(),
             super::GpuLayers::Count(n) => n.to_string(),
         };
-        let _ = writeln!(out, "gpu_layers = {gpu}\n");
+        let format = m.tool_format.map_or("auto", |f| f.name());
+        let _ = writeln!(out, "gpu_layers = {gpu}\ntool_format = \"{format}\"\n");
         let e = &self.engine;
         let _ = writeln!(
             out,
@@ -91,7 +92,13 @@ impl Config {
             }
             None => out.push_str("# seed: random per reply\n"),
         }
-        let _ = writeln!(out, "system_prompt = {}\n", quote(&g.system_prompt));
+        let _ = writeln!(
+            out,
+            "system_prompt = {}\nreasoning = \"{}\"\nmax_reasoning_tokens = {}\n",
+            quote(&g.system_prompt),
+            g.reasoning.as_str(),
+            g.max_reasoning_tokens
+        );
         let _ = writeln!(
             out,
             "[data]\ndir = {}\n",

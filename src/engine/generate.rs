@@ -15,16 +15,18 @@ use tokio::sync::mpsc::Sender;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::SeqCache;
+use super::formats::{Format, Ids, ModelFamily, Piece};
 use super::outbox::{Gone, Outbox};
-use super::output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
-use super::template::ChatTemplate;
+use super::template::{ChatTemplate, Turn};
 use super::utf8::Utf8Stream;
-use super::{Job, repetition, sampling, tools};
-use crate::chat::{ChatRequest, FinishReason, ProviderError, StreamEvent, Usage};
+use super::{Job, repetition, sampling};
+use crate::chat::{ChatRequest, FinishReason, ProviderError, StreamEvent, ToolSpec, Usage};
 
 pub(super) struct Generator<'m> {
     model: &'m LlamaModel,
     template: &'m ChatTemplate,
+    /// The model family's way of calling tools and reasoning.
+    format: &'static dyn Format,
     n_batch: usize,
     /// Whether cached prefixes are reused (off only for benchmarks).
     reuse: bool,
@@ -53,6 +55,7 @@ impl<'m> Generator<'m> {
     pub(super) fn new(
         model: &'m LlamaModel,
         template: &'m ChatTemplate,
+        format: &'static dyn Format,
         n_batch: usize,
         reuse: bool,
     ) -> Self {
@@ -62,6 +65,7 @@ impl<'m> Generator<'m> {
         Self {
             model,
             template,
+            format,
             n_batch: n_batch.max(1),
             reuse,
             bos_text,
@@ -97,12 +101,27 @@ impl<'m> Generator<'m> {
         }
         let vocab = self.model.vocab();
         let tools = request.offered_tools();
+        let format = self.format;
         // Checked before anything reaches llama.cpp.
-        let mut sampler =
-            sampling::Picker::new(self.model, &request.sampling, tools, request.tool_choice)?;
+        let mut sampler = sampling::Picker::new(
+            self.model,
+            &request.sampling,
+            tools,
+            request.tool_choice,
+            format,
+        )?;
+        // A known family gets the tools through its template; under
+        // hearth's own protocol the system prompt describes them.
+        let native = format.family() != ModelFamily::Xml;
         let prompt = self
             .template
-            .render_with_tools(&request.messages, tools, true)
+            .render_turn(&Turn {
+                format,
+                messages: &request.messages,
+                tools: if native { tools } else { &[] },
+                reasoning: request.sampling.reasoning,
+                add_generation_prompt: true,
+            })
             .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
         let add_bos = vocab.should_add_bos()
             && (self.bos_text.is_empty() || !prompt.starts_with(&self.bos_text));
@@ -139,12 +158,18 @@ impl<'m> Generator<'m> {
 
         let started = Instant::now();
         let budget = (request.sampling.max_tokens as usize).min(n_ctx_seq - tokens.len());
-        let in_reasoning = prompt.trim_end().ends_with("<think>");
-        let mut filter = OutputFilter::new(
+        let reasoning_budget = reasoning_budget(&request.sampling, budget);
+        let mut reasoned = 0;
+        let syntax = format.syntax();
+        let in_reasoning = syntax
+            .reasoning
+            .is_some_and(|(open, _)| prompt.trim_end().ends_with(open.trim_end()));
+        let mut filter = format.splitter(
             in_reasoning,
             request.sampling.stop.clone(),
             !tools.is_empty(),
         );
+        let mut ids = Ids::random();
         let mut text = Utf8Stream::default();
         let mut generated: Vec<LlamaToken> = Vec::new();
         let mut batch = LlamaBatch::new(1, 1);
@@ -163,10 +188,42 @@ impl<'m> Generator<'m> {
                 break FinishReason::Stop;
             }
             generated.push(token);
-            let piece = text.push(&vocab.token_to_piece(token, false, None));
+            let piece = text.push(&vocab.token_to_piece(token, syntax.special_tokens, None));
             for part in filter.push(&piece) {
-                if self.forward(part, tools, &mut outbox)? {
+                if self.forward(part, tools, &mut ids, &mut outbox)? {
                     break 'generation FinishReason::Stop;
+                }
+            }
+            if filter.is_in_reasoning() {
+                reasoned += 1;
+                if reasoned >= reasoning_budget
+                    && let Some(close) = format.close_reasoning()
+                {
+                    // The reasoning is closed for the model, which answers.
+                    tracing::info!(reasoned, "reasoning budget spent; closed");
+                    batch.clear();
+                    batch
+                        .add(token, cached_len(cache, seq) as i32, &[seq as i32], true)
+                        .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
+                    decode(ctx, cache.tokens_mut(seq), seq, &mut batch)?;
+                    cache.tokens_mut(seq).push(token);
+                    for forced in vocab.tokenize(close.as_bytes(), false, true) {
+                        generated.push(forced);
+                        let piece =
+                            text.push(&vocab.token_to_piece(forced, syntax.special_tokens, None));
+                        for part in filter.push(&piece) {
+                            self.forward(part, tools, &mut ids, &mut outbox)?;
+                        }
+                        batch.clear();
+                        batch
+                            .add(forced, cached_len(cache, seq) as i32, &[seq as i32], true)
+                            .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
+                        decode(ctx, cache.tokens_mut(seq), seq, &mut batch)?;
+                        cache.tokens_mut(seq).push(forced);
+                    }
+                    reasoned = 0;
+                    logits_at = 0;
+                    continue;
                 }
             }
             if !filter.is_in_call() && repetition::is_looping(&generated) {
@@ -185,7 +242,7 @@ impl<'m> Generator<'m> {
         let mut tail = filter.push(&rest);
         tail.extend(filter.finish());
         for part in tail {
-            self.forward(part, tools, &mut outbox)?;
+            self.forward(part, tools, &mut ids, &mut outbox)?;
         }
         outbox.flush()?;
         usage.completion_tokens = generated.len() as u32;
@@ -198,25 +255,30 @@ impl<'m> Generator<'m> {
     fn forward(
         &self,
         part: Piece,
-        tools: &[crate::chat::ToolSpec],
+        tools: &[ToolSpec],
+        ids: &mut Ids,
         outbox: &mut Outbox<'_>,
     ) -> Result<bool, Stop> {
         match part {
             Piece::Content(t) => outbox.push(StreamEvent::TextDelta(t))?,
             Piece::Reasoning(t) => outbox.push(StreamEvent::ReasoningDelta(t))?,
-            Piece::ToolCall(raw) => match tools::parse_call(&raw, tools) {
-                Ok(call) => outbox.push(StreamEvent::ToolCall(call))?,
-                Err(e) => {
-                    // Left as text for the agent's lenient parser to report.
-                    tracing::warn!("model produced an invalid tool call: {e}");
-                    outbox.push(StreamEvent::TextDelta(format!(
-                        "{CALL_OPEN}{raw}{CALL_CLOSE}"
-                    )))?;
+            Piece::Call { text, closed } => {
+                let calls = self.format.parse(&text, tools, ids);
+                if calls.calls.is_empty() && calls.malformed.is_empty() && !closed {
+                    outbox.push(StreamEvent::MalformedCall(
+                        "the reply ended inside a tool call (cut at the token limit?)".into(),
+                    ))?;
                 }
-            },
-            Piece::UnfinishedCall(raw) => {
-                tracing::warn!("the reply ended inside a tool call (cut at the token limit?)");
-                outbox.push(StreamEvent::TextDelta(format!("{CALL_OPEN}{raw}")))?;
+                for call in calls.calls {
+                    outbox.push(StreamEvent::ToolCall(call))?;
+                }
+                for problem in calls.malformed {
+                    tracing::warn!("model produced an invalid tool call: {problem}");
+                    outbox.push(StreamEvent::MalformedCall(problem))?;
+                }
+                if !calls.text.is_empty() {
+                    outbox.push(StreamEvent::TextDelta(calls.text))?;
+                }
             }
             Piece::Stop => return Ok(true),
         }
@@ -276,6 +338,17 @@ impl<'m> Generator<'m> {
             last = batch.n_tokens() - 1;
         }
         Ok(Some((keep, last)))
+    }
+}
+
+/// Tokens a reply may reason before its reasoning is closed: the
+/// configured budget, else three quarters of the reply's, and always
+/// leaving room for an answer.
+fn reasoning_budget(sampling: &crate::chat::SamplingParams, budget: usize) -> usize {
+    let room = budget.saturating_sub(budget / 4).max(1);
+    match sampling.max_reasoning_tokens as usize {
+        0 => room,
+        n => n.min(room),
     }
 }
 

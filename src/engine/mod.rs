@@ -9,24 +9,24 @@
 //! The parts: [`model_file`] finds and checks the GGUF, [`gguf`] reads its
 //! header, [`template`] renders the chat prompt, [`cache`] keeps a KV
 //! sequence per conversation (in RAM and on disk when evicted),
-//! [`generate`] runs one reply, [`output`] splits reasoning and tool calls
-//! from the text, [`tools`] builds the tool-call grammar, [`sampling`] the
-//! sampler chain, [`hardware`] sizes threads, layers and context.
+//! [`generate`] runs one reply, [`formats`] knows each model family's way
+//! of calling tools and reasoning (its grammar and its output splitter),
+//! [`sampling`] builds the sampler chain, [`hardware`] sizes threads, layers
+//! and context.
 
 mod cache;
 mod error;
+pub mod formats;
 mod generate;
 pub mod gguf;
 pub mod hardware;
 mod log;
 pub mod model_file;
 mod outbox;
-mod output;
 mod queue;
 mod repetition;
 mod sampling;
 pub mod template;
-mod tools;
 mod utf8;
 mod worker;
 
@@ -40,10 +40,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use error::EngineError;
-// The output splitter and the call parser are shared with the cloud
-// providers, whose replies are read the same way.
-pub use output::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece};
-pub use tools::parse_call as parse_tool_call;
 
 use crate::chat::{ChatRequest, ChatStream, ProviderError, StreamEvent};
 use crate::config::{Config, GpuLayers};
@@ -54,6 +50,9 @@ pub struct EngineSettings {
     pub model_path: PathBuf,
     /// `[model] chat_template`: overrides the model's own when set.
     pub chat_template: Option<String>,
+    /// `[model] tool_format`: the family to speak; `None` recognises it
+    /// from the template.
+    pub tool_format: Option<formats::ModelFamily>,
     /// Tokens per conversation; 0: the model's training context, capped by
     /// what fits in memory.
     pub context_size: u32,
@@ -81,6 +80,7 @@ impl EngineSettings {
         Ok(Self {
             model_path: model_file::locate(&config.model.path, &config.data_dir)?,
             chat_template: config.model.chat_template.clone(),
+            tool_format: config.model.tool_format,
             context_size: config.model.context_size,
             threads: config.model.threads,
             batch_size: config.model.batch_size,
@@ -108,6 +108,10 @@ pub struct ModelInfo {
     pub threads: i32,
     pub gpu_layers: u32,
     pub template_origin: String,
+    /// The family whose chat format the engine speaks.
+    pub family: formats::ModelFamily,
+    /// Whether it was named by `tool_format` rather than recognised.
+    pub family_configured: bool,
 }
 
 /// Reports model loading progress in `0.0..=1.0`.

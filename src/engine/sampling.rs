@@ -5,7 +5,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
-use super::tools;
+use super::formats::{self, Format};
 use crate::chat::{ProviderError, SamplingParams, ToolChoice, ToolSpec};
 
 /// Picks the next token.
@@ -24,12 +24,13 @@ impl Picker {
         params: &SamplingParams,
         tools: &[ToolSpec],
         choice: ToolChoice,
+        format: &dyn Format,
     ) -> Result<Self, ProviderError> {
         if params.temperature <= 0.0 && tools.is_empty() && params.repeat_penalty == 1.0 {
             check(params)?;
             return Ok(Self::Argmax);
         }
-        chain(model, params, tools, choice).map(|c| Self::Chain(Box::new(c)))
+        chain(model, params, tools, choice, format).map(|c| Self::Chain(Box::new(c)))
     }
 
     /// The next token from the logits at batch index `idx`. A chain also
@@ -52,26 +53,28 @@ impl Picker {
     }
 }
 
-/// Builds the chain: the tool-call grammar (when tools are offered), the
-/// repeat penalty, then greedy at temperature 0, else top-k → top-p → min-p
+/// Builds the chain: the tool-call grammar of the model's family (when
+/// tools are offered; lazy, woken by the family's call marker, unless a
+/// call is required), the repeat penalty, then greedy at temperature 0, else top-k → top-p → min-p
 /// → temperature → a seeded draw.
 pub fn chain(
     model: &LlamaModel,
     params: &SamplingParams,
     tools: &[ToolSpec],
     choice: ToolChoice,
+    format: &dyn Format,
 ) -> Result<LlamaSampler, ProviderError> {
     check(params)?;
     let mut samplers = Vec::new();
     if !tools.is_empty() {
-        let grammar = tools::call_grammar(tools)?;
+        let grammar = formats::call_grammar(format, tools)?;
         let sampler = match choice {
             ToolChoice::Required => LlamaSampler::grammar(model, &grammar, "root"),
             _ => LlamaSampler::grammar_lazy_patterns(
                 model,
                 &grammar,
                 "root",
-                &[tools::lazy_trigger()],
+                &format.triggers(),
                 &[],
             ),
         }

@@ -19,7 +19,8 @@ use std::path::Path;
 
 use minijinja::{Environment, ErrorKind, Value, context};
 
-use crate::chat::{ChatMessage, Role, ToolSpec};
+use super::formats::{self, Format, ModelFamily};
+use crate::chat::{ChatMessage, Reasoning, Role, ToolSpec};
 
 /// Built-in templates, shipped in `prompts/templates/` and compiled in.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -143,25 +144,43 @@ impl ChatTemplate {
         &self.origin
     }
 
-    /// Renders `messages`; with `add_generation_prompt` the text ends where
-    /// the assistant's reply should begin.
+    /// Renders `messages` without tools; with `add_generation_prompt` the
+    /// text ends where the assistant's reply should begin.
     pub fn render(
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
-        self.render_with_tools(messages, &[], add_generation_prompt)
+        self.render_turn(&Turn {
+            format: formats::format(ModelFamily::Xml),
+            messages,
+            tools: &[],
+            reasoning: Reasoning::Auto,
+            add_generation_prompt,
+        })
     }
 
-    /// Renders with tools offered, in the form HF templates expect
-    /// (`[{"type": "function", "function": {...}}]`); templates that do not
-    /// mention `tools` ignore them.
+    /// Renders with tools offered in the form HF templates expect
+    /// (`[{"type": "function", "function": {...}}]`) and messages in HF's
+    /// shape; templates that do not mention `tools` ignore them.
     pub fn render_with_tools(
         &self,
         messages: &[ChatMessage],
         tools: &[ToolSpec],
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
+        self.render_turn(&Turn {
+            format: formats::format(ModelFamily::Hermes),
+            messages,
+            tools,
+            reasoning: Reasoning::Auto,
+            add_generation_prompt,
+        })
+    }
+
+    /// Renders one turn: the messages in the family's shape, the tools (none
+    /// when the slice is empty) and the reasoning variables.
+    pub fn render_turn(&self, turn: &Turn<'_>) -> Result<String, TemplateError> {
         let render_err = |e: minijinja::Error| TemplateError::Render {
             origin: self.origin.clone(),
             message: if e.kind() == ErrorKind::OutOfFuel {
@@ -175,28 +194,64 @@ impl ChatTemplate {
         let template = self.env.get_template("chat").map_err(render_err)?;
         let folded;
         let messages = if self.folds_system {
-            folded = fold_system(messages);
+            folded = fold_system(turn.messages);
             &folded[..]
         } else {
-            messages
+            turn.messages
         };
-        let tools = if tools.is_empty() {
+        let tools = if turn.tools.is_empty() {
             Value::from(())
         } else {
-            Value::from_serialize(tools.iter().map(Offered::new).collect::<Vec<_>>())
+            Value::from_serialize(turn.tools.iter().map(Offered::new).collect::<Vec<_>>())
         };
-        template
-            .render(context! {
-                messages => messages,
-                add_generation_prompt => add_generation_prompt,
-                bos_token => &self.bos_token,
-                eos_token => &self.eos_token,
-                tools => tools,
-                tools_in_user_message => false,
-                date_string => chrono::Local::now().format("%d %b %Y").to_string(),
-            })
-            .map_err(render_err)
+        let mut vars = serde_json::Map::new();
+        vars.insert(
+            "messages".into(),
+            serde_json::Value::Array(turn.format.messages(messages)),
+        );
+        vars.insert(
+            "add_generation_prompt".into(),
+            turn.add_generation_prompt.into(),
+        );
+        vars.insert("bos_token".into(), self.bos_token.clone().into());
+        vars.insert("eos_token".into(), self.eos_token.clone().into());
+        vars.insert("tools_in_user_message".into(), false.into());
+        vars.insert(
+            "date_string".into(),
+            chrono::Local::now().format("%d %b %Y").to_string().into(),
+        );
+        reasoning_vars(turn.reasoning, &mut vars);
+        let mut context = Value::from_serialize(&vars);
+        // `tools` is none (not absent) without tools, as HF passes it.
+        context = context! { tools => tools, ..context };
+        template.render(context).map_err(render_err)
     }
+}
+
+/// What one render needs.
+pub struct Turn<'a> {
+    pub format: &'a dyn Format,
+    pub messages: &'a [ChatMessage],
+    pub tools: &'a [ToolSpec],
+    pub reasoning: Reasoning,
+    pub add_generation_prompt: bool,
+}
+
+/// The variables templates read for reasoning: `enable_thinking` (Qwen3,
+/// GLM, Gemma 4, Nemotron), `thinking` (DeepSeek V3.1, Granite) and
+/// `reasoning_effort` (gpt-oss, which cannot turn it off: "low"). `Auto`
+/// sets none, leaving each template's default.
+fn reasoning_vars(reasoning: Reasoning, vars: &mut serde_json::Map<String, serde_json::Value>) {
+    let (on, effort) = match reasoning {
+        Reasoning::Auto => return,
+        Reasoning::Off => (false, "low"),
+        Reasoning::Low => (true, "low"),
+        Reasoning::Medium => (true, "medium"),
+        Reasoning::High => (true, "high"),
+    };
+    vars.insert("enable_thinking".into(), on.into());
+    vars.insert("thinking".into(), on.into());
+    vars.insert("reasoning_effort".into(), effort.into());
 }
 
 /// A tool as templates expect it, keys in the order models were trained

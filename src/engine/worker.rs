@@ -16,6 +16,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 
 use super::cache::{CacheSettings, Fingerprint, SeqCache};
+use super::formats::{self, ModelFamily};
 use super::generate::Generator;
 use super::hardware::{self, Fit, FitInput};
 use super::queue::PriorityQueue;
@@ -37,7 +38,7 @@ pub(super) fn run(
             return;
         }
     };
-    let (model, template, fit) = match load(&backend, &settings, progress) {
+    let (model, template, fit, family) = match load(&backend, &settings, progress) {
         Ok(l) => l,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -81,6 +82,8 @@ pub(super) fn run(
         threads,
         gpu_layers: fit.gpu_layers,
         template_origin: template.origin().to_string(),
+        family,
+        family_configured: settings.tool_format.is_some(),
     };
     tracing::info!(?info, "model loaded");
     let fingerprint = Fingerprint {
@@ -108,6 +111,7 @@ pub(super) fn run(
     let generator = Generator::new(
         &model,
         &template,
+        formats::format(family),
         settings.batch_size as usize,
         settings.prompt_cache,
     );
@@ -140,7 +144,7 @@ pub(super) fn run(
     tracing::debug!("engine worker stopped");
 }
 
-type Loaded = (Arc<LlamaModel>, ChatTemplate, Fit);
+type Loaded = (Arc<LlamaModel>, ChatTemplate, Fit, ModelFamily);
 
 fn load(
     backend: &LlamaBackend,
@@ -184,6 +188,9 @@ fn load(
     let piece = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
     let bos = piece(vocab.bos());
     let eos = piece(vocab.eos());
+    let family = settings
+        .tool_format
+        .unwrap_or_else(|| formats::detect::detect(&source));
     let template = ChatTemplate::new(source, origin, &bos, &eos)?;
-    Ok((Arc::new(model), template, fit))
+    Ok((Arc::new(model), template, fit, family))
 }

@@ -19,9 +19,12 @@ fn capabilities(channel: &str) -> &'static str {
 /// The system prompt for a channel and model. Byte-identical all day.
 /// `context_window`: the provider's, when it knows it (the profile follows
 /// it; else the configured context size; compact when neither is known).
+/// `list_tools`: hearth's protocol describes the tools (the model's own
+/// template does not).
 pub fn system(
     config: &Config,
     tools: &[ToolSpec],
+    list_tools: bool,
     channel: &str,
     model: &str,
     context_window: Option<u32>,
@@ -33,6 +36,7 @@ pub fn system(
     };
     prompt::build(&PromptInputs {
         tools,
+        list_tools,
         workspace: &config.agent.workspace,
         channel,
         channel_capabilities: capabilities(channel),

@@ -136,9 +136,14 @@ impl Runtime {
                     .await;
             }
         };
+        let native = dispatch::is_native(
+            config.agent.tool_dispatcher,
+            provider.supports_native_tools(),
+        );
         let system = prompt::system(
             config,
             &specs,
+            !native,
             &message.channel,
             &route.model,
             provider.context_window(),

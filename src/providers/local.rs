@@ -31,6 +31,12 @@ impl Provider for LocalProvider {
         self.engine.submit(request, cancel)
     }
 
+    /// When the engine recognised the model's family, tools go through
+    /// its template and calls come back structured, with their ids.
+    fn supports_native_tools(&self) -> bool {
+        self.engine.info().family != crate::engine::formats::ModelFamily::Xml
+    }
+
     fn count_tokens(&self, text: &str) -> Option<usize> {
         self.engine.count_tokens(text)
     }

@@ -29,9 +29,9 @@ pub trait Provider: Send + Sync {
     /// with `FinishReason::Cancelled`.
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
 
-    /// Whether the provider takes tools as structured API fields and returns
-    /// structured calls (cloud APIs). The local engine does not: it reads
-    /// `<tool_call>` tags from the text, under a grammar.
+    /// Whether the provider takes tools in the model's own format and
+    /// returns structured calls with ids: the local engine when it knows the
+    /// model's family; otherwise calls travel as hearth's `<tool_call>` text.
     fn supports_native_tools(&self) -> bool {
         false
     }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::Provider;
 use crate::chat::{ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
 use crate::config::{OpenAiConfig, Secret};
-use crate::engine::{CALL_CLOSE, CALL_OPEN, OutputFilter, Piece, parse_tool_call};
+use crate::engine::formats::{self, Ids, ModelFamily, Piece, Splitter};
 use sse::SseParser;
 
 /// The most of an error body kept to explain a failure.
@@ -134,7 +134,12 @@ impl OpenAiProvider {
 
         let tools = request.offered_tools().to_vec();
         let mut reader = Reader {
-            filter: OutputFilter::new(false, request.sampling.stop.clone(), !tools.is_empty()),
+            filter: formats::format(ModelFamily::Xml).splitter(
+                false,
+                request.sampling.stop.clone(),
+                !tools.is_empty(),
+            ),
+            ids: Ids::random(),
             tools,
             usage: Usage::default(),
             finish: None,
@@ -201,7 +206,9 @@ impl OpenAiProvider {
 
 /// The state of one streamed reply.
 struct Reader {
-    filter: OutputFilter,
+    /// Calls travel in the text, in hearth's XML protocol.
+    filter: Splitter,
+    ids: Ids,
     tools: Vec<crate::chat::ToolSpec>,
     usage: Usage,
     finish: Option<String>,
@@ -252,15 +259,19 @@ impl Reader {
             match piece {
                 Piece::Content(text) => events.push(StreamEvent::TextDelta(text)),
                 Piece::Reasoning(text) => events.push(StreamEvent::ReasoningDelta(text)),
-                Piece::ToolCall(raw) => match parse_tool_call(&raw, &self.tools) {
-                    Ok(call) => events.push(StreamEvent::ToolCall(call)),
-                    // Left as text for the agent's lenient parser to report.
-                    Err(_) => events.push(StreamEvent::TextDelta(format!(
-                        "{CALL_OPEN}{raw}{CALL_CLOSE}"
-                    ))),
-                },
-                Piece::UnfinishedCall(raw) => {
-                    events.push(StreamEvent::TextDelta(format!("{CALL_OPEN}{raw}")))
+                Piece::Call { text, closed } => {
+                    let read =
+                        formats::format(ModelFamily::Xml).parse(&text, &self.tools, &mut self.ids);
+                    if read.calls.is_empty() && read.malformed.is_empty() && !closed {
+                        events.push(StreamEvent::MalformedCall(
+                            "the reply ended inside a tool call".into(),
+                        ));
+                    }
+                    events.extend(read.calls.into_iter().map(StreamEvent::ToolCall));
+                    events.extend(read.malformed.into_iter().map(StreamEvent::MalformedCall));
+                    if !read.text.is_empty() {
+                        events.push(StreamEvent::TextDelta(read.text));
+                    }
                 }
                 Piece::Stop => self.ended = true,
             }

@@ -1,0 +1,81 @@
+//! DeepSeek R1 and V3: calls between its own tokens,
+//! `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{…}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>`
+//! (V3.1 drops the `function` and the fence); reasoning in `<think>`,
+//! which R1's template opens in the generation prompt.
+
+use super::grammar::ToolRules;
+use super::{Calls, Format, Ids, ModelFamily, Syntax, json};
+use crate::chat::ToolSpec;
+
+const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
+const CALLS_END: &str = "<｜tool▁calls▁end｜>";
+const CALL_BEGIN: &str = "<｜tool▁call▁begin｜>";
+const CALL_END: &str = "<｜tool▁call▁end｜>";
+const SEP: &str = "<｜tool▁sep｜>";
+
+pub struct DeepSeek;
+
+impl Format for DeepSeek {
+    fn family(&self) -> ModelFamily {
+        ModelFamily::DeepSeek
+    }
+
+    fn syntax(&self) -> Syntax {
+        Syntax {
+            reasoning: Some(("<think>", "</think>")),
+            calls: &[CALLS_BEGIN, CALL_BEGIN],
+            calls_at_start: &[],
+            call_end: Some(CALLS_END),
+            strip: &[],
+            special_tokens: true,
+        }
+    }
+
+    fn grammar(&self, tools: &ToolRules) -> String {
+        let call =
+            tools.alternatives(|name, args| format!(r#""{name}" "\n```json\n" {args} "\n```""#));
+        format!(
+            "root ::= \"{CALLS_BEGIN}\" ( \"{CALL_BEGIN}function{SEP}\" {call} \"{CALL_END}\" \"\\n\"? )+ \"{CALLS_END}\"\n"
+        )
+    }
+
+    fn parse(&self, section: &str, tools: &[ToolSpec], ids: &mut Ids) -> Calls {
+        let mut out = Calls::default();
+        let body = section.replace(CALLS_BEGIN, "").replace(CALLS_END, "");
+        for part in body.split(CALL_BEGIN).filter(|p| !p.trim().is_empty()) {
+            let part = part.split(CALL_END).next().unwrap_or(part);
+            let Some((kind, rest)) = part.split_once(SEP) else {
+                out.malformed.push(format!(
+                    "a call without {SEP}: {}",
+                    json::excerpt(part.trim())
+                ));
+                continue;
+            };
+            // `function<｜tool▁sep｜>NAME\n```json\n{…}\n```` or `NAME<｜tool▁sep｜>{…}`.
+            let (name, arguments) = if kind.trim() == "function" {
+                let (name, args) = rest.split_once('\n').unwrap_or((rest, ""));
+                (name.trim().to_string(), args)
+            } else {
+                (kind.trim().to_string(), rest)
+            };
+            let arguments = arguments.trim();
+            let arguments = arguments
+                .strip_prefix("```json")
+                .or(arguments.strip_prefix("```"))
+                .unwrap_or(arguments);
+            let arguments = arguments.trim().strip_suffix("```").unwrap_or(arguments);
+            let call = match json::leading_value(arguments) {
+                Some((v, _)) => json::checked(&name, v, tools, self.new_id(ids)),
+                None => Err(format!(
+                    "the arguments of `{name}` are not JSON: {}",
+                    json::excerpt(arguments.trim())
+                )),
+            };
+            match call {
+                Ok(call) => out.calls.push(call),
+                Err(e) => out.malformed.push(e),
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,110 @@
+//! GLM 4.5: `<tool_call>NAME\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>`,
+//! one block per call; a value is text where the schema says string and
+//! JSON otherwise. Reasoning in `<think>`.
+
+use serde_json::Value;
+
+use super::grammar::{ToolRules, literal};
+use super::{Calls, Format, Ids, ModelFamily, Syntax, json};
+use crate::chat::ToolSpec;
+
+const OPEN: &str = "<tool_call>";
+const CLOSE: &str = "</tool_call>";
+const KEY: (&str, &str) = ("<arg_key>", "</arg_key>");
+const VALUE: (&str, &str) = ("<arg_value>", "</arg_value>");
+
+pub struct Glm;
+
+impl Format for Glm {
+    fn family(&self) -> ModelFamily {
+        ModelFamily::Glm
+    }
+
+    fn syntax(&self) -> Syntax {
+        Syntax {
+            reasoning: Some(("<think>", "</think>")),
+            calls: &[OPEN],
+            calls_at_start: &[],
+            call_end: Some(CLOSE),
+            strip: &[],
+            special_tokens: true,
+        }
+    }
+
+    fn grammar(&self, tools: &ToolRules) -> String {
+        let mut rules = String::new();
+        let calls: Vec<String> = tools
+            .tools
+            .iter()
+            .zip(&tools.keys)
+            .enumerate()
+            .map(|(i, ((name, _), keys))| {
+                let key = if keys.is_empty() {
+                    "[a-zA-Z_] [a-zA-Z0-9_]{0,63}".to_string()
+                } else {
+                    let each: Vec<String> = keys.iter().map(|k| literal(k)).collect();
+                    format!("( {} )", each.join(" | "))
+                };
+                rules.push_str(&format!(
+                    "glm-arg{i} ::= \"{}\" {key} \"{}\" \"\\n\"? \"{}\" [^<]{{0,512}} \"{}\" \"\\n\"?\n",
+                    KEY.0, KEY.1, VALUE.0, VALUE.1
+                ));
+                format!("\"{name}\" \"\\n\"? glm-arg{i}*")
+            })
+            .collect();
+        format!(
+            "root ::= \"{OPEN}\" ( {} ) \"{CLOSE}\"\n{rules}",
+            calls.join(" | ")
+        )
+    }
+
+    fn parse(&self, section: &str, tools: &[ToolSpec], ids: &mut Ids) -> Calls {
+        let mut out = Calls::default();
+        let body = section.strip_prefix(OPEN).unwrap_or(section);
+        let body = body.strip_suffix(CLOSE).unwrap_or(body);
+        let (name, mut rest) = match body.find(KEY.0) {
+            Some(at) => (body[..at].trim(), &body[at..]),
+            None => (body.trim(), ""),
+        };
+        let schema = tools.iter().find(|t| t.name == name).map(|t| &t.parameters);
+        let mut arguments = serde_json::Map::new();
+        while let Some(after_key) = rest.trim_start().strip_prefix(KEY.0) {
+            let Some((key, after)) = after_key.split_once(KEY.1) else {
+                out.malformed
+                    .push(format!("an unclosed {} in `{name}`", KEY.0));
+                return out;
+            };
+            let Some(value_start) = after.trim_start().strip_prefix(VALUE.0) else {
+                out.malformed
+                    .push(format!("the argument `{key}` of `{name}` has no value"));
+                return out;
+            };
+            let Some((value, after)) = value_start.split_once(VALUE.1) else {
+                out.malformed
+                    .push(format!("an unclosed {} in `{name}`", VALUE.0));
+                return out;
+            };
+            arguments.insert(key.trim().to_string(), typed(value, key.trim(), schema));
+            rest = after;
+        }
+        match json::checked(name, Value::Object(arguments), tools, self.new_id(ids)) {
+            Ok(call) => out.calls.push(call),
+            Err(e) => out.malformed.push(e),
+        }
+        out
+    }
+}
+
+/// A value as its schema types it: text for strings, JSON where it reads
+/// as JSON, else text.
+fn typed(value: &str, key: &str, schema: Option<&Value>) -> Value {
+    let declared = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(|p| p.get(key))
+        .and_then(|p| p.get("type"))
+        .and_then(Value::as_str);
+    if declared == Some("string") {
+        return Value::String(value.to_string());
+    }
+    serde_json::from_str(value.trim()).unwrap_or_else(|_| Value::String(value.to_string()))
+}
