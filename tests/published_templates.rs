@@ -4,8 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use hearth::chat::{ChatMessage, ToolSpec};
-use hearth::engine::template::ChatTemplate;
+use hearth::agent::dispatch::{self, DispatcherChoice};
+use hearth::agent::prompt::{Profile, PromptInputs};
+use hearth::agent::{ParsedToolCall, ToolResultMessage};
+use hearth::chat::{ChatMessage, Reasoning, ToolSpec};
+use hearth::engine::formats::{self, ModelFamily};
+use hearth::engine::template::{ChatTemplate, Turn};
 use serde_json::json;
 
 /// The published templates, or `None` (with a message) where they are absent.
@@ -91,4 +95,162 @@ fn every_published_template_renders_a_conversation_with_its_system_text() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// system, user, an assistant tool call, its result, a second user turn,
+/// written as the agent writes them for the family: natively for a known
+/// one, in hearth's XML protocol otherwise.
+fn tool_conversation(native: bool) -> Vec<ChatMessage> {
+    let dispatcher = dispatch::choose(DispatcherChoice::Auto, native);
+    let call = ParsedToolCall {
+        id: "call_7Hq2".into(),
+        name: "get_weather".into(),
+        arguments: json!({"city": "Paris"}),
+    };
+    let result = ToolResultMessage {
+        call_id: "call_7Hq2".into(),
+        name: "get_weather".into(),
+        content: "{\"sky\": \"clear\"}".into(),
+        is_error: false,
+    };
+    let mut out = vec![
+        ChatMessage::system("You are hearth. Be brief."),
+        ChatMessage::user("Weather in Paris?"),
+        dispatcher.assistant_turn("", &[call]),
+    ];
+    out.extend(dispatcher.format_results(&[result], &[]));
+    out.push(ChatMessage::user("And tomorrow morning?"));
+    out
+}
+
+/// The prompt the engine renders for `family`: its system text as the
+/// agent builds it (listing the tools only under hearth's own protocol),
+/// the tools through the template only for a known family.
+fn engine_prompt(
+    template: &ChatTemplate,
+    family: ModelFamily,
+    answer: Option<&str>,
+) -> Result<String, hearth::engine::template::TemplateError> {
+    let workspace = tempfile::tempdir().unwrap();
+    let tools = [weather()];
+    let native = family != ModelFamily::Xml;
+    let system = hearth::agent::prompt::build(&PromptInputs {
+        tools: &tools,
+        list_tools: !native,
+        workspace: workspace.path(),
+        channel: "cli",
+        channel_capabilities: "plain text",
+        model: "test",
+        date: "2026-11-23",
+        profile: Profile::Full,
+    });
+    let mut messages = tool_conversation(native);
+    messages[0] = ChatMessage::system(system);
+    messages.extend(answer.map(ChatMessage::assistant));
+    template.render_turn(&Turn {
+        format: formats::format(family),
+        messages: &messages,
+        tools: if native { &tools } else { &[] },
+        reasoning: Reasoning::Auto,
+        add_generation_prompt: answer.is_none(),
+    })
+}
+
+/// Each template renders a conversation with a tool call and its result
+/// in its family's own form: the tool is described exactly once (by the
+/// template for a known family, by hearth's system prompt otherwise), the
+/// call and the result are in the prompt, and it ends with the generation
+/// prompt.
+#[test]
+fn every_published_template_renders_a_tool_round_in_its_family_format() {
+    let Some(templates) = published() else { return };
+    let mut failed = Vec::new();
+    let mut seen = Vec::new();
+    for (name, source) in templates {
+        let family = formats::detect::detect(&source);
+        seen.push(format!("{name}: {}", family.name()));
+        let template = match ChatTemplate::new(source, name.clone(), "<s>", "</s>") {
+            Ok(t) => t,
+            Err(e) => {
+                failed.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        // The prompt, and the conversation with an answer after it, which
+        // must render too.
+        let (with, _answered) = match (
+            engine_prompt(&template, family, None),
+            engine_prompt(&template, family, Some("XYZZY")),
+        ) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                failed.push(format!("{name} ({family:?}): {e}"));
+                continue;
+            }
+        };
+        let described = with.matches("The weather in a city").count();
+        if described != 1 {
+            failed.push(format!(
+                "{name} ({family:?}): the tool is described {described} times"
+            ));
+        }
+        // The prompt ends where the answer would begin: after the last
+        // user turn comes the assistant's opening, in the family's words.
+        const OPENINGS: [&str; 9] = [
+            "assistant",
+            "assistant<|end_header_id|>",
+            "<think>",
+            "[/INST]",
+            "<｜Assistant｜>",
+            "<|CHATBOT_TOKEN|>",
+            "model\n<|channel>thought\n<channel|>",
+            "<start_of_turn>model",
+            "<|assistant|>",
+        ];
+        let asked = with.rfind("And tomorrow morning?").unwrap_or(0);
+        let tail = with[asked..].trim_end();
+        if !OPENINGS.iter().any(|o| tail.ends_with(o.trim_end())) {
+            failed.push(format!(
+                "{name} ({family:?}): the prompt does not end with a generation prompt: …{tail:?}"
+            ));
+        }
+        // The tools are declared, and the call written back, in the
+        // family's own words.
+        let (declared, called) = family_marks(family);
+        for (what, mark) in [("declaration", declared), ("call", called)] {
+            if !with.contains(mark) {
+                failed.push(format!("{name} ({family:?}): no {what} `{mark}`"));
+            }
+        }
+        for needle in ["Paris", "clear", "And tomorrow morning?"] {
+            if !with.contains(needle) {
+                failed.push(format!("{name} ({family:?}): `{needle}` is missing"));
+            }
+        }
+    }
+    eprintln!("{}", seen.join("\n"));
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// How a family's templates declare tools, and write a call to
+/// `get_weather` back, as the families' published formats say.
+fn family_marks(family: ModelFamily) -> (&'static str, &'static str) {
+    match family {
+        ModelFamily::Xml => ("Available tools:", "<tool_call>"),
+        ModelFamily::Hermes => ("<tools>", "<tool_call>"),
+        ModelFamily::Llama3 => (
+            "You have access to the following functions",
+            "{\"name\": \"get_weather\"",
+        ),
+        ModelFamily::Mistral => ("[AVAILABLE_TOOLS]", "[TOOL_CALLS]"),
+        ModelFamily::MistralV7 => ("[AVAILABLE_TOOLS]", "[TOOL_CALLS]get_weather"),
+        ModelFamily::Harmony => ("namespace functions", "to=functions.get_weather"),
+        ModelFamily::DeepSeek => ("function tools", "<｜tool▁sep｜>get_weather"),
+        ModelFamily::CommandR => ("## Available Tools", "<|START_ACTION|>"),
+        ModelFamily::Gemma4 => (
+            "<|tool>declaration:get_weather",
+            "<|tool_call>call:get_weather",
+        ),
+        other => panic!("no published template of family {other:?} is expected"),
+    }
 }

@@ -4,8 +4,10 @@
 //! which R1's template opens in the generation prompt.
 
 use super::grammar::ToolRules;
-use super::{Calls, Format, Ids, ModelFamily, Syntax, json};
-use crate::chat::ToolSpec;
+use serde_json::Value;
+
+use super::{Calls, Format, Ids, ModelFamily, Syntax, json, messages};
+use crate::chat::{ChatMessage, ToolSpec};
 
 const CALLS_BEGIN: &str = "<｜tool▁calls▁begin｜>";
 const CALLS_END: &str = "<｜tool▁calls▁end｜>";
@@ -37,6 +39,27 @@ impl Format for DeepSeek {
         format!(
             "root ::= \"{CALLS_BEGIN}\" ( \"{CALL_BEGIN}function{SEP}\" {call} \"{CALL_END}\" \"\\n\"? )+ \"{CALLS_END}\"\n"
         )
+    }
+
+    /// R1's template writes a call only for an assistant turn whose content
+    /// is none, and pastes the arguments in as text.
+    fn messages(&self, messages: &[ChatMessage]) -> Vec<Value> {
+        let mut out = messages::standard(messages, &|id| id.to_string());
+        for (shaped, m) in out.iter_mut().zip(messages) {
+            if m.tool_calls.is_empty() {
+                continue;
+            }
+            if m.content.is_empty() {
+                shaped["content"] = Value::Null;
+            }
+            if let Some(calls) = shaped["tool_calls"].as_array_mut() {
+                for call in calls {
+                    let text = call["function"]["arguments"].to_string();
+                    call["function"]["arguments"] = Value::String(text);
+                }
+            }
+        }
+        out
     }
 
     fn parse(&self, section: &str, tools: &[ToolSpec], ids: &mut Ids) -> Calls {

@@ -8,7 +8,7 @@ use super::ModelFamily;
 /// The family whose markers `template` uses.
 pub fn detect(template: &str) -> ModelFamily {
     let has = |marker: &str| template.contains(marker);
-    if !has("tools") && !has("tool_calls") {
+    if !has("tools") {
         return ModelFamily::Xml;
     }
     if has("<|channel|>") && has("<|message|>") {

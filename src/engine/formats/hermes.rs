@@ -4,8 +4,10 @@
 //! tools in its system prompt instead of the template.
 
 use super::grammar::ToolRules;
-use super::{Calls, Format, Ids, ModelFamily, Syntax, json};
-use crate::chat::ToolSpec;
+use serde_json::Value;
+
+use super::{Calls, Format, Ids, ModelFamily, Syntax, json, messages};
+use crate::chat::{ChatMessage, Role, ToolSpec};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
@@ -42,6 +44,26 @@ impl Format for Hermes {
             "root ::= \"{OPEN}\" \"\\n\"? {} \"\\n\"? \"{CLOSE}\"\n",
             tools.json_object("name", "arguments")
         )
+    }
+
+    /// Under hearth's protocol results come back in user turns; one that
+    /// follows another joins it, since strict templates (Gemma 2) insist
+    /// that user and assistant alternate.
+    fn messages(&self, messages: &[ChatMessage]) -> Vec<Value> {
+        if self.family != ModelFamily::Xml {
+            return messages::standard(messages, &|id| id.to_string());
+        }
+        let mut joined: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+        for m in messages {
+            match joined.last_mut() {
+                Some(last) if last.role == Role::User && m.role == Role::User => {
+                    last.content.push_str("\n\n");
+                    last.content.push_str(&m.content);
+                }
+                _ => joined.push(m.clone()),
+            }
+        }
+        messages::standard(&joined, &|id| id.to_string())
     }
 
     fn parse(&self, section: &str, tools: &[ToolSpec], ids: &mut Ids) -> Calls {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::grammar::ToolRules;
 use super::{Calls, Format, Ids, ModelFamily, Syntax, json, messages};
-use crate::chat::{ChatMessage, ToolSpec};
+use crate::chat::{ChatMessage, Role, ToolSpec};
 
 const CALLS: &str = "[TOOL_CALLS]";
 const ARGS: &str = "[ARGS]";
@@ -103,8 +103,18 @@ impl Format for Mistral {
         out
     }
 
+    /// Ids of nine letters and digits; and since the templates insist that
+    /// user and assistant alternate (calls and results aside), a tool round
+    /// followed by a user turn gets an empty answer between them.
     fn messages(&self, messages: &[ChatMessage]) -> Vec<Value> {
-        messages::standard(messages, &|id| messages::fixed_id(id, 9))
+        let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+        for m in messages {
+            if m.role == Role::User && out.last().is_some_and(|l| l.role == Role::Tool) {
+                out.push(ChatMessage::assistant(""));
+            }
+            out.push(m.clone());
+        }
+        messages::standard(&out, &|id| messages::fixed_id(id, 9))
     }
 
     fn new_id(&self, ids: &mut Ids) -> String {
