@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use hearth::agent::dispatch::{self, DispatcherChoice};
 use hearth::agent::prompt::{Profile, PromptInputs};
 use hearth::agent::{ParsedToolCall, ToolResultMessage};
-use hearth::chat::{ChatMessage, Reasoning, ToolSpec};
+use hearth::chat::{ChatMessage, Reasoning, ToolCall, ToolSpec};
 use hearth::engine::formats::{self, ModelFamily};
 use hearth::engine::template::{ChatTemplate, Turn};
 use serde_json::json;
@@ -253,4 +253,172 @@ fn family_marks(family: ModelFamily) -> (&'static str, &'static str) {
         ),
         other => panic!("no published template of family {other:?} is expected"),
     }
+}
+
+/// The template called `stem`, compiled, or `None` where `../shared` is absent.
+fn template(stem: &str) -> Option<ChatTemplate> {
+    let (name, source) = published()?.into_iter().find(|(n, _)| n == stem)?;
+    Some(ChatTemplate::new(source, name, "<|startoftext|>", "<|return|>").unwrap())
+}
+
+/// What the engine reads out of a reply: text, reasoning, calls.
+fn read(family: ModelFamily, reply: &str, tools: &[ToolSpec]) -> (String, String, Vec<ToolCall>) {
+    let format = formats::format(family);
+    let mut splitter = format.splitter(false, vec![], true);
+    let mut pieces = splitter.push(reply);
+    pieces.extend(splitter.finish());
+    let (mut text, mut reasoning, mut calls) = (String::new(), String::new(), Vec::new());
+    let mut ids = formats::Ids::new(3);
+    for piece in pieces {
+        match piece {
+            formats::Piece::Content(t) => text.push_str(&t),
+            formats::Piece::Reasoning(t) => reasoning.push_str(&t),
+            formats::Piece::Call { text: section, .. } => {
+                let read = format.parse(&section, tools, &mut ids);
+                assert!(read.malformed.is_empty(), "{:?}", read.malformed);
+                calls.extend(read.calls);
+            }
+            formats::Piece::Stop => {}
+        }
+    }
+    (text, reasoning, calls)
+}
+
+/// gpt-oss over three turns, the first with a tool call: every prompt
+/// renders (the template raises on channel tags in history), the replies,
+/// written as gpt-oss writes them, read as reasoning, call and answer, and
+/// no reasoning reaches the history.
+#[test]
+fn a_gpt_oss_conversation_of_three_turns_with_a_tool_call_renders_and_parses() {
+    let Some(t) = template("openai-gpt-oss-120b") else {
+        return;
+    };
+    let family = ModelFamily::Harmony;
+    let tools = [weather()];
+    let native = dispatch::choose(DispatcherChoice::Auto, true);
+    let render = |messages: &[ChatMessage]| {
+        t.render_turn(&Turn {
+            format: formats::format(family),
+            messages,
+            tools: &tools,
+            reasoning: Reasoning::Low,
+            add_generation_prompt: true,
+        })
+        .unwrap()
+    };
+    let mut messages = vec![
+        ChatMessage::system("You are hearth. Be brief."),
+        ChatMessage::user("Weather in Paris?"),
+    ];
+    // Turn 1, round 1: reasoning, then a call.
+    let prompt = render(&messages);
+    assert!(prompt.ends_with("<|start|>assistant"), "{prompt}");
+    assert!(prompt.contains("Reasoning: low"), "{prompt}");
+    let (text, reasoning, calls) = read(
+        family,
+        "<|channel|>analysis<|message|>Need the weather tool.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}",
+        &tools,
+    );
+    assert_eq!(
+        (text.as_str(), reasoning.as_str()),
+        ("", "Need the weather tool.")
+    );
+    assert_eq!(calls.len(), 1);
+    let parsed: Vec<ParsedToolCall> = calls
+        .iter()
+        .map(|c| ParsedToolCall {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            arguments: c.arguments.clone(),
+        })
+        .collect();
+    messages.push(native.assistant_turn(&text, &parsed));
+    messages.extend(native.format_results(
+        &[ToolResultMessage {
+            call_id: parsed[0].id.clone(),
+            name: "get_weather".into(),
+            content: "{\"sky\": \"clear\"}".into(),
+            is_error: false,
+        }],
+        &[],
+    ));
+    // Turn 1, round 2: the call and its result are in the prompt.
+    let prompt = render(&messages);
+    assert!(
+        prompt.contains("<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Paris\"}<|call|>"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(
+            "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"
+        )
+    );
+    let (text, reasoning, calls) = read(
+        family,
+        "<|channel|>analysis<|message|>Clear sky.<|end|><|start|>assistant<|channel|>final<|message|>Clear skies in Paris.",
+        &tools,
+    );
+    assert_eq!(
+        (text.as_str(), reasoning.as_str(), calls.len()),
+        ("Clear skies in Paris.", "Clear sky.", 0)
+    );
+    // Across turns the history holds the answers only.
+    let mut history = vec![
+        messages[0].clone(),
+        messages[1].clone(),
+        ChatMessage::assistant(text),
+        ChatMessage::user("And tomorrow?"),
+    ];
+    for (turn, reply, answer) in [
+        (
+            2,
+            "<|channel|>analysis<|message|>No forecast tool for tomorrow; say so.<|end|><|start|>assistant<|channel|>final<|message|>I can only see today.",
+            "I can only see today.",
+        ),
+        (
+            3,
+            "<|channel|>final<|message|>You're welcome.",
+            "You're welcome.",
+        ),
+    ] {
+        let prompt = render(&history);
+        assert!(
+            prompt.ends_with("<|start|>assistant"),
+            "turn {turn}: {prompt}"
+        );
+        assert!(
+            !prompt.contains("Need the weather tool."),
+            "turn {turn}: reasoning in history"
+        );
+        let (text, _, calls) = read(family, reply, &tools);
+        assert_eq!((text.as_str(), calls.len()), (answer, 0), "turn {turn}");
+        history.push(ChatMessage::assistant(text));
+        history.push(ChatMessage::user("Thanks."));
+    }
+}
+
+/// Qwen3 with reasoning off renders the empty think block after the
+/// generation prompt, so the model answers at once; `auto` leaves it out.
+#[test]
+fn qwen3_with_reasoning_off_renders_the_empty_think_block() {
+    let Some(t) = template("Qwen-Qwen3-0.6B") else {
+        return;
+    };
+    let render = |reasoning| {
+        t.render_turn(&Turn {
+            format: formats::format(ModelFamily::Hermes),
+            messages: &conversation(),
+            tools: &[],
+            reasoning,
+            add_generation_prompt: true,
+        })
+        .unwrap()
+    };
+    assert!(
+        render(Reasoning::Off).ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+        "{}",
+        render(Reasoning::Off)
+    );
+    assert!(render(Reasoning::Auto).ends_with("<|im_start|>assistant\n"));
+    assert!(render(Reasoning::High).ends_with("<|im_start|>assistant\n"));
 }

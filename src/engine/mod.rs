@@ -178,6 +178,21 @@ impl Engine {
         Some(model.vocab().tokenize(text.as_bytes(), false, true).len())
     }
 
+    /// Whether the grammar of `family`'s calls for `tools` takes `text`
+    /// whole (see [`sampling::grammar_accepts`]).
+    pub fn grammar_accepts(
+        &self,
+        family: formats::ModelFamily,
+        tools: &[crate::chat::ToolSpec],
+        text: &str,
+    ) -> Result<bool, ProviderError> {
+        let model = self
+            .model
+            .as_ref()
+            .ok_or(ProviderError::Failed(EngineError::WorkerGone.to_string()))?;
+        sampling::grammar_accepts(model, formats::format(family), tools, text)
+    }
+
     /// Queues a request; its reply streams back on the returned stream.
     pub fn submit(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let (events, rx) = mpsc::channel(256);

@@ -135,3 +135,34 @@ fn random_seed() -> u32 {
     use std::hash::{BuildHasher, RandomState};
     RandomState::new().hash_one(std::time::SystemTime::now()) as u32
 }
+
+/// Whether `format`'s call grammar for `tools` takes `text` whole: each of
+/// its tokens allowed in turn, and the end of the reply allowed after the
+/// last. For tests and `hearth doctor`; nothing is decoded.
+pub fn grammar_accepts(
+    model: &LlamaModel,
+    format: &dyn Format,
+    tools: &[ToolSpec],
+    text: &str,
+) -> Result<bool, ProviderError> {
+    use llama_cpp_2::token::data::LlamaTokenData;
+    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+    let grammar = formats::call_grammar(format, tools)?;
+    let mut sampler = LlamaSampler::grammar(model, &grammar, "root").map_err(|e| {
+        ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"))
+    })?;
+    let allowed = |sampler: &mut LlamaSampler, token: LlamaToken| {
+        let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 1.0)], false);
+        sampler.apply(&mut one);
+        one.data[0].logit().is_finite()
+    };
+    let vocab = model.vocab();
+    for token in vocab.tokenize(text.as_bytes(), false, true) {
+        if !allowed(&mut sampler, token) {
+            return Ok(false);
+        }
+        sampler.accept(token);
+    }
+    Ok(allowed(&mut sampler, vocab.eos()))
+}

@@ -36,7 +36,7 @@ impl Format for CommandR {
             )
         });
         format!(
-            "root ::= \"{ACTION}\" space \"[\" space {call} ( space \",\" space {call} )* space \"]\" space \"{END_ACTION}\"\n"
+            "root ::= \"{ACTION}\" space \"[\" space {call} space \"]\" space \"{END_ACTION}\"\n"
         )
     }
 

@@ -37,7 +37,7 @@ impl Format for DeepSeek {
         let call =
             tools.alternatives(|name, args| format!(r#""{name}" "\n```json\n" {args} "\n```""#));
         format!(
-            "root ::= \"{CALLS_BEGIN}\" ( \"{CALL_BEGIN}function{SEP}\" {call} \"{CALL_END}\" \"\\n\"? )+ \"{CALLS_END}\"\n"
+            "root ::= \"{CALLS_BEGIN}\" \"{CALL_BEGIN}function{SEP}\" {call} \"{CALL_END}\" \"{CALLS_END}\"\n"
         )
     }
 

@@ -33,31 +33,25 @@ impl Format for Gemma4 {
     }
 
     fn grammar(&self, tools: &ToolRules) -> String {
-        let mut rules = String::new();
-        let calls: Vec<String> = tools
-            .tools
-            .iter()
-            .zip(&tools.keys)
-            .enumerate()
-            .map(|(i, ((name, _), keys))| {
-                let key = if keys.is_empty() {
-                    "g4key".to_string()
-                } else {
-                    let each: Vec<String> = keys.iter().map(|k| literal(k)).collect();
-                    format!("( {} )", each.join(" | "))
+        let calls = tools.alternatives_indexed(|i, name, _| {
+            let pairs = tools.keyed(i, "\",\"", |key, kind| {
+                let value = match kind {
+                    Some("string") => "g4string",
+                    Some("integer" | "number") => "g4number",
+                    Some("boolean") => "( \"true\" | \"false\" )",
+                    _ => "g4value",
                 };
-                rules.push_str(&format!("g4arg{i} ::= {key} \":\" g4value\n"));
-                format!("\"{name}\" \"{{\" ( g4arg{i} ( \",\" g4arg{i} )* )? \"}}\"")
-            })
-            .collect();
+                format!("{} \":\" {value}", literal(key))
+            });
+            format!("\"{name}\" \"{{\" {pairs} \"}}\"")
+        });
         let quote = literal(QUOTE);
         format!(
-            "root ::= \"{OPEN}call:\" ( {} ) \"{CLOSE}\"\n{rules}\
+            "root ::= \"{OPEN}call:\" {calls} \"{CLOSE}\"\n\
              g4key ::= [a-zA-Z_] [a-zA-Z0-9_]{{0,63}}\n\
-             g4value ::= g4string | g4number | \"true\" | \"false\" | \"null\" | \"{{\" ( g4key \":\" g4value ( \",\" g4key \":\" g4value )* )? \"}}\" | \"[\" ( g4value ( \",\" g4value )* )? \"]\"\n\
+             g4value ::= g4string | g4number | \"true\" | \"false\" | \"null\" | \"{{\" ( g4key \":\" g4value ( \",\" g4key \":\" g4value ){{0,15}} )? \"}}\" | \"[\" ( g4value ( \",\" g4value ){{0,15}} )? \"]\"\n\
              g4string ::= {quote} [^<]{{0,256}} {quote}\n\
-             g4number ::= \"-\"? [0-9]{{1,16}} ( \".\" [0-9]{{1,16}} )?\n",
-            calls.join(" | ")
+             g4number ::= \"-\"? [0-9]{{1,16}} ( \".\" [0-9]{{1,16}} )?\n"
         )
     }
 

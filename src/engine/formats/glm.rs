@@ -32,30 +32,25 @@ impl Format for Glm {
     }
 
     fn grammar(&self, tools: &ToolRules) -> String {
-        let mut rules = String::new();
-        let calls: Vec<String> = tools
-            .tools
-            .iter()
-            .zip(&tools.keys)
-            .enumerate()
-            .map(|(i, ((name, _), keys))| {
-                let key = if keys.is_empty() {
-                    "[a-zA-Z_] [a-zA-Z0-9_]{0,63}".to_string()
-                } else {
-                    let each: Vec<String> = keys.iter().map(|k| literal(k)).collect();
-                    format!("( {} )", each.join(" | "))
+        let calls = tools.alternatives_indexed(|i, name, _| {
+            let pairs = tools.keyed(i, "", |key, kind| {
+                let value = match kind {
+                    Some("integer" | "number") => "\"-\"? [0-9]{1,16} ( \".\" [0-9]{1,16} )?",
+                    Some("boolean") => "( \"true\" | \"false\" )",
+                    _ => "[^<]{0,256}",
                 };
-                rules.push_str(&format!(
-                    "glm-arg{i} ::= \"{}\" {key} \"{}\" \"\\n\"? \"{}\" [^<]{{0,512}} \"{}\" \"\\n\"?\n",
-                    KEY.0, KEY.1, VALUE.0, VALUE.1
-                ));
-                format!("\"{name}\" \"\\n\"? glm-arg{i}*")
-            })
-            .collect();
-        format!(
-            "root ::= \"{OPEN}\" ( {} ) \"{CLOSE}\"\n{rules}",
-            calls.join(" | ")
-        )
+                format!(
+                    "\"{}\" {} \"{}\" \"\\n\"? \"{}\" {value} \"{}\" \"\\n\"?",
+                    KEY.0,
+                    literal(key),
+                    KEY.1,
+                    VALUE.0,
+                    VALUE.1
+                )
+            });
+            format!("\"{name}\" \"\\n\"? {pairs}")
+        });
+        format!("root ::= \"{OPEN}\" {calls} \"{CLOSE}\"\n")
     }
 
     fn parse(&self, section: &str, tools: &[ToolSpec], ids: &mut Ids) -> Calls {

@@ -21,8 +21,17 @@ pub struct ToolRules {
     pub rules: String,
     /// Each tool's name and the rule of its arguments.
     pub tools: Vec<(String, String)>,
-    /// Each tool's argument names (from its schema's `properties`).
-    pub keys: Vec<Vec<String>>,
+    /// Each tool's arguments (from its schema's `properties`).
+    pub props: Vec<Vec<Prop>>,
+}
+
+/// One argument of a tool, as its schema declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prop {
+    pub key: String,
+    /// The JSON type, where the schema names one.
+    pub kind: Option<String>,
+    pub required: bool,
 }
 
 impl ToolRules {
@@ -37,12 +46,51 @@ impl ToolRules {
         })
     }
 
+    /// Tool `tool`'s arguments as pairs for formats that write them one by
+    /// one: `pair(key, type)` is the GBNF of one; the required ones come
+    /// first, all of them, then the optional ones may follow, each once;
+    /// `sep` (GBNF, may be empty) goes between two.
+    pub fn keyed(
+        &self,
+        tool: usize,
+        sep: &str,
+        pair: impl Fn(&str, Option<&str>) -> String,
+    ) -> String {
+        let props = &self.props[tool];
+        let one = |p: &Prop| pair(&p.key, p.kind.as_deref());
+        let required: Vec<String> = props.iter().filter(|p| p.required).map(one).collect();
+        let optional: Vec<String> = props.iter().filter(|p| !p.required).map(one).collect();
+        let joiner = if sep.is_empty() {
+            " ".to_string()
+        } else {
+            format!(" {sep} ")
+        };
+        if !required.is_empty() {
+            let mut out = required.join(&joiner);
+            for o in &optional {
+                out.push_str(&format!(" ({joiner}{o} )?"));
+            }
+            return out;
+        }
+        if optional.is_empty() {
+            return "\"\"".to_string();
+        }
+        let any = format!("( {} )", optional.join(" | "));
+        format!("( {any} ({joiner}{any} ){{0,{}}} )?", optional.len() - 1)
+    }
+
     /// `( A | B | … )`, one alternative per tool, built by `one(name, args_rule)`.
     pub fn alternatives(&self, one: impl Fn(&str, &str) -> String) -> String {
+        self.alternatives_indexed(|_, name, args| one(name, args))
+    }
+
+    /// As [`Self::alternatives`], with each tool's index.
+    pub fn alternatives_indexed(&self, one: impl Fn(usize, &str, &str) -> String) -> String {
         let each: Vec<String> = self
             .tools
             .iter()
-            .map(|(name, args)| one(name, args))
+            .enumerate()
+            .map(|(i, (name, args))| one(i, name, args))
             .collect();
         format!("( {} )", each.join(" | "))
     }
@@ -57,7 +105,7 @@ pub fn tool_rules(tools: &[ToolSpec]) -> Result<ToolRules, ProviderError> {
     }
     let mut properties = serde_json::Map::new();
     let mut names = Vec::new();
-    let mut keys = Vec::new();
+    let mut props = Vec::new();
     for (i, tool) in tools.iter().enumerate() {
         check_tool(tool)?;
         let mut arguments = tool.parameters.clone();
@@ -65,11 +113,25 @@ pub fn tool_rules(tools: &[ToolSpec]) -> Result<ToolRules, ProviderError> {
         let rule = format!("args{i}");
         properties.insert(rule.clone(), arguments);
         names.push((tool.name.clone(), rule));
-        keys.push(
+        let required: Vec<&str> = tool
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        props.push(
             tool.parameters
                 .get("properties")
                 .and_then(Value::as_object)
-                .map(|p| p.keys().cloned().collect())
+                .map(|p| {
+                    p.iter()
+                        .map(|(key, schema)| Prop {
+                            key: key.clone(),
+                            kind: schema.get("type").and_then(Value::as_str).map(String::from),
+                            required: required.contains(&key.as_str()),
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
         );
     }
@@ -94,7 +156,7 @@ pub fn tool_rules(tools: &[ToolSpec]) -> Result<ToolRules, ProviderError> {
     Ok(ToolRules {
         rules,
         tools: names,
-        keys,
+        props,
     })
 }
 
@@ -181,7 +243,18 @@ mod tests {
         assert!(rules.rules.contains("args1 ::="), "{}", rules.rules);
         assert!(!rules.rules.contains("root ::="), "{}", rules.rules);
         assert!(rules.rules.contains("space ::="), "{}", rules.rules);
-        assert_eq!(rules.keys, [vec!["q".to_string()], vec![]]);
+        assert_eq!(
+            rules.props,
+            [
+                vec![Prop {
+                    key: "q".into(),
+                    kind: Some("string".into()),
+                    required: true
+                }],
+                vec![]
+            ]
+        );
+        assert_eq!(rules.keyed(1, "\",\"", |k, _| k.to_string()), "\"\"");
         assert_eq!(
             rules.json_object("name", "arguments"),
             r#"( "{" space "\"name\"" space ":" space "\"a\"" space "," space "\"arguments\"" space ":" space args0 space "}" | "{" space "\"name\"" space ":" space "\"b\"" space "," space "\"arguments\"" space ":" space args1 space "}" )"#

@@ -47,7 +47,7 @@ impl Format for Harmony {
     fn grammar(&self, tools: &ToolRules) -> String {
         let call = tools.alternatives(|name, args| format!(r#""{name}" header {args}"#));
         format!(
-            "root ::= ( \"{CHANNEL}commentary \" )? \"{RECIPIENT}\" {call}\nheader ::= ( \"{CHANNEL}commentary\" )? \" \"? \"<|constrain|>\"? \"json\"? \"{MESSAGE}\"\n"
+            "root ::= ( \"{CHANNEL}commentary \" )? \"{RECIPIENT}\" {call}\nheader ::= ( \"{CHANNEL}commentary\" )? ( \" \" \"<|constrain|>\"? \"json\" )? \"{MESSAGE}\"\n"
         )
     }
 

@@ -33,7 +33,7 @@ impl Format for Kimi {
         let call = tools.alternatives(|name, args| {
             format!(r#""functions.{name}:" [0-9]{{1,3}} "{ARGS}" {args}"#)
         });
-        format!("root ::= \"{SECTION}\" ( \"{CALL}\" {call} \"{CALL_END}\" )+ \"{SECTION_END}\"\n")
+        format!("root ::= \"{SECTION}\" \"{CALL}\" {call} \"{CALL_END}\" \"{SECTION_END}\"\n")
     }
 
     fn parse(&self, section: &str, tools: &[ToolSpec], ids: &mut Ids) -> Calls {

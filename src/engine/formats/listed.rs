@@ -63,7 +63,7 @@ impl Format for Listed {
             .map(|c| format!(" space \"{c}\""))
             .unwrap_or_default();
         format!(
-            "root ::= \"{}\" space \"[\" space {call} ( space \",\" space {call} )* space \"]\"{close}\n",
+            "root ::= \"{}\" space \"[\" space {call} space \"]\"{close}\n",
             self.open[0]
         )
     }

@@ -25,7 +25,7 @@ impl Format for Llama3 {
         Syntax {
             reasoning: None,
             calls: &[PYTHON_TAG],
-            calls_at_start: &["{\""],
+            calls_at_start: &["{"],
             call_end: None,
             strip: &[],
             special_tokens: true,

@@ -49,16 +49,14 @@ impl Format for Mistral {
             let call = tools.alternatives(|name, args| {
                 format!(r#""{name}" ( "{CALL_ID}" [a-zA-Z0-9]{{9}} )? "{ARGS}" {args}"#)
             });
-            format!("root ::= \"{CALLS}\" {call} ( \"{CALLS}\" {call} )*\n")
+            format!("root ::= \"{CALLS}\" {call}\n")
         } else {
             let call = tools.alternatives(|name, args| {
                 format!(
                     r#""{{" space "\"name\"" space ":" space "\"{name}\"" space "," space "\"arguments\"" space ":" space {args} ( space "," space "\"id\"" space ":" space "\"" [a-zA-Z0-9]{{9}} "\"" )? space "}}""#
                 )
             });
-            format!(
-                "root ::= \"{CALLS}\" space \"[\" space {call} ( space \",\" space {call} )* space \"]\"\n"
-            )
+            format!("root ::= \"{CALLS}\" space \"[\" space {call} space \"]\"\n")
         }
     }
 

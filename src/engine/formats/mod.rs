@@ -74,7 +74,9 @@ pub trait Format: Send + Sync {
     fn syntax(&self) -> Syntax;
 
     /// GBNF rules for one call section, rooted at `root`, over the
-    /// arguments' rules in `tools` (which the caller appends).
+    /// arguments' rules in `tools` (which the caller appends). One call per
+    /// reply, as hearth's own protocol asks: a small model left to list
+    /// calls fills the reply with them.
     fn grammar(&self, tools: &ToolRules) -> String;
 
     /// Regexes that wake the lazy grammar (llama.cpp starts it at the first

@@ -1,0 +1,191 @@
+//! Each model family's call grammar, on the real default model's
+//! tokenizer (SmolLM2-135M): it takes the family's calls and refuses a call
+//! to a tool that is not offered; and with a family's format forced on
+//! SmolLM2 and a call required, the calls it writes parse.
+//!
+//! llama.cpp allows one backend per process, so these tests take turns
+//! through a lock.
+
+mod common;
+
+use std::sync::{Mutex, MutexGuard};
+
+use hearth::chat::{ChatMessage, ChatRequest, SamplingParams, ToolChoice, ToolSpec};
+use hearth::config::{GpuLayers, ModelFamily};
+use hearth::engine::{Engine, EngineSettings};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+static ENGINE_LOCK: Mutex<()> = Mutex::new(());
+
+fn lock() -> MutexGuard<'static, ()> {
+    ENGINE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn start(tool_format: Option<ModelFamily>) -> Engine {
+    Engine::start(
+        EngineSettings {
+            model_path: common::model(common::SMOLLM2),
+            chat_template: None,
+            tool_format,
+            context_size: 1024,
+            threads: 0,
+            batch_size: 512,
+            flash_attention: false,
+            gpu_layers: GpuLayers::Auto,
+            slots: 1,
+            ram_cache_bytes: 1 << 28,
+            disk_cache_bytes: 0,
+            kv_dir: None,
+            prompt_cache: true,
+        },
+        None,
+    )
+    .expect("engine starts")
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "get_weather".into(),
+            description: "The weather in a city".into(),
+            parameters: json!({"type": "object", "properties": {
+                "city": {"type": "string"}, "days": {"type": "integer"}
+            }, "required": ["city"]}),
+        },
+        ToolSpec {
+            name: "note".into(),
+            description: "Keeps a note".into(),
+            parameters: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        },
+    ]
+}
+
+/// A call to `get_weather` as each family's models write it.
+fn call(family: ModelFamily) -> &'static str {
+    match family {
+        ModelFamily::Xml | ModelFamily::Hermes => {
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>"
+        }
+        ModelFamily::Llama3 => "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+        ModelFamily::Mistral => {
+            "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"abc123DEF\"}]"
+        }
+        ModelFamily::MistralV7 => "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
+        ModelFamily::Harmony => {
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}"
+        }
+        ModelFamily::DeepSeek => {
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+        }
+        ModelFamily::CommandR => {
+            "<|START_ACTION|>[\n    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n]<|END_ACTION|>"
+        }
+        ModelFamily::Phi4 => {
+            "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]<|/tool_call|>"
+        }
+        ModelFamily::Granite => {
+            "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"
+        }
+        ModelFamily::Nemotron => {
+            "<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]</TOOLCALL>"
+        }
+        ModelFamily::Gemma4 => {
+            "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2}<tool_call|>"
+        }
+        ModelFamily::Glm => {
+            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+        }
+        ModelFamily::Kimi => {
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|><|tool_calls_section_end|>"
+        }
+    }
+}
+
+#[test]
+fn each_family_grammar_takes_its_calls_and_refuses_an_unknown_tool() {
+    let _guard = lock();
+    let engine = start(None);
+    let tools = tools();
+    let mut failed = Vec::new();
+    for family in ModelFamily::ALL {
+        let good = call(family);
+        if !engine.grammar_accepts(family, &tools, good).unwrap() {
+            failed.push(format!("{family:?} refuses its own call: {good}"));
+        }
+        let unknown = good.replace("get_weather", "delete_all");
+        if engine.grammar_accepts(family, &tools, &unknown).unwrap() {
+            failed.push(format!("{family:?} takes a call to an unknown tool"));
+        }
+        // A call cut short is not a whole call.
+        let cut: String = good.chars().take(good.chars().count() - 3).collect();
+        if engine.grammar_accepts(family, &tools, &cut).unwrap() {
+            failed.push(format!("{family:?} takes a call cut short: {cut}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// `n` replies with a call required, in `family`'s format forced on
+/// SmolLM2; returns how many parsed into exactly one valid call.
+fn forced_calls(family: ModelFamily, n: usize) -> (usize, Vec<String>) {
+    let engine = start(Some(family));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let cities = ["Paris", "Oslo", "Lima", "Rome", "Cairo"];
+    let mut parsed = 0;
+    let mut problems = Vec::new();
+    for i in 0..n {
+        let mut request = ChatRequest::new(
+            format!("forced-{i}"),
+            vec![ChatMessage::user(format!(
+                "What's the weather like in {}?",
+                cities[i % cities.len()]
+            ))],
+            SamplingParams {
+                temperature: 0.8,
+                seed: Some(i as u32),
+                // Room for the longest call the grammar allows: strings
+                // are bounded at 256 characters.
+                ..SamplingParams::greedy(400)
+            },
+        );
+        request.tools = tools();
+        request.tool_choice = ToolChoice::Required;
+        let reply = runtime
+            .block_on(
+                engine
+                    .submit(request, CancellationToken::new())
+                    .collect_with(|_| {}),
+            )
+            .expect("reply");
+        if reply.tool_calls.len() == 1 && reply.malformed.is_empty() {
+            parsed += 1;
+        } else {
+            problems.push(format!("{reply:?}"));
+        }
+    }
+    (parsed, problems)
+}
+
+#[test]
+fn smollm2_forced_to_llama3_format_writes_20_of_20_calls_that_parse() {
+    let _guard = lock();
+    let (parsed, problems) = forced_calls(ModelFamily::Llama3, 20);
+    assert_eq!(parsed, 20, "{}", problems.join("\n"));
+}
+
+#[test]
+fn smollm2_forced_to_every_family_format_writes_calls_that_parse() {
+    let _guard = lock();
+    let mut failed = Vec::new();
+    for family in ModelFamily::ALL {
+        let (parsed, problems) = forced_calls(family, 3);
+        if parsed != 3 {
+            failed.push(format!("{family:?}: {parsed}/3 {}", problems.join("\n")));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
