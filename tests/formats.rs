@@ -22,26 +22,26 @@ fn lock() -> MutexGuard<'static, ()> {
     ENGINE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn settings_for(tool_format: Option<ModelFamily>) -> EngineSettings {
+    EngineSettings {
+        model_path: common::model(common::SMOLLM2),
+        chat_template: None,
+        tool_format,
+        context_size: 1024,
+        threads: 0,
+        batch_size: 512,
+        flash_attention: false,
+        gpu_layers: GpuLayers::Auto,
+        slots: 1,
+        ram_cache_bytes: 1 << 28,
+        disk_cache_bytes: 0,
+        kv_dir: None,
+        prompt_cache: true,
+    }
+}
+
 fn start(tool_format: Option<ModelFamily>) -> Engine {
-    Engine::start(
-        EngineSettings {
-            model_path: common::model(common::SMOLLM2),
-            chat_template: None,
-            tool_format,
-            context_size: 1024,
-            threads: 0,
-            batch_size: 512,
-            flash_attention: false,
-            gpu_layers: GpuLayers::Auto,
-            slots: 1,
-            ram_cache_bytes: 1 << 28,
-            disk_cache_bytes: 0,
-            kv_dir: None,
-            prompt_cache: true,
-        },
-        None,
-    )
-    .expect("engine starts")
+    Engine::start(settings_for(tool_format), None).expect("engine starts")
 }
 
 fn tools() -> Vec<ToolSpec> {
@@ -188,4 +188,75 @@ fn smollm2_forced_to_every_family_format_writes_calls_that_parse() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// A template that opens `<think>` for the model, as QwQ and R1 do: with a
+/// reasoning budget of 3 tokens the engine closes the reasoning itself and
+/// the model answers within `max_tokens`, instead of reasoning to the end.
+#[test]
+fn a_reasoning_budget_closes_the_reasoning_so_the_model_answers() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("thinks.jinja");
+    std::fs::write(
+        &template,
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}",
+    )
+    .unwrap();
+    let engine = Engine::start(
+        EngineSettings {
+            chat_template: Some(template.display().to_string()),
+            tool_format: Some(ModelFamily::Hermes),
+            ..settings_for(None)
+        },
+        None,
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut request = ChatRequest::new(
+        "thinks",
+        vec![ChatMessage::user("What is the capital of France?")],
+        SamplingParams {
+            max_reasoning_tokens: 3,
+            ..SamplingParams::greedy(80)
+        },
+    );
+    request.tools = Vec::new();
+    let reply = runtime
+        .block_on(
+            engine
+                .submit(request, CancellationToken::new())
+                .collect_with(|_| {}),
+        )
+        .unwrap();
+    assert!(!reply.reasoning.trim().is_empty(), "{reply:?}");
+    assert!(
+        !reply.text.trim().is_empty(),
+        "no answer after the reasoning: {reply:?}"
+    );
+    assert!(!reply.text.contains("<think>") && !reply.text.contains("</think>"));
+    assert!(reply.usage.completion_tokens <= 80, "{reply:?}");
+    // The control: left to itself (a budget past where it stops), this
+    // model ends its reply inside the block, and there is no answer.
+    let mut request = ChatRequest::new(
+        "thinks-unbounded",
+        vec![ChatMessage::user("What is the capital of France?")],
+        SamplingParams {
+            max_reasoning_tokens: 50,
+            ..SamplingParams::greedy(80)
+        },
+    );
+    request.tools = Vec::new();
+    let unbounded = runtime
+        .block_on(
+            engine
+                .submit(request, CancellationToken::new())
+                .collect_with(|_| {}),
+        )
+        .unwrap();
+    assert!(unbounded.text.trim().is_empty(), "{unbounded:?}");
+    assert!(!unbounded.reasoning.trim().is_empty(), "{unbounded:?}");
 }

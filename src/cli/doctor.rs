@@ -56,6 +56,29 @@ fn cloud_line(config: &Config) -> String {
     )
 }
 
+/// The model family hearth speaks with this model, and why.
+fn format_line(config: &Config, from_model: Option<&str>) -> String {
+    use crate::engine::formats::{ModelFamily, detect::detect};
+    let reasoning = config.generation.reasoning.as_str();
+    if let Some(family) = config.model.tool_format {
+        return format!(
+            "tool format {} (set by [model] tool_format); reasoning {reasoning}",
+            family.name()
+        );
+    }
+    let source = crate::engine::template::choose(config.model.chat_template.as_deref(), from_model);
+    match source.map(|(text, _)| detect(&text)) {
+        Ok(ModelFamily::Xml) => format!(
+            "tool format xml: the template declares no tools in a format hearth knows, so the system prompt teaches <tool_call>; reasoning {reasoning}"
+        ),
+        Ok(family) => format!(
+            "tool format {} (recognised from the template's markers; tools go through the template); reasoning {reasoning}",
+            family.name()
+        ),
+        Err(e) => format!("tool format unknown: {e}"),
+    }
+}
+
 pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Result<ExitCode> {
     let mut report = Report { failed: false };
     let hw = tokio::task::spawn_blocking(Hardware::detect).await?;
@@ -200,6 +223,7 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             if !ok {
                 return Ok(ExitCode::FAILURE);
             }
+            report.info("format", format_line(&config, meta.chat_template()));
         }
         Err(e) => {
             report.line("model", false, e.to_string());

@@ -2,6 +2,7 @@
 
 mod ask;
 pub mod bench;
+mod bench_template;
 mod chat;
 mod config_check;
 mod conversation;
@@ -71,6 +72,10 @@ pub enum Command {
         /// Only prompt and decode speed (for interleaving with llama-bench).
         #[arg(long)]
         speed_only: bool,
+        /// Instead: how much of each turn's prompt the KV cache reuses under
+        /// a chat template (a .jinja file, or a folder of them).
+        #[arg(long, value_name = "FILE")]
+        template: Option<PathBuf>,
     },
     /// The agent's tools, by hand, under the configured policy.
     Tools {
@@ -191,10 +196,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             logging::init(cli.verbose, &config.log_level);
             chat::run(&config, &env, session).await
         }
-        Command::Bench { json, speed_only } => {
+        Command::Bench {
+            json,
+            speed_only,
+            template,
+        } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
-            bench::run(&config, &json, speed_only).await
+            match template {
+                Some(path) => bench_template::run(&config, &path).await,
+                None => bench::run(&config, &json, speed_only).await,
+            }
         }
         Command::Daemon => {
             let config = Config::load(cli.config.as_deref(), &env)?;

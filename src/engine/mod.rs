@@ -193,6 +193,19 @@ impl Engine {
         sampling::grammar_accepts(model, formats::format(family), tools, text)
     }
 
+    /// The tokens of `text` (special tokens parsed, no BOS added).
+    pub fn tokens(&self, text: &str) -> Option<Vec<i32>> {
+        let model = self.model.as_ref()?;
+        Some(
+            model
+                .vocab()
+                .tokenize(text.as_bytes(), false, true)
+                .into_iter()
+                .map(|t| t.0)
+                .collect(),
+        )
+    }
+
     /// Queues a request; its reply streams back on the returned stream.
     pub fn submit(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let (events, rx) = mpsc::channel(256);
