@@ -201,12 +201,7 @@ impl<'m> Generator<'m> {
                 {
                     // The reasoning is closed for the model, which answers.
                     tracing::info!(reasoned, "reasoning budget spent; closed");
-                    batch.clear();
-                    batch
-                        .add(token, cached_len(cache, seq) as i32, &[seq as i32], true)
-                        .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
-                    decode(ctx, cache.tokens_mut(seq), seq, &mut batch)?;
-                    cache.tokens_mut(seq).push(token);
+                    append(ctx, cache, seq, &mut batch, token)?;
                     for forced in vocab.tokenize(close.as_bytes(), false, true) {
                         generated.push(forced);
                         let piece =
@@ -214,12 +209,7 @@ impl<'m> Generator<'m> {
                         for part in filter.push(&piece) {
                             self.forward(part, tools, &mut ids, &mut outbox)?;
                         }
-                        batch.clear();
-                        batch
-                            .add(forced, cached_len(cache, seq) as i32, &[seq as i32], true)
-                            .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
-                        decode(ctx, cache.tokens_mut(seq), seq, &mut batch)?;
-                        cache.tokens_mut(seq).push(forced);
+                        append(ctx, cache, seq, &mut batch, forced)?;
                     }
                     reasoned = 0;
                     logits_at = 0;
@@ -230,12 +220,7 @@ impl<'m> Generator<'m> {
                 tracing::info!(tokens = generated.len(), "reply was looping; stopped");
                 break FinishReason::Repetition;
             }
-            batch.clear();
-            batch
-                .add(token, cached_len(cache, seq) as i32, &[seq as i32], true)
-                .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
-            decode(ctx, cache.tokens_mut(seq), seq, &mut batch)?;
-            cache.tokens_mut(seq).push(token);
+            append(ctx, cache, seq, &mut batch, token)?;
             logits_at = 0;
         };
         let rest = text.finish();
@@ -352,8 +337,22 @@ fn reasoning_budget(sampling: &crate::chat::SamplingParams, budget: usize) -> us
     }
 }
 
-fn cached_len(cache: &mut SeqCache, seq: usize) -> usize {
-    cache.tokens_mut(seq).len()
+/// Decodes one token at the end of sequence `seq` and keeps it there.
+fn append(
+    ctx: &mut LlamaContext<'_>,
+    cache: &mut SeqCache,
+    seq: usize,
+    batch: &mut LlamaBatch,
+    token: LlamaToken,
+) -> Result<(), Stop> {
+    let at = cache.tokens_mut(seq).len() as i32;
+    batch.clear();
+    batch
+        .add(token, at, &[seq as i32], true)
+        .map_err(|e| ProviderError::Failed(format!("batch: {e}")))?;
+    decode(ctx, cache.tokens_mut(seq), seq, batch)?;
+    cache.tokens_mut(seq).push(token);
+    Ok(())
 }
 
 fn decode(

@@ -394,7 +394,7 @@ mod tests {
         assert!(!t.folds_system());
         assert_eq!(
             t.render(
-                &[ChatMessage::user("  hi  "), ChatMessage::user("no")],
+                &[ChatMessage::user("  hi  "), ChatMessage::assistant("no")],
                 false
             )
             .unwrap(),
