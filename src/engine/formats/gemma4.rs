@@ -70,6 +70,7 @@ impl Format for Gemma4 {
         let name = body[..brace].trim();
         let mut reader = Reader {
             text: &body[brace..],
+            depth: 0,
         };
         match reader.value() {
             Some(arguments @ Value::Object(_)) => {
@@ -127,13 +128,29 @@ impl Format for Gemma4 {
     }
 }
 
+/// How deep arguments may nest: as deep as serde_json reads JSON. A model
+/// output of nothing but `{` must not run the reader out of stack.
+const MAX_DEPTH: usize = 128;
+
 /// Reads Gemma's argument notation into JSON.
 struct Reader<'t> {
     text: &'t str,
+    depth: usize,
 }
 
 impl Reader<'_> {
     fn value(&mut self) -> Option<Value> {
+        self.depth += 1;
+        let value = if self.depth > MAX_DEPTH {
+            None
+        } else {
+            self.one()
+        };
+        self.depth -= 1;
+        value
+    }
+
+    fn one(&mut self) -> Option<Value> {
         self.text = self.text.trim_start();
         if let Some(rest) = self.text.strip_prefix(QUOTE) {
             let end = rest.find(QUOTE)?;

@@ -8,7 +8,6 @@
 //! ends one message. The template takes one call per assistant turn and
 //! names a result's tool from the call before it.
 
-use regex::Regex;
 use serde_json::Value;
 
 use super::grammar::ToolRules;
@@ -103,8 +102,11 @@ impl Format for Harmony {
 
 /// The tool a header addresses: `to=functions.NAME`.
 fn recipient(header: &str) -> Option<String> {
-    let re = Regex::new(r"to=functions\.([A-Za-z0-9_.\-]+)").ok()?;
-    re.captures(header).map(|c| c[1].to_string())
+    let after = &header[header.find(RECIPIENT)? + RECIPIENT.len()..];
+    let end = after
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+        .unwrap_or(after.len());
+    (end > 0).then(|| after[..end].to_string())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
