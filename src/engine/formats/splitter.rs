@@ -96,6 +96,8 @@ pub struct Marked {
     /// Whether anything but whitespace has been answered yet.
     answered: bool,
     section: String,
+    /// How far the open section has been searched for its closing marker.
+    scan: Scan,
 }
 
 impl Marked {
@@ -131,6 +133,7 @@ impl Marked {
             content_markers,
             answered: false,
             section: String::new(),
+            scan: Scan::default(),
         }
     }
 
@@ -149,7 +152,7 @@ impl Marked {
                         return out;
                     };
                     self.section.push_str(&std::mem::take(&mut self.pending));
-                    let Some(at) = outside_strings(&self.section, end) else {
+                    let Some(at) = self.scan.find(&self.section, end) else {
                         return out;
                     };
                     self.pending = self.section.split_off(at + end.len());
@@ -195,6 +198,7 @@ impl Marked {
                         Cue::Think => self.mode = Mode::Reasoning,
                         Cue::Call | Cue::CallAtStart => {
                             self.section = marker;
+                            self.scan = Scan::default();
                             self.mode = Mode::Call;
                         }
                         Cue::Strip => {}
@@ -283,24 +287,43 @@ fn emit(mode: Mode, text: String, out: &mut Vec<Piece>) {
     }
 }
 
-/// Where `marker` first occurs outside a JSON string in `text`.
-pub fn outside_strings(text: &str, marker: &str) -> Option<usize> {
-    let (mut in_string, mut escaped) = (false, false);
-    for (i, c) in text.char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
+/// A search for a marker outside JSON strings in text that grows, resumed
+/// where the last one stopped, so a long call costs one pass, not one per
+/// token.
+#[derive(Debug, Default)]
+struct Scan {
+    at: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Scan {
+    /// Where `marker` first occurs outside a JSON string in `text`, which
+    /// holds the text of earlier calls and more.
+    fn find(&mut self, text: &str, marker: &str) -> Option<usize> {
+        for (i, c) in text[self.at..].char_indices() {
+            let i = self.at + i;
+            if self.in_string {
+                match c {
+                    _ if self.escaped => self.escaped = false,
+                    '\\' => self.escaped = true,
+                    '"' => self.in_string = false,
+                    _ => {}
+                }
+            } else if c == '"' {
+                self.in_string = true;
+            } else if text[i..].starts_with(marker) {
+                self.at = i;
+                return Some(i);
+            } else if marker.starts_with(&text[i..]) {
+                // Perhaps the marker's head: look again when more comes.
+                self.at = i;
+                return None;
             }
-        } else if c == '"' {
-            in_string = true;
-        } else if text[i..].starts_with(marker) {
-            return Some(i);
         }
+        self.at = text.len();
+        None
     }
-    None
 }
 
 /// The length of the longest tail of `text` that is a proper prefix of a
