@@ -37,6 +37,7 @@ fn settings_for(tool_format: Option<ModelFamily>) -> EngineSettings {
         disk_cache_bytes: 0,
         kv_dir: None,
         prompt_cache: true,
+        reuse_min_chunk: 16,
     }
 }
 

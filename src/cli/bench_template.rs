@@ -2,14 +2,15 @@
 //! cache can reuse under a chat template.
 //!
 //! The engine keeps a conversation's tokens as they were: the last prompt
-//! and the reply generated after it. The next turn decodes only what comes
-//! after the longest common prefix with its new prompt. A template that
-//! moves text between turns (Mistral Nemo puts the system text in the last
-//! user turn) shrinks that prefix. For each template (a file, or every
+//! and the reply generated after it. The next turn keeps the longest common
+//! prefix with its new prompt, and runs of cached tokens a template moved
+//! ([`crate::engine::reuse`]; Mistral Nemo puts the system text and the
+//! tools in the last user turn). For each template (a file, or every
 //! `.jinja` in a folder) this renders a four-turn conversation the way the
 //! engine does (hearth's system prompt, the tools in the family's format)
-//! and reports, per turn, the prompt's tokens and how many are reused, with
-//! the configured model's tokenizer. Nothing is decoded.
+//! and reports, per turn, the prompt's tokens, how many are kept, and how
+//! many the common prefix alone would keep, with the configured model's
+//! tokenizer and its `reuse_min_chunk`. Nothing is decoded.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,7 +20,7 @@ use crate::chat::{ChatMessage, Reasoning};
 use crate::config::Config;
 use crate::engine::formats::{self, ModelFamily, detect::detect};
 use crate::engine::template::{ChatTemplate, Turn};
-use crate::engine::{Engine, EngineSettings};
+use crate::engine::{Engine, EngineSettings, reuse};
 use crate::tools::ToolRegistry;
 
 const TURNS: [(&str, &str); 4] = [
@@ -36,31 +37,37 @@ pub async fn run(config: &Config, path: &Path) -> anyhow::Result<ExitCode> {
     let files = templates(path)?;
     let settings = EngineSettings::from_config(config)?;
     let engine = tokio::task::spawn_blocking(move || Engine::start(settings, None)).await??;
+    let min_chunk = engine.info().reuse_min_chunk as usize;
     println!(
-        "Prompt reuse per turn with {}'s tokenizer (tokens reused / prompt tokens):\n",
+        "Prompt reuse per turn with {}'s tokenizer (tokens kept / prompt tokens, \
+         moved runs of {min_chunk}+ tokens; the common prefix alone in brackets):\n",
         engine.info().path.display()
     );
     println!(
-        "{:<48} {:<11} turn 2            turn 3            turn 4",
-        "template", "family"
+        "{:<44} {:<10} {:<24} {:<24} turn 4",
+        "template", "family", "turn 2", "turn 3"
     );
     let mut failed = false;
     for file in files {
         let name = file
             .file_stem()
             .map_or(String::new(), |s| s.to_string_lossy().into_owned());
-        match reuse(&engine, &file) {
+        match reuse(&engine, &file, min_chunk) {
             Ok((family, turns)) => {
+                let pct = |n: usize, total: usize| 100.0 * n as f64 / total as f64;
                 let cells: Vec<String> = turns
                     .iter()
-                    .map(|(kept, total)| {
+                    .map(|t| {
                         format!(
-                            "{kept:>4}/{total:<4} {:>5.1}%",
-                            100.0 * *kept as f64 / *total as f64
+                            "{:>4}/{:<4} {:>5.1}% ({:>3.0}%)",
+                            t.kept,
+                            t.total,
+                            pct(t.kept, t.total),
+                            pct(t.prefix, t.total)
                         )
                     })
                     .collect();
-                println!("{name:<48} {:<11} {}", family.name(), cells.join("  "));
+                println!("{name:<44} {:<10} {}", family.name(), cells.join("  "));
             }
             Err(e) => {
                 failed = true;
@@ -90,8 +97,20 @@ fn templates(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-/// The family, and for turns 2 to 4 the tokens reused and the prompt's.
-fn reuse(engine: &Engine, file: &Path) -> anyhow::Result<(ModelFamily, Vec<(usize, usize)>)> {
+/// One turn's prompt: its tokens, those kept, and those the common prefix
+/// alone keeps.
+struct Kept {
+    total: usize,
+    kept: usize,
+    prefix: usize,
+}
+
+/// The family, and what turns 2 to 4 keep.
+fn reuse(
+    engine: &Engine,
+    file: &Path,
+    min_chunk: usize,
+) -> anyhow::Result<(ModelFamily, Vec<Kept>)> {
     let source = std::fs::read_to_string(file)?;
     let family = detect(&source);
     let template = ChatTemplate::new(source, file.display().to_string(), "", "")?;
@@ -124,13 +143,17 @@ fn reuse(engine: &Engine, file: &Path) -> anyhow::Result<(ModelFamily, Vec<(usiz
         })?;
         let now = tokens(&prompt);
         if i > 0 {
-            let kept = cached.iter().zip(&now).take_while(|(a, b)| a == b).count();
-            out.push((kept, now.len()));
+            out.push(Kept {
+                total: now.len(),
+                kept: reuse::plan(&cached, &now, min_chunk).kept(),
+                prefix: reuse::plan(&cached, &now, 0).kept(),
+            });
         }
-        // What the sequence holds after the reply: the prompt, then the
-        // answer's tokens as generated.
+        // What the sequence holds after the reply: the prompt, the
+        // answer's tokens as generated, and the end-of-turn token.
         cached = now;
         cached.extend(tokens(answer));
+        cached.extend(engine.end_of_turn());
         messages.push(ChatMessage::assistant(*answer));
     }
     Ok((family, out))

@@ -199,15 +199,18 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
     match model_file::inspect(&path) {
         Ok(meta) => {
             let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            let template = match (&config.model.chat_template, meta.chat_template()) {
+            let tool_use = meta.chat_template_for_tools() != meta.chat_template();
+            let template = match (&config.model.chat_template, meta.chat_template_for_tools()) {
                 (Some(t), _) => format!("template `{t}` from config"),
+                (None, Some(_)) if tool_use => "the model's tool_use template".to_string(),
                 (None, Some(_)) => "template from the model".to_string(),
                 (None, None) => {
                     "no chat template; fix: set `[model] chat_template` (chatml, gemma, llama3)"
                         .to_string()
                 }
             };
-            let ok = config.model.chat_template.is_some() || meta.chat_template().is_some();
+            let ok =
+                config.model.chat_template.is_some() || meta.chat_template_for_tools().is_some();
             report.line(
                 "model",
                 ok,
@@ -223,7 +226,10 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             if !ok {
                 return Ok(ExitCode::FAILURE);
             }
-            report.info("format", format_line(&config, meta.chat_template()));
+            report.info(
+                "format",
+                format_line(&config, meta.chat_template_for_tools()),
+            );
         }
         Err(e) => {
             report.line("model", false, e.to_string());

@@ -109,6 +109,10 @@ pub struct EngineConfig {
     pub disk_cache_mb: u64,
     /// Reuse the cached prefix of a conversation (off only to measure).
     pub prompt_cache: bool,
+    /// Shortest run of cached tokens moved to where a template put it
+    /// (Mistral writes the system text into the last user turn); 0 keeps
+    /// only the common prefix.
+    pub reuse_min_chunk: u32,
 }
 
 impl Default for EngineConfig {
@@ -118,6 +122,7 @@ impl Default for EngineConfig {
             ram_cache_mb: 1024,
             disk_cache_mb: 4096,
             prompt_cache: true,
+            reuse_min_chunk: 16,
         }
     }
 }
@@ -275,6 +280,7 @@ impl Config {
             ram_cache_mb: e.ram_cache_mb.unwrap_or(de.ram_cache_mb),
             disk_cache_mb: e.disk_cache_mb.unwrap_or(de.disk_cache_mb),
             prompt_cache: e.prompt_cache.unwrap_or(de.prompt_cache),
+            reuse_min_chunk: e.reuse_min_chunk.unwrap_or(de.reuse_min_chunk),
         };
         if !(1..=64).contains(&engine.slots) {
             return Err(ConfigError::invalid(

@@ -55,6 +55,7 @@ pub struct RawEngine {
     pub ram_cache_mb: Option<u64>,
     pub disk_cache_mb: Option<u64>,
     pub prompt_cache: Option<bool>,
+    pub reuse_min_chunk: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

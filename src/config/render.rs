@@ -40,8 +40,8 @@ impl Config {
         let e = &self.engine;
         let _ = writeln!(
             out,
-            "[engine]\nslots = {}\nram_cache_mb = {}\ndisk_cache_mb = {}\nprompt_cache = {}\n",
-            e.slots, e.ram_cache_mb, e.disk_cache_mb, e.prompt_cache
+            "[engine]\nslots = {}\nram_cache_mb = {}\ndisk_cache_mb = {}\nprompt_cache = {}\nreuse_min_chunk = {}\n",
+            e.slots, e.ram_cache_mb, e.disk_cache_mb, e.prompt_cache, e.reuse_min_chunk
         );
         let a = &self.agent;
         let autonomy = match a.autonomy {

@@ -1,9 +1,10 @@
 //! One reply: render the prompt, decode what is new, sample until done.
 //!
 //! The conversation's sequence already holds the tokens of its last turn
-//! (see [`super::cache`]). Only the tokens after the longest common prefix
-//! with the new prompt are decoded, in `n_batch` chunks. Generated tokens
-//! stay in the sequence as sampled, so the next turn finds them.
+//! (see [`super::cache`]). What the new prompt can keep of them (the common
+//! prefix, and runs a template moved, see [`reuse`]) stays; the rest is
+//! decoded, in `n_batch` chunks. Generated tokens stay in the sequence as
+//! sampled, followed by the end-of-turn token, so the next turn finds them.
 
 use std::time::Instant;
 
@@ -14,7 +15,9 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc::Sender;
 use tokio_util::sync::CancellationToken;
 
-use super::cache::SeqCache;
+use super::cache::reuse::{self, Plan};
+use super::cache::{SeqCache, arrange};
+use super::control::ControlTexts;
 use super::formats::{Format, Ids, ModelFamily, Piece};
 use super::outbox::{Gone, Outbox};
 use super::template::{ChatTemplate, Turn};
@@ -28,9 +31,21 @@ pub(super) struct Generator<'m> {
     /// The model family's way of calling tools and reasoning.
     format: &'static dyn Format,
     n_batch: usize,
-    /// Whether cached prefixes are reused (off only for benchmarks).
-    reuse: bool,
+    reuse: Reuse,
     bos_text: String,
+    /// The model's control-token texts, defused inside messages.
+    control: ControlTexts,
+}
+
+/// How much of a conversation's cached tokens a new prompt may keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reuse {
+    /// Nothing: every prompt is read whole (only to measure the cache).
+    Off,
+    /// The common prefix (models whose cached cells cannot move).
+    Prefix,
+    /// The prefix and moved runs of at least `min_chunk` tokens.
+    Moved { min_chunk: usize },
 }
 
 /// Why a reply ended early: an error, or the caller stopped listening.
@@ -57,7 +72,7 @@ impl<'m> Generator<'m> {
         template: &'m ChatTemplate,
         format: &'static dyn Format,
         n_batch: usize,
-        reuse: bool,
+        reuse: Reuse,
     ) -> Self {
         let vocab = model.vocab();
         let bos_text =
@@ -69,6 +84,7 @@ impl<'m> Generator<'m> {
             n_batch: n_batch.max(1),
             reuse,
             bos_text,
+            control: ControlTexts::of(model),
         }
     }
 
@@ -79,12 +95,22 @@ impl<'m> Generator<'m> {
             cancel,
             events,
         } = job;
-        let closing = match self.run(ctx, cache, &request, &cancel, &events) {
+        let mut ended = None;
+        let closing = match self.run(ctx, cache, &request, &cancel, &events, &mut ended) {
             Ok((usage, finish)) => StreamEvent::Done { usage, finish },
             Err(Stop::Error(e)) => StreamEvent::Error(e),
             Err(Stop::Gone) => return,
         };
         let _ = events.blocking_send(closing);
+        // The template writes the end-of-turn token after the reply in the
+        // next prompt; in the sequence it keeps the runs after it reusable.
+        // Decoded once the caller has its answer.
+        if let Some((seq, token)) = ended {
+            let mut batch = LlamaBatch::new(1, 1);
+            if let Err(Stop::Error(e)) = append(ctx, cache, seq, &mut batch, token) {
+                tracing::debug!("end-of-turn token not kept: {e}");
+            }
+        }
     }
 
     fn run(
@@ -94,6 +120,7 @@ impl<'m> Generator<'m> {
         request: &ChatRequest,
         cancel: &CancellationToken,
         events: &Sender<StreamEvent>,
+        ended: &mut Option<(usize, LlamaToken)>,
     ) -> Result<(Usage, FinishReason), Stop> {
         let mut usage = Usage::default();
         if cancel.is_cancelled() {
@@ -113,11 +140,12 @@ impl<'m> Generator<'m> {
         // A known family gets the tools through its template; under
         // hearth's own protocol the system prompt describes them.
         let native = format.family() != ModelFamily::Xml;
+        let messages = self.control.messages(&request.messages);
         let prompt = self
             .template
             .render_turn(&Turn {
                 format,
-                messages: &request.messages,
+                messages: &messages,
                 tools: if native { tools } else { &[] },
                 reasoning: request.sampling.reasoning,
                 add_generation_prompt: true,
@@ -185,6 +213,7 @@ impl<'m> Generator<'m> {
             // included); accepting it again would corrupt the grammar.
             let token = sampler.pick(ctx, logits_at);
             if vocab.is_eog(token) {
+                *ended = Some((seq, token));
                 break FinishReason::Stop;
             }
             generated.push(token);
@@ -281,32 +310,37 @@ impl<'m> Generator<'m> {
         tokens: &[LlamaToken],
         cancel: &CancellationToken,
     ) -> Result<Option<(usize, i32)>, Stop> {
-        let mut keep = if self.reuse {
-            common_prefix(cached, tokens)
-        } else {
-            0
+        let plan = match self.reuse {
+            Reuse::Off => Plan::default(),
+            Reuse::Prefix => reuse::plan(cached, tokens, 0),
+            Reuse::Moved { min_chunk } => reuse::plan(cached, tokens, min_chunk),
         };
-        if keep == tokens.len() {
-            // All cached, but the last token must be decoded again for logits.
-            keep -= 1;
-        }
-        let removed = ctx
-            .clear_kv_cache_seq(Some(seq as u32), Some(keep as u32), None)
-            .unwrap_or(false);
-        if !removed {
+        let (mut keep, mut covered) = (plan.kept(), plan.covered());
+        if !arrange(ctx, seq, &plan, tokens, cached.len(), self.n_batch) {
             tracing::debug!(
                 seq,
                 keep,
-                "partial KV removal refused; clearing the sequence"
+                "KV removal or move refused; clearing the sequence"
             );
             let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
-            keep = 0;
+            (keep, covered) = (0, 0);
         }
-        cached.truncate(keep);
+        if !plan.moves.is_empty() && keep > 0 {
+            tracing::debug!(
+                seq,
+                prefix = plan.prefix,
+                moved = keep - plan.prefix,
+                runs = plan.moves.len(),
+                read_between = covered - keep,
+                "cached runs moved to where the template put them"
+            );
+        }
+        cached.clear();
+        cached.extend_from_slice(&tokens[..covered]);
 
         let mut batch = LlamaBatch::new(self.n_batch, 1);
         let mut last = 0;
-        for chunk in tokens[keep..].chunks(self.n_batch) {
+        for chunk in tokens[covered..].chunks(self.n_batch) {
             if cancel.is_cancelled() {
                 return Ok(None);
             }
@@ -369,8 +403,4 @@ fn decode(
             "llama.cpp decode failed: {e}"
         )))
     })
-}
-
-fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

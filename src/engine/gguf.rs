@@ -116,6 +116,16 @@ impl GgufMetadata {
             .filter(|t| !t.trim().is_empty())
     }
 
+    /// The template to render conversations with tools: the one the model
+    /// names for tool use (`tokenizer.chat_template.tool_use`, as Hermes 3
+    /// and Command R ship beside a default that ignores tools), else its
+    /// own. hearth always offers tools.
+    pub fn chat_template_for_tools(&self) -> Option<&str> {
+        self.string("tokenizer.chat_template.tool_use")
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| self.chat_template())
+    }
+
     /// The context length the model was trained with.
     pub fn context_length(&self) -> Option<u64> {
         self.uint(&format!("{}.context_length", self.architecture()?))
@@ -292,6 +302,22 @@ mod tests {
         assert_eq!(m.architecture(), Some("llama"));
         assert_eq!(m.context_length(), Some(8192));
         assert_eq!(m.chat_template(), Some("{{ x }}"));
+        assert_eq!(m.chat_template_for_tools(), Some("{{ x }}"));
+    }
+
+    #[test]
+    fn a_tool_use_template_is_preferred_for_tools() {
+        let f = write(&header(&[
+            ("tokenizer.chat_template", 8, gguf_string("{{ plain }}")),
+            (
+                "tokenizer.chat_template.tool_use",
+                8,
+                gguf_string("{{ tools }}"),
+            ),
+        ]));
+        let m = GgufMetadata::read(f.path()).unwrap();
+        assert_eq!(m.chat_template(), Some("{{ plain }}"));
+        assert_eq!(m.chat_template_for_tools(), Some("{{ tools }}"));
     }
 
     #[test]

@@ -11,10 +11,12 @@
 //! sequence per conversation (in RAM and on disk when evicted),
 //! [`generate`] runs one reply, [`formats`] knows each model family's way
 //! of calling tools and reasoning (its grammar and its output splitter),
-//! [`sampling`] builds the sampler chain, [`hardware`] sizes threads, layers
+//! [`sampling`] builds the sampler chain, [`control`] keeps message text
+//! from reading as the model's control tokens, [`hardware`] sizes threads, layers
 //! and context.
 
 mod cache;
+mod control;
 mod error;
 pub mod formats;
 mod generate;
@@ -39,6 +41,7 @@ use llama_cpp_2::model::LlamaModel;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use cache::reuse;
 pub use error::EngineError;
 
 use crate::chat::{ChatRequest, ChatStream, ProviderError, StreamEvent};
@@ -71,6 +74,8 @@ pub struct EngineSettings {
     pub kv_dir: Option<PathBuf>,
     /// Reuse cached prompt prefixes (turned off only to measure without).
     pub prompt_cache: bool,
+    /// Shortest cached run moved to a new position; 0: the prefix only.
+    pub reuse_min_chunk: u32,
 }
 
 impl EngineSettings {
@@ -91,6 +96,7 @@ impl EngineSettings {
             disk_cache_bytes: e.disk_cache_mb << 20,
             kv_dir: Some(config.data_dir.join("kv")),
             prompt_cache: e.prompt_cache,
+            reuse_min_chunk: e.reuse_min_chunk,
         })
     }
 }
@@ -112,6 +118,10 @@ pub struct ModelInfo {
     pub family: formats::ModelFamily,
     /// Whether it was named by `tool_format` rather than recognised.
     pub family_configured: bool,
+    /// Shortest run of cached tokens moved to where a template put it; 0
+    /// when only common prefixes are reused (so configured, or this
+    /// model's cached cells cannot move).
+    pub reuse_min_chunk: u32,
 }
 
 /// Reports model loading progress in `0.0..=1.0`.
@@ -204,6 +214,11 @@ impl Engine {
                 .map(|t| t.0)
                 .collect(),
         )
+    }
+
+    /// The token a reply ends with (the model's end of sequence).
+    pub fn end_of_turn(&self) -> Option<i32> {
+        Some(self.model.as_ref()?.vocab().eos().0)
     }
 
     /// Queues a request; its reply streams back on the returned stream.

@@ -12,12 +12,12 @@ use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use std::sync::Arc;
 
-use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaModel, RopeType};
 
 use super::cache::{CacheSettings, Fingerprint, SeqCache};
 use super::formats::{self, ModelFamily};
-use super::generate::Generator;
+use super::generate::{Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
 use super::queue::PriorityQueue;
 use super::template::{self, ChatTemplate};
@@ -70,6 +70,17 @@ pub(super) fn run(
         }
     };
     let n_ctx_seq = ctx.n_ctx() / slots;
+    let reuse = match (settings.prompt_cache, settings.reuse_min_chunk) {
+        (false, _) => Reuse::Off,
+        (true, 0) => Reuse::Prefix,
+        (true, _) if !cells_can_move(&model) => {
+            tracing::debug!("this model's cached cells cannot move; reusing prefixes only");
+            Reuse::Prefix
+        }
+        (true, n) => Reuse::Moved {
+            min_chunk: n as usize,
+        },
+    };
     let info = ModelInfo {
         path: settings.model_path.clone(),
         architecture: model
@@ -84,6 +95,10 @@ pub(super) fn run(
         template_origin: template.origin().to_string(),
         family,
         family_configured: settings.tool_format.is_some(),
+        reuse_min_chunk: match reuse {
+            Reuse::Moved { min_chunk } => min_chunk as u32,
+            Reuse::Off | Reuse::Prefix => 0,
+        },
     };
     tracing::info!(?info, "model loaded");
     let fingerprint = Fingerprint {
@@ -113,7 +128,7 @@ pub(super) fn run(
         &template,
         formats::format(family),
         settings.batch_size as usize,
-        settings.prompt_cache,
+        reuse,
     );
     let mut queue = PriorityQueue::default();
     loop {
@@ -144,6 +159,24 @@ pub(super) fn run(
     tracing::debug!("engine worker stopped");
 }
 
+/// Whether cached cells can take new positions: llama.cpp re-rotates keys
+/// only for plain RoPE, and a sliding-window cache has dropped the cells a
+/// move would need (it aborts the process when asked to shift one). A
+/// recurrent state cannot move at all.
+fn cells_can_move(model: &LlamaModel) -> bool {
+    let arch = model
+        .meta_val_str("general.architecture")
+        .unwrap_or_default();
+    let sliding = model
+        .meta_val_str(&format!("{arch}.attention.sliding_window"))
+        .is_ok();
+    matches!(model.rope_type(), Some(RopeType::Norm | RopeType::NeoX))
+        && !model.is_recurrent()
+        && !model.is_hybrid()
+        && !sliding
+        && arch != "step35"
+}
+
 type Loaded = (Arc<LlamaModel>, ChatTemplate, Fit, ModelFamily);
 
 fn load(
@@ -154,8 +187,10 @@ fn load(
     let path = &settings.model_path;
     // Check the file ourselves first: llama.cpp is handed only a plausible GGUF.
     let metadata = model_file::inspect(path)?;
-    let (source, origin) =
-        template::choose(settings.chat_template.as_deref(), metadata.chat_template())?;
+    let (source, origin) = template::choose(
+        settings.chat_template.as_deref(),
+        metadata.chat_template_for_tools(),
+    )?;
     let hw_ram = hardware::Hardware::available_ram();
     let fit = hardware::fit(&FitInput {
         model_bytes: std::fs::metadata(path).map_or(0, |m| m.len()),

@@ -9,6 +9,8 @@
 //! that does not match the running model and context, or fails its
 //! checksum, is discarded with a log line and never handed to llama.cpp.
 
+mod arrange;
+pub mod reuse;
 mod saved;
 mod slots;
 
@@ -20,6 +22,7 @@ use llama_cpp_2::context::session::LlamaStateSeqFlags;
 use llama_cpp_2::token::LlamaToken;
 
 pub use crate::chat::CacheOrigin as Origin;
+pub use arrange::arrange;
 pub use saved::Fingerprint;
 use saved::{LoadError, SavedSeq};
 use slots::Slots;
