@@ -35,6 +35,8 @@ pub(super) struct Generator<'m> {
     bos_text: String,
     /// The model's control-token texts, defused inside messages.
     control: ControlTexts,
+    /// A sliding-window model's window: the cells it keeps before a cut.
+    window: Option<usize>,
 }
 
 /// How much of a conversation's cached tokens a new prompt may keep.
@@ -85,7 +87,14 @@ impl<'m> Generator<'m> {
             reuse,
             bos_text,
             control: ControlTexts::of(model),
+            window: None,
         }
+    }
+
+    /// For a model with sliding-window layers of `window` positions.
+    pub(super) fn with_window(mut self, window: Option<usize>) -> Self {
+        self.window = window;
+        self
     }
 
     /// Runs one job to its end and sends the closing event.
@@ -321,6 +330,21 @@ impl<'m> Generator<'m> {
                 seq,
                 keep,
                 "KV removal or move refused; clearing the sequence"
+            );
+            let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+            (keep, covered) = (0, 0);
+        } else if let Some(window) = self.window
+            && keep < cached.len()
+            && ctx.kv_cache_seq_pos_min(seq as i32) > keep.saturating_sub(window) as i32
+        {
+            // A sliding-window cache reuses cells that fell out of the
+            // window; cut back this far, the window before the prefix's end
+            // is gone, and the next token would attend to what is left.
+            tracing::debug!(
+                seq,
+                keep,
+                window,
+                "the sliding window before the kept prefix is gone; reading the prompt whole"
             );
             let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
             (keep, covered) = (0, 0);

@@ -129,7 +129,8 @@ pub(super) fn run(
         formats::format(family),
         settings.batch_size as usize,
         reuse,
-    );
+    )
+    .with_window(sliding_window(&model));
     let mut queue = PriorityQueue::default();
     loop {
         // Everything that has arrived competes by priority.
@@ -164,17 +165,26 @@ pub(super) fn run(
 /// move would need (it aborts the process when asked to shift one). A
 /// recurrent state cannot move at all.
 fn cells_can_move(model: &LlamaModel) -> bool {
-    let arch = model
-        .meta_val_str("general.architecture")
-        .unwrap_or_default();
-    let sliding = model
-        .meta_val_str(&format!("{arch}.attention.sliding_window"))
-        .is_ok();
     matches!(model.rope_type(), Some(RopeType::Norm | RopeType::NeoX))
         && !model.is_recurrent()
         && !model.is_hybrid()
-        && !sliding
-        && arch != "step35"
+        && sliding_window(model).is_none()
+        && architecture(model) != "step35"
+}
+
+/// The positions a sliding-window layer attends to (Gemma 2 and 3,
+/// gpt-oss), if the model has such layers.
+fn sliding_window(model: &LlamaModel) -> Option<usize> {
+    model
+        .meta_val_str(&format!("{}.attention.sliding_window", architecture(model)))
+        .ok()
+        .map(|w| w.trim().parse().unwrap_or(usize::MAX))
+}
+
+fn architecture(model: &LlamaModel) -> String {
+    model
+        .meta_val_str("general.architecture")
+        .unwrap_or_default()
 }
 
 type Loaded = (Arc<LlamaModel>, ChatTemplate, Fit, ModelFamily);
