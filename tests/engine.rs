@@ -14,7 +14,6 @@ use hearth::chat::{
     CacheOrigin, ChatMessage, ChatReply, ChatRequest, FinishReason, Priority, SamplingParams,
     StreamEvent, ToolChoice, ToolSpec,
 };
-use hearth::config::GpuLayers;
 use hearth::engine::{Engine, EngineSettings};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -32,20 +31,12 @@ fn settings(
     prompt_cache: bool,
 ) -> EngineSettings {
     EngineSettings {
-        model_path: common::model(common::SMOLLM2),
-        chat_template: None,
-        tool_format: None,
-        context_size: 1024,
-        threads: 0,
-        batch_size: 512,
-        flash_attention: false,
-        gpu_layers: GpuLayers::Auto,
         slots,
         ram_cache_bytes,
         disk_cache_bytes: 1 << 30,
         kv_dir: Some(kv_dir.to_path_buf()),
         prompt_cache,
-        reuse_min_chunk: 16,
+        ..common::engine_settings(common::SMOLLM2)
     }
 }
 

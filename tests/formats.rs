@@ -11,7 +11,7 @@ mod common;
 use std::sync::{Mutex, MutexGuard};
 
 use hearth::chat::{ChatMessage, ChatRequest, SamplingParams, ToolChoice, ToolSpec};
-use hearth::config::{GpuLayers, ModelFamily};
+use hearth::config::ModelFamily;
 use hearth::engine::{Engine, EngineSettings};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -24,20 +24,8 @@ fn lock() -> MutexGuard<'static, ()> {
 
 fn settings_for(tool_format: Option<ModelFamily>) -> EngineSettings {
     EngineSettings {
-        model_path: common::model(common::SMOLLM2),
-        chat_template: None,
         tool_format,
-        context_size: 1024,
-        threads: 0,
-        batch_size: 512,
-        flash_attention: false,
-        gpu_layers: GpuLayers::Auto,
-        slots: 1,
-        ram_cache_bytes: 1 << 28,
-        disk_cache_bytes: 0,
-        kv_dir: None,
-        prompt_cache: true,
-        reuse_min_chunk: 16,
+        ..common::engine_settings(common::SMOLLM2)
     }
 }
 

@@ -11,7 +11,6 @@ mod common;
 use std::path::Path;
 
 use hearth::chat::{ChatMessage, ChatReply, ChatRequest, SamplingParams};
-use hearth::config::GpuLayers;
 use hearth::engine::{Engine, EngineSettings};
 use tokio_util::sync::CancellationToken;
 
@@ -55,20 +54,12 @@ const TURNS: [(&str, &str, &str); 3] = [
 
 fn settings(kv_dir: &Path, template: &Path, prompt_cache: bool, min_chunk: u32) -> EngineSettings {
     EngineSettings {
-        model_path: common::model(common::SMOLLM2),
         chat_template: Some(template.display().to_string()),
-        tool_format: None,
         context_size: 2048,
-        threads: 0,
-        batch_size: 512,
-        flash_attention: false,
-        gpu_layers: GpuLayers::Auto,
-        slots: 1,
-        ram_cache_bytes: 1 << 30,
-        disk_cache_bytes: 1 << 30,
         kv_dir: Some(kv_dir.to_path_buf()),
         prompt_cache,
         reuse_min_chunk: min_chunk,
+        ..common::engine_settings(common::SMOLLM2)
     }
 }
 

@@ -12,26 +12,16 @@
 mod common;
 
 use hearth::chat::{ChatMessage, ChatReply, ChatRequest, SamplingParams};
-use hearth::config::GpuLayers;
 use hearth::engine::{Engine, EngineSettings};
 use tokio_util::sync::CancellationToken;
 
 fn settings(kv_dir: &std::path::Path, prompt_cache: bool) -> EngineSettings {
     EngineSettings {
-        model_path: common::model(common::GEMMA3),
         chat_template: Some("gemma".into()),
-        tool_format: None,
         context_size: 4096,
-        threads: 0,
-        batch_size: 512,
-        flash_attention: false,
-        gpu_layers: GpuLayers::Auto,
-        slots: 1,
-        ram_cache_bytes: 1 << 30,
-        disk_cache_bytes: 1 << 30,
         kv_dir: Some(kv_dir.to_path_buf()),
         prompt_cache,
-        reuse_min_chunk: 16,
+        ..common::engine_settings(common::GEMMA3)
     }
 }
 

@@ -22,6 +22,28 @@ pub fn model(name: &str) -> PathBuf {
     path
 }
 
+/// Engine settings for a test model on the CPU: one conversation slot,
+/// 1,024 tokens, the prompt cache on, nothing kept on disk. Tests override
+/// what they exercise with `..engine_settings(…)`.
+pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
+    hearth::engine::EngineSettings {
+        model_path: model(name),
+        chat_template: None,
+        tool_format: None,
+        context_size: 1024,
+        threads: 0,
+        batch_size: 512,
+        flash_attention: false,
+        gpu_layers: hearth::config::GpuLayers::Auto,
+        slots: 1,
+        ram_cache_bytes: 1 << 28,
+        disk_cache_bytes: 0,
+        kv_dir: None,
+        prompt_cache: true,
+        reuse_min_chunk: 16,
+    }
+}
+
 /// A sandbox: its own home, data dir and config file.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
