@@ -22,6 +22,7 @@
 //! - [`private`]: files and folders only hearth's user may read.
 //! - [`providers`]: the [`providers::Provider`] seam replies come from.
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
+//! - [`models`]: the model catalogue, downloads from a Hugging Face hub, what fits here.
 //! - [`config`]: TOML → validated configuration.
 //! - [`clock`]: wall-clock time behind a trait, for the scheduler and the LMS notifier.
 //! - [`workspace`]: one workspace folder per conversation.
@@ -39,6 +40,7 @@ pub mod history;
 pub mod inbox;
 pub mod lms;
 pub mod memory;
+pub mod models;
 pub mod paths;
 pub mod pipeline;
 pub mod private;

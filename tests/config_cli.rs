@@ -80,7 +80,8 @@ fn doctor_reports_every_line() {
         String::from_utf8_lossy(&out.stderr)
     );
     for name in [
-        "cpu", "ram", "gpu", "config", "data", "tools", "sandbox", "model", "load",
+        "cpu", "ram", "backend", "cpucode", "gpu", "config", "data", "tools", "sandbox", "model",
+        "load",
     ] {
         assert!(
             stdout

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::config::{Config, ConfigSource, Environment};
-use crate::engine::{Engine, EngineSettings, hardware::Hardware, model_file};
+use crate::engine::{Engine, EngineSettings, backends, hardware::Hardware, model_file};
 
 struct Report {
     failed: bool,
@@ -56,6 +56,77 @@ fn cloud_line(config: &Config) -> String {
     )
 }
 
+/// The llama.cpp backends loaded (the CPU code chosen for this machine), the
+/// GPUs they offer, and an NVIDIA GPU that no backend serves.
+fn backend_lines(report: &mut Report, hw: &Hardware, config: &Config) {
+    let backends = match backends::load(config.engine.backends_dir.as_deref()) {
+        Ok(b) => b,
+        Err(e) => {
+            report.line("backend", false, e.to_string());
+            return;
+        }
+    };
+    let names: Vec<&str> = backends.backends.iter().map(|b| b.name.as_str()).collect();
+    let from = backends
+        .folder
+        .as_ref()
+        .map_or("linked into the binary".to_string(), |f| {
+            format!("from {}", f.display())
+        });
+    report.line("backend", true, format!("{} {from}", names.join(", ")));
+    if let Some(cpu) = backends.backends.iter().find(|b| b.name == "CPU") {
+        let variant = backends.cpu_variant().unwrap_or_default();
+        report.line(
+            "cpucode",
+            true,
+            format!("{variant} ({})", cpu.features.join(", ")),
+        );
+    }
+    for gpu in backends.gpus() {
+        report.line(
+            "gpu",
+            true,
+            format!(
+                "{} ({}): {} MiB free of {} MiB",
+                gpu.description,
+                gpu.name,
+                gpu.free_bytes >> 20,
+                gpu.total_bytes >> 20
+            ),
+        );
+    }
+    if backends.gpus().next().is_none() {
+        if hw.gpus.is_empty() {
+            report.info("gpu", "no GPU present; hearth runs on the CPU");
+        }
+        for gpu in &hw.gpus {
+            report.line(
+                "gpu",
+                false,
+                format!(
+                    "{}: {} MiB free of {} MiB, but no GPU backend is loaded; fix: run `make gpu` (needs the CUDA toolkit), or `cargo build --release --no-default-features --features cuda`",
+                    gpu.name, gpu.free_mib, gpu.total_mib
+                ),
+            );
+        }
+    }
+}
+
+/// The catalogue model that fits this machine best.
+fn models_line(config: &Config) -> String {
+    let catalogue = crate::models::Catalogue::builtin();
+    let budget =
+        crate::models::Budget::of(backends::load(config.engine.backends_dir.as_deref()).ok());
+    let room = format!("{:.1} GB of free {}", budget.bytes as f64 / 1e9, budget.on);
+    match budget.recommend(&catalogue) {
+        Some(m) => format!(
+            "recommended for {room}: {} (hearth models pull {}; `hearth models list` shows all)",
+            m.name, m.name
+        ),
+        None => format!("no catalogue model beyond the test models fits {room}"),
+    }
+}
+
 /// The model family hearth speaks with this model, and why.
 fn format_line(config: &Config, from_model: Option<&str>) -> String {
     use crate::engine::formats::{ModelFamily, detect::detect};
@@ -102,30 +173,6 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             hw.available_ram as f64 / GIB
         ),
     );
-    if hw.gpus.is_empty() {
-        report.info(
-            "gpu",
-            "no GPU present (nvidia-smi found none); hearth runs on the CPU",
-        );
-    } else {
-        for gpu in &hw.gpus {
-            let build = if cfg!(feature = "cuda") {
-                "this build uses CUDA".to_string()
-            } else {
-                "this build is CPU-only; fix: rebuild with `cargo build --release --features cuda`"
-                    .to_string()
-            };
-            report.line(
-                "gpu",
-                cfg!(feature = "cuda"),
-                format!(
-                    "{}: {} MiB free of {} MiB; {build}",
-                    gpu.name, gpu.free_mib, gpu.total_mib
-                ),
-            );
-        }
-    }
-
     let config = match Config::load(config_path, env) {
         Ok(c) => {
             let from = match &c.source {
@@ -141,6 +188,8 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             return Ok(ExitCode::FAILURE);
         }
     };
+    backend_lines(&mut report, &hw, &config);
+    report.info("models", models_line(&config));
     report.line(
         "data",
         true,
@@ -249,13 +298,14 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             "load",
             true,
             format!(
-                "loaded in {:.2} s: {:.0}M parameters, {} slots of {} tokens, {} threads, {} layers on the GPU",
+                "loaded in {:.2} s: {:.0}M parameters, {} slots of {} tokens, {} threads, {} of {} layers on the GPU",
                 started.elapsed().as_secs_f64(),
                 engine.info().n_params as f64 / 1e6,
                 engine.info().slots,
                 engine.info().n_ctx,
                 engine.info().threads,
-                engine.info().gpu_layers
+                engine.info().gpu_layers,
+                engine.info().n_layers + 1
             ),
         ),
         Err(e) => report.line("load", false, e.to_string()),

@@ -12,6 +12,7 @@ mod doctor;
 mod inbox_cmd;
 mod logging;
 mod memory_cmd;
+mod models_cmd;
 mod service;
 mod startup;
 pub mod tools_cmd;
@@ -92,6 +93,11 @@ pub enum Command {
     Memory {
         #[command(subcommand)]
         command: memory_cmd::MemoryCommand,
+    },
+    /// Models to run: the catalogue, downloads, the one in use.
+    Models {
+        #[command(subcommand)]
+        command: models_cmd::ModelsCommand,
     },
     /// Scheduled jobs and reminders: list, add, remove.
     Cron {
@@ -185,6 +191,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
             memory_cmd::run(&config, command)
+        }
+        Command::Models { command } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            models_cmd::run(&config, &env, command).await
         }
         Command::Cron { command } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

@@ -256,6 +256,28 @@ pub fn old_workspace(data_dir: &Path) -> PathBuf {
 
 /// Whether one folder is inside the other (or they are the same), judged
 /// by their absolute, resolved paths.
+impl AgentConfig {
+    /// Refuses a folder of hearth's own (`key`) that the workspace overlaps.
+    pub(super) fn refuse_inside_workspace(
+        &self,
+        key: &str,
+        dir: &Path,
+        why: &str,
+    ) -> Result<(), ConfigError> {
+        if !overlaps(dir, &self.workspace) {
+            return Ok(());
+        }
+        Err(ConfigError::invalid(
+            key,
+            format!(
+                "{} overlaps the agent's workspace {}: {why}. Choose a folder outside it",
+                dir.display(),
+                self.workspace.display()
+            ),
+        ))
+    }
+}
+
 fn overlaps(a: &Path, b: &Path) -> bool {
     let (a, b) = (
         crate::paths::resolve_lenient(a),

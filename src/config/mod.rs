@@ -17,6 +17,7 @@ mod gateway;
 mod lms;
 mod load;
 mod memory;
+mod models;
 mod providers;
 mod raw;
 mod render;
@@ -36,6 +37,7 @@ pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
 };
 pub use memory::MemoryConfig;
+pub use models::ModelsConfig;
 pub use providers::{OPENAI_DEFAULT_URL, OpenAiConfig};
 pub use scheduler::SchedulerConfig;
 pub use secret::{Secret, mask_url};
@@ -65,6 +67,7 @@ pub struct Config {
     /// The LMS notifier.
     pub lms: LmsConfig,
     pub memory: MemoryConfig,
+    pub models: ModelsConfig,
     pub scheduler: SchedulerConfig,
     pub daemon: DaemonConfig,
     pub routing: RoutingConfig,
@@ -113,6 +116,9 @@ pub struct EngineConfig {
     /// (Mistral writes the system text into the last user turn); 0 keeps
     /// only the common prefix.
     pub reuse_min_chunk: u32,
+    /// A folder of llama.cpp GPU backend modules (`libggml-cuda.so`) besides
+    /// the binary's own folder; never inside the agent's workspace.
+    pub backends_dir: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -123,6 +129,7 @@ impl Default for EngineConfig {
             disk_cache_mb: 4096,
             prompt_cache: true,
             reuse_min_chunk: 16,
+            backends_dir: None,
         }
     }
 }
@@ -281,6 +288,7 @@ impl Config {
             disk_cache_mb: e.disk_cache_mb.unwrap_or(de.disk_cache_mb),
             prompt_cache: e.prompt_cache.unwrap_or(de.prompt_cache),
             reuse_min_chunk: e.reuse_min_chunk.unwrap_or(de.reuse_min_chunk),
+            backends_dir: e.backends_dir.map(|d| env.expand(&d)),
         };
         if !(1..=64).contains(&engine.slots) {
             return Err(ConfigError::invalid(
@@ -355,6 +363,13 @@ impl Config {
             .unwrap_or_else(|| env.default_data_dir());
 
         let agent = AgentConfig::from_raw(raw.agent, env, &data_dir)?;
+        if let Some(dir) = &engine.backends_dir {
+            agent.refuse_inside_workspace(
+                "engine.backends_dir",
+                dir,
+                "libraries there would run inside hearth, and tools write in the workspace",
+            )?;
+        }
 
         let log_level = raw
             .log
@@ -377,6 +392,7 @@ impl Config {
         let openai = OpenAiConfig::from_raw(raw.providers.and_then(|p| p.openai), env)?;
 
         let memory = MemoryConfig::from_raw(raw.memory)?;
+        let models = ModelsConfig::from_raw(raw.models)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
         let (daemon, routing) = daemon::validate(raw.daemon, raw.routing)?;
         routing.check_providers(openai.model.is_some())?;
@@ -394,6 +410,7 @@ impl Config {
             openai,
             lms,
             memory,
+            models,
             scheduler,
             daemon,
             routing,

@@ -22,6 +22,7 @@ pub struct RawConfig {
     pub providers: Option<RawProviders>,
     pub lms: Option<super::lms::RawLms>,
     pub memory: Option<super::memory::RawMemory>,
+    pub models: Option<super::models::RawModels>,
     pub scheduler: Option<super::scheduler::RawScheduler>,
     pub daemon: Option<super::daemon::RawDaemon>,
     pub routing: Option<super::daemon::RawRouting>,
@@ -56,6 +57,7 @@ pub struct RawEngine {
     pub disk_cache_mb: Option<u64>,
     pub prompt_cache: Option<bool>,
     pub reuse_min_chunk: Option<u32>,
+    pub backends_dir: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

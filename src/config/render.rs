@@ -43,6 +43,13 @@ impl Config {
             "[engine]\nslots = {}\nram_cache_mb = {}\ndisk_cache_mb = {}\nprompt_cache = {}\nreuse_min_chunk = {}\n",
             e.slots, e.ram_cache_mb, e.disk_cache_mb, e.prompt_cache, e.reuse_min_chunk
         );
+        if let Some(dir) = &e.backends_dir {
+            let _ = writeln!(
+                out,
+                "backends_dir = {}\n",
+                quote(&dir.display().to_string())
+            );
+        }
         let a = &self.agent;
         let autonomy = match a.autonomy {
             crate::security::Autonomy::ReadOnly => "readonly",
@@ -106,6 +113,7 @@ impl Config {
         );
         let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
         self.memory.render(&mut out);
+        self.models.render(&mut out);
         self.scheduler.render(&mut out);
         let _ = writeln!(out, "{}", self.telegram.render());
         self.gateway.render(&mut out);

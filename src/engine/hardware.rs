@@ -144,14 +144,6 @@ pub fn fit(input: &FitInput) -> Fit {
     }
 }
 
-/// Free VRAM of the first NVIDIA GPU, when this build can use it.
-pub fn offload_target() -> Option<u64> {
-    if !cfg!(any(feature = "cuda", feature = "vulkan")) {
-        return None;
-    }
-    nvidia_gpus().first().map(|g| g.free_mib << 20)
-}
-
 fn nvidia_gpus() -> Vec<Gpu> {
     let Ok(out) = Command::new("nvidia-smi")
         .args([

@@ -15,6 +15,7 @@
 //! from reading as the model's control tokens, [`hardware`] sizes threads, layers
 //! and context.
 
+pub mod backends;
 mod cache;
 mod control;
 mod error;
@@ -76,6 +77,8 @@ pub struct EngineSettings {
     pub prompt_cache: bool,
     /// Shortest cached run moved to a new position; 0: the prefix only.
     pub reuse_min_chunk: u32,
+    /// `[engine] backends_dir`: GPU backend modules kept apart from the binary.
+    pub backends_dir: Option<PathBuf>,
 }
 
 impl EngineSettings {
@@ -97,6 +100,7 @@ impl EngineSettings {
             kv_dir: Some(config.data_dir.join("kv")),
             prompt_cache: e.prompt_cache,
             reuse_min_chunk: e.reuse_min_chunk,
+            backends_dir: e.backends_dir.clone(),
         })
     }
 }
@@ -112,7 +116,11 @@ pub struct ModelInfo {
     pub n_ctx: u32,
     pub slots: u32,
     pub threads: i32,
+    /// Repeating layers; the output layer is one more when offloading.
+    pub n_layers: u32,
     pub gpu_layers: u32,
+    /// The llama.cpp backends and devices this process computes with.
+    pub backends: backends::Backends,
     pub template_origin: String,
     /// The family whose chat format the engine speaks.
     pub family: formats::ModelFamily,

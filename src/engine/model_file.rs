@@ -85,7 +85,7 @@ fn manifest_size(path: &Path) -> Option<u64> {
     #[derive(Deserialize)]
     struct Entry {
         file: String,
-        size: u64,
+        size: Option<u64>,
     }
     let name = path.file_name()?.to_str()?;
     let text = std::fs::read_to_string(path.parent()?.join("models.toml")).ok()?;
@@ -94,7 +94,7 @@ fn manifest_size(path: &Path) -> Option<u64> {
         .models
         .into_values()
         .find(|e| e.file == name)
-        .map(|e| e.size)
+        .and_then(|e| e.size)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaModel, RopeType};
 
+use super::backends::{self, Backends};
 use super::cache::{CacheSettings, Fingerprint, SeqCache};
 use super::formats::{self, ModelFamily};
 use super::generate::{Generator, Reuse};
@@ -31,6 +32,13 @@ pub(super) fn run(
     jobs: std_mpsc::Receiver<Job>,
 ) {
     super::log::route_to_tracing();
+    let backends = match backends::load(settings.backends_dir.as_deref()) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = ready.send(Err(EngineError::Backend(e.to_string())));
+            return;
+        }
+    };
     let backend = match LlamaBackend::init() {
         Ok(b) => b,
         Err(e) => {
@@ -38,7 +46,7 @@ pub(super) fn run(
             return;
         }
     };
-    let (model, template, fit, family) = match load(&backend, &settings, progress) {
+    let (model, template, fit, family) = match load(&backend, backends, &settings, progress) {
         Ok(l) => l,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -91,7 +99,9 @@ pub(super) fn run(
         n_ctx: n_ctx_seq,
         slots,
         threads,
+        n_layers: model.n_layer(),
         gpu_layers: fit.gpu_layers,
+        backends: backends.clone(),
         template_origin: template.origin().to_string(),
         family,
         family_configured: settings.tool_format.is_some(),
@@ -191,6 +201,7 @@ type Loaded = (Arc<LlamaModel>, ChatTemplate, Fit, ModelFamily);
 
 fn load(
     backend: &LlamaBackend,
+    backends: &Backends,
     settings: &EngineSettings,
     progress: Option<ProgressFn>,
 ) -> Result<Loaded, EngineError> {
@@ -212,7 +223,7 @@ fn load(
             .min(u64::from(u32::MAX)) as u32,
         requested_ctx: settings.context_size,
         slots: settings.slots.max(1),
-        gpu_free: hardware::offload_target(),
+        gpu_free: backends.gpus().next().map(|g| g.free_bytes),
         available_ram: hw_ram,
         gpu_layers: settings.gpu_layers,
     });

@@ -3,6 +3,7 @@
 //! 127.0.0.1, and helpers that build a runtime for the pipeline tests.
 #![allow(dead_code)]
 
+pub mod hub_fake;
 pub mod parrot;
 pub mod pipeline;
 pub mod slow_model;

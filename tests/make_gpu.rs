@@ -1,0 +1,160 @@
+//! `make gpu` on a machine without the CUDA toolkit: it stops at once and
+//! names what is missing. With stand-ins for nvcc and CMake, the recipe is
+//! followed to the end: the vendored llama.cpp's ggml is configured as a
+//! dynamically loaded CUDA backend and the library lands where hearth looks.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A folder for PATH holding only the tools the recipe uses, so that an
+/// nvcc installed on this machine is not found.
+fn bare_path(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in [
+        "sh", "sed", "find", "head", "mkdir", "install", "nproc", "cat", "printf", "env",
+    ] {
+        let found = ["/usr/bin", "/bin", "/usr/local/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists());
+        if let Some(real) = found {
+            std::os::unix::fs::symlink(real, bin.join(tool)).unwrap();
+        }
+    }
+    bin
+}
+
+/// A program on this process's PATH.
+fn on_path(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{name} is not installed"))
+}
+
+fn script(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A CMake stand-in: records its arguments; `--build DIR` leaves the library
+/// a real build would.
+fn fake_cmake(bin: &Path, log: &Path) {
+    script(
+        &bin.join("cmake"),
+        &format!(
+            "echo \"$*\" >> {log}\n\
+             if [ \"$1\" = --build ]; then mkdir -p \"$2/bin\" && echo lib > \"$2/bin/libggml-cuda.so\"; fi",
+            log = log.display()
+        ),
+    );
+}
+
+fn make_gpu(bin: &Path, dir: &Path, extra: &[(&str, String)]) -> Output {
+    let mut cmd = std::process::Command::new(on_path("make"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["-s", "gpu"])
+        .env_clear()
+        .env("PATH", bin)
+        .env("HOME", std::env::var("HOME").unwrap_or_default())
+        .env("CUDA_PATH", dir.join("no-cuda"))
+        .env("GPU_BUILD", dir.join("build"))
+        .env("GPU_DEST", dir.join("dest"));
+    if let Ok(home) = std::env::var("CARGO_HOME") {
+        cmd.env("CARGO_HOME", home);
+    }
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("make")
+}
+
+#[test]
+fn without_nvcc_make_gpu_stops_at_once_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = bare_path(dir.path());
+    let log = dir.path().join("cmake.log");
+    fake_cmake(&bin, &log);
+    let out = make_gpu(&bin, dir.path(), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("missing:") && stderr.contains("nvcc (the CUDA toolkit)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("CUDA_PATH"), "the fix is named: {stderr}");
+    assert!(!log.exists(), "CMake ran although nvcc is missing");
+    assert!(!dir.path().join("dest").exists());
+}
+
+#[test]
+fn without_cmake_or_sources_each_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = bare_path(dir.path());
+    script(&bin.join("nvcc"), "echo nvcc");
+    let out = make_gpu(
+        &bin,
+        dir.path(),
+        &[(
+            "LLAMA_SRC",
+            dir.path().join("nowhere").display().to_string(),
+        )],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("cmake: apt-get install cmake"), "{stderr}");
+    assert!(stderr.contains("the llama.cpp sources"), "{stderr}");
+    assert!(
+        !stderr.contains("nvcc (the CUDA toolkit)"),
+        "nvcc was found: {stderr}"
+    );
+}
+
+#[test]
+fn with_the_toolkit_it_builds_the_vendored_ggml_as_a_loadable_cuda_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = bare_path(dir.path());
+    let log = dir.path().join("cmake.log");
+    fake_cmake(&bin, &log);
+    script(&bin.join("nvcc"), "echo nvcc");
+    let out = make_gpu(&bin, dir.path(), &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let configure = calls.lines().next().unwrap();
+    let lock =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")).unwrap();
+    let version = lock
+        .split("name = \"llama-cpp-sys-2\"\nversion = \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap();
+    assert!(
+        configure.contains(&format!("llama-cpp-sys-2-{version}/llama.cpp/ggml")),
+        "not the vendored sources: {configure}"
+    );
+    for flag in [
+        "-DGGML_CUDA=ON",
+        "-DGGML_BACKEND_DL=ON",
+        "-DBUILD_SHARED_LIBS=ON",
+    ] {
+        assert!(configure.contains(flag), "{flag} missing: {configure}");
+    }
+    assert!(configure.contains(&format!(
+        "-DCMAKE_CUDA_COMPILER={}",
+        bin.join("nvcc").display()
+    )));
+    assert!(
+        calls.lines().nth(1).unwrap().contains("--target ggml-cuda"),
+        "{calls}"
+    );
+    assert!(dir.path().join("dest/libggml-cuda.so").is_file());
+    assert!(stdout.contains("hearth doctor"), "{stdout}");
+}
