@@ -37,5 +37,6 @@ for r in range(rounds):
 med = lambda k, f: statistics.median(x[f] for x in rows[k])
 for f, name in (("prompt_tokens_per_s", "prompt"), ("decode_tokens_per_s", "decode")):
     n, d = med("native", f), med("dynamic", f)
-    print(f"median {name}: native {n:.1f}, dynamic {d:.1f} tokens/s: dynamic/native = {d/n:.3f}")
+    paired = statistics.median(rows["dynamic"][r][f] / rows["native"][r][f] for r in range(rounds))
+    print(f"median {name}: native {n:.1f}, dynamic {d:.1f} tokens/s: dynamic/native = {d/n:.3f} (median of per-round ratios {paired:.3f})")
 PY
