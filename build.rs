@@ -80,6 +80,9 @@ fn place(from: &Path, to: &Path) {
         return;
     }
     let _ = std::fs::remove_file(to);
+    if let Some(dir) = to.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
     if std::fs::hard_link(from, to).is_err()
         && let Err(e) = std::fs::copy(from, to)
     {
