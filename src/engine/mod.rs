@@ -119,8 +119,6 @@ pub struct ModelInfo {
     /// Repeating layers; the output layer is one more when offloading.
     pub n_layers: u32,
     pub gpu_layers: u32,
-    /// The llama.cpp backends and devices this process computes with.
-    pub backends: backends::Backends,
     pub template_origin: String,
     /// The family whose chat format the engine speaks.
     pub family: formats::ModelFamily,

@@ -101,7 +101,6 @@ pub(super) fn run(
         threads,
         n_layers: model.n_layer(),
         gpu_layers: fit.gpu_layers,
-        backends: backends.clone(),
         template_origin: template.origin().to_string(),
         family,
         family_configured: settings.tool_format.is_some(),

@@ -158,15 +158,16 @@ pub async fn pull(
         .read_timeout(Duration::from_secs(60))
         .build()
         .map_err(offline)?;
-    let mut reused = None;
+    // The part file and its hash are read once; a broken transfer goes on
+    // from where they stand.
+    let (mut file, mut hasher, mut done) = open_part(&part, size).map_err(io(&part))?;
+    let reused = done;
     let mut last_reason = String::new();
     let mut attempt = 0;
-    let hasher = loop {
-        let (mut file, mut hasher, mut done) = open_part(&part, size).map_err(io(&part))?;
-        reused.get_or_insert(done);
+    loop {
         progress(done, size);
         if done == size {
-            break hasher;
+            break;
         }
         if attempt == ATTEMPTS {
             return Err(PullError::Interrupted {
@@ -182,6 +183,7 @@ pub async fn pull(
             tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
         }
         attempt += 1;
+        last_reason.clear();
         let mut request = client.get(&url);
         if done > 0 {
             request = request.header(RANGE, format!("bytes={done}-"));
@@ -205,8 +207,9 @@ pub async fn pull(
             StatusCode::RANGE_NOT_SATISFIABLE | StatusCode::PARTIAL_CONTENT => {
                 // The part file is longer than the file, or the range came back
                 // from elsewhere: discard it.
-                drop(file);
-                std::fs::remove_file(&part).map_err(io(&part))?;
+                file.set_len(0).map_err(io(&part))?;
+                hasher = Sha256::new();
+                done = 0;
                 last_reason = "the part file did not fit the remote file".to_string();
                 continue;
             }
@@ -232,13 +235,11 @@ pub async fn pull(
             }
         }
         file.sync_all().map_err(io(&part))?;
-        if done == size {
-            break hasher;
-        }
-        if last_reason.is_empty() {
+        if done < size && last_reason.is_empty() {
             last_reason = "the connection closed early".to_string();
         }
-    };
+    }
+    drop(file);
 
     let got = hex(&hasher.finalize());
     if got != sha256 {
@@ -257,7 +258,7 @@ pub async fn pull(
     Ok(Pulled {
         path: target,
         bytes: size,
-        reused: reused.unwrap_or(0),
+        reused,
         already_present: false,
     })
 }
