@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Side by side on one machine, the same model and the same threads:
-#   - hearth's decode speed against llama.cpp's own `llama-bench` (tg128);
-#   - hearth's multi-turn time to first token against `llama-server` with its
-#     prompt cache on, driven over HTTP with the very same conversation.
+# Side by side on one machine, the same model and the same threads, every
+# comparison interleaved round by round or turn by turn (this machine's speed
+# drifts by up to 3x under load; runs one after the other do not compare):
+#   1. decode and prompt speed: hearth against llama.cpp's `llama-bench`;
+#   2. one multi-turn conversation, turn by turn: hearth against `llama-server`
+#      (prompt cache on), driven through the very same requests;
+#   3. six conversations of four turns, visited round-robin: hearth (4 KV
+#      sequences, RAM behind them) against llama-server with its default
+#      slots and --cache-ram;
+#   4. four conversations at once: hearth batched, hearth one after the other,
+#      and llama-server -np 4: aggregate decode tokens/s, time to first token.
 #
 # llama-bench and llama-server are built from the llama.cpp that the
 # llama-cpp-python 0.3.36 sdist vendors, with the same CPU flags as hearth
@@ -41,12 +48,24 @@ for round in 1 2 3 4 5 6 7; do
   target/release/hearth bench --speed-only --json "$work/hearth-speed-$round.json" >/dev/null 2>&1
 done
 
-echo "== llama-server, prompt cache on, the same conversation over HTTP"
-"$work/build/bin/llama-server" -m "$model" -t "$threads" -tb "$threads" -c 8192 -np 1 -fa off \
-  --host 127.0.0.1 --port "$port" > "$work/llama-server.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-python3 benches/drive_server.py --port "$port" --scenario "$work/hearth.json" --out "$work/server.json"
-kill $server 2>/dev/null || true
+server=
+serve() { # serve LOG ARGS...: llama-server on $port until the next serve
+  [ -z "$server" ] || { kill "$server"; wait "$server" 2>/dev/null || true; }
+  local log=$1; shift
+  "$work/build/bin/llama-server" -m "$model" -t "$threads" -tb "$threads" -fa off \
+    --host 127.0.0.1 --port "$port" "$@" > "$work/$log" 2>&1 &
+  server=$!
+}
+trap '[ -z "$server" ] || kill $server 2>/dev/null || true' EXIT
+side() { python3 benches/side_by_side.py --port "$port" --hearth target/release/hearth "$@"; }
+
+echo "== one conversation, turn by turn: hearth and llama-server (default slots, --cache-ram 2048)"
+serve llama-server-default.log -c 16384 --cache-ram 2048
+side --mode turns --scenario "$work/hearth.json" --out "$work/turns.json"
+echo "== six conversations x four turns, round-robin: hearth (4 sequences) and the same llama-server"
+side --mode six --slots 4 --scenario "$work/hearth.json" --out "$work/six.json"
+echo "== four at once: hearth batched, hearth serial, llama-server -np 4"
+serve llama-server-np4.log -c 4096 -np 4
+side --mode four --slots 4 --rounds "${ROUNDS:-6}" --out "$work/four.json"
 
 python3 benches/report.py "$work"

@@ -7,7 +7,6 @@ import sys
 
 work = sys.argv[1]
 hearth = json.load(open(f"{work}/hearth.json"))
-server = json.load(open(f"{work}/server.json"))["turns"]
 
 rounds = []
 for i in range(1, 8):
@@ -23,16 +22,50 @@ print("| measure (median of 7 alternating rounds) | hearth | llama.cpp | ratio (
 print("|---|---|---|---|")
 print(f"| decode, tokens/s (llama-bench tg128) | {med(0):.1f} | {med(1):.1f} | {ratio(0, 1):.2f} |")
 print(f"| prompt, tokens/s (llama-bench pp512) | {med(2):.0f} | {med(3):.0f} | {ratio(2, 3):.2f} |")
-print()
-print("| turn | hearth TTFT ms | llama-server TTFT ms | ratio | tokens decoded (hearth / server) |")
-print("|---|---|---|---|---|")
-for h, s in zip(hearth["multi_turn"], server):
-    print(f"| {h['turn']} | {h['ttft_ms_with_reuse']:.0f} | {s['ttft_ms']:.0f} | {h['ttft_ms_with_reuse'] / s['ttft_ms']:.2f} | {h['decoded_with_reuse']} / {s['prompt_tokens_processed']} |")
-later = list(zip(hearth["multi_turn"], server))[1:]
+
 mean = lambda xs: sum(xs) / len(xs)
+turns = json.load(open(f"{work}/turns.json"))["turns"]
 print()
-print(f"turns 2-10, mean TTFT: hearth {mean([h['ttft_ms_with_reuse'] for h, _ in later]):.0f} ms, "
-      f"llama-server {mean([s['ttft_ms'] for _, s in later]):.0f} ms")
+print("One conversation, turn by turn (interleaved):")
+print()
+print("| turn | hearth TTFT ms | llama-server TTFT ms | ratio | prompt tokens decoded (hearth / server) |")
+print("|---|---|---|---|---|")
+for t in turns:
+    h, s = t["hearth"], t["server"]
+    print(f"| {t['turn']} | {h['ttft_ms']:.0f} | {s['ttft_ms']:.0f} | {h['ttft_ms'] / s['ttft_ms']:.2f} | {h['decoded']} / {s['decoded']} |")
+later = turns[1:]
+print()
+print(f"turns 2-{len(turns)}, mean TTFT: hearth {mean([t['hearth']['ttft_ms'] for t in later]):.0f} ms, "
+      f"llama-server {mean([t['server']['ttft_ms'] for t in later]):.0f} ms; "
+      f"per-turn ratio median {statistics.median(t['hearth']['ttft_ms'] / t['server']['ttft_ms'] for t in later):.2f}")
 print(f"restart: first turn with a saved conversation {hearth['restart']['ttft_ms_after_restart']:.0f} ms "
       f"against {hearth['restart']['ttft_ms_cold']:.0f} ms cold ({hearth['restart']['ratio']:.2f}x); "
       "llama-server keeps no cache across a restart")
+
+six = json.load(open(f"{work}/six.json"))["steps"]
+print()
+print("Six conversations, four turns each, round-robin (interleaved):")
+print()
+print("| turn | hearth mean TTFT ms | llama-server mean TTFT ms | prompt tokens decoded, all six (hearth / server) |")
+print("|---|---|---|---|")
+for turn in sorted({s["turn"] for s in six}):
+    ss = [s for s in six if s["turn"] == turn]
+    print(f"| {turn} | {mean([s['hearth']['ttft_ms'] for s in ss]):.0f} | {mean([s['server']['ttft_ms'] for s in ss]):.0f} | "
+          f"{sum(s['hearth']['decoded'] for s in ss)} / {sum(s['server']['decoded'] or 0 for s in ss)} |")
+
+four = json.load(open(f"{work}/four.json"))
+rounds4 = four["rounds"]
+print()
+print(f"Four conversations at once, up to {four['max_tokens']} tokens each, {len(rounds4)} rounds (medians):")
+print()
+print("| | aggregate decode tokens/s | mean TTFT ms | slowest TTFT ms |")
+print("|---|---|---|---|")
+for key, label in [("batched", "hearth, batched"), ("serial", "hearth, one after the other"), ("server", "llama-server -np 4")]:
+    tps = statistics.median(r[key]["tokens_per_s"] for r in rounds4)
+    ttft = statistics.median(mean(r[key]["ttft_ms"]) for r in rounds4)
+    worst = statistics.median(max(r[key]["ttft_ms"]) for r in rounds4)
+    print(f"| {label} | {tps:.1f} | {ttft:.0f} | {worst:.0f} |")
+ratio = lambda a, b: statistics.median(r[a]["tokens_per_s"] / r[b]["tokens_per_s"] for r in rounds4)
+print()
+print(f"per-round ratios (median): batched / serial {ratio('batched', 'serial'):.2f}, "
+      f"batched / llama-server {ratio('batched', 'server'):.2f}")

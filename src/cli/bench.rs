@@ -143,7 +143,7 @@ pub async fn run(config: &Config, json: &Path, speed_only: bool) -> anyhow::Resu
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_json(path: &Path, text: &str) -> anyhow::Result<()> {
+pub(super) fn write_json(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -222,11 +222,11 @@ async fn measure(base: &EngineSettings, scratch: &Path) -> anyhow::Result<Report
     })
 }
 
-async fn start(settings: EngineSettings) -> anyhow::Result<Engine> {
+pub(super) async fn start(settings: EngineSettings) -> anyhow::Result<Engine> {
     Ok(tokio::task::spawn_blocking(move || Engine::start(settings, None)).await??)
 }
 
-async fn stop(engine: Engine) {
+pub(super) async fn stop(engine: Engine) {
     let _ = tokio::task::spawn_blocking(move || engine.shutdown()).await;
 }
 
@@ -307,7 +307,17 @@ async fn timed(
     key: &str,
     messages: Vec<ChatMessage>,
 ) -> anyhow::Result<(Usage, f64, String)> {
-    let request = ChatRequest::new(key, messages, SamplingParams::greedy(REPLY_TOKENS));
+    timed_reply(engine, key, messages, REPLY_TOKENS).await
+}
+
+/// [`timed`] with a reply of up to `max_tokens`.
+pub(super) async fn timed_reply(
+    engine: &Engine,
+    key: &str,
+    messages: Vec<ChatMessage>,
+    max_tokens: u32,
+) -> anyhow::Result<(Usage, f64, String)> {
+    let request = ChatRequest::new(key, messages, SamplingParams::greedy(max_tokens));
     let started = Instant::now();
     let mut stream = engine.submit(request, CancellationToken::new());
     let mut ttft = None;
@@ -330,7 +340,7 @@ async fn timed(
     anyhow::bail!("the engine stopped mid-reply")
 }
 
-fn median(values: &mut [f64]) -> f64 {
+pub(super) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }

@@ -2,6 +2,8 @@
 
 mod ask;
 pub mod bench;
+mod bench_parallel;
+mod bench_stdio;
 mod bench_template;
 mod chat;
 mod config_check;
@@ -77,6 +79,20 @@ pub enum Command {
         /// a chat template (a .jinja file, or a folder of them).
         #[arg(long, value_name = "FILE")]
         template: Option<PathBuf>,
+        /// Instead: N conversations at once, batched, against the same N one
+        /// after the other (aggregate decode tokens/s, time to first token).
+        #[arg(long, value_name = "N", conflicts_with = "template")]
+        parallel: Option<usize>,
+        /// Rounds of --parallel, each running both ways in alternating order.
+        #[arg(long, default_value_t = 5, requires = "parallel")]
+        rounds: usize,
+        /// Instead: requests from stdin, one JSON line each, figures to
+        /// stdout (for driving hearth beside another server, turn by turn).
+        #[arg(long, conflicts_with_all = ["template", "parallel"])]
+        stdio: bool,
+        /// With --stdio: KV sequences (conversations decoded together).
+        #[arg(long, value_name = "N", requires = "stdio")]
+        slots: Option<u32>,
     },
     /// The agent's tools, by hand, under the configured policy.
     Tools {
@@ -211,12 +227,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             speed_only,
             template,
+            parallel,
+            rounds,
+            stdio,
+            slots,
         } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
-            match template {
-                Some(path) => bench_template::run(&config, &path).await,
-                None => bench::run(&config, &json, speed_only).await,
+            match (template, parallel) {
+                _ if stdio => bench_stdio::run(&config, slots).await,
+                (Some(path), _) => bench_template::run(&config, &path).await,
+                (None, Some(n)) => bench_parallel::run(&config, &json, n, rounds).await,
+                (None, None) => bench::run(&config, &json, speed_only).await,
             }
         }
         Command::Daemon => {

@@ -16,6 +16,7 @@
 //! and context.
 
 pub mod backends;
+mod batcher;
 mod cache;
 mod control;
 mod error;
@@ -28,6 +29,7 @@ pub mod model_file;
 mod outbox;
 mod queue;
 mod repetition;
+mod reply;
 mod sampling;
 pub mod template;
 mod utf8;

@@ -18,14 +18,14 @@ const INTERVAL: Duration = Duration::from_millis(40);
 #[derive(Debug)]
 pub struct Gone;
 
-pub struct Outbox<'a> {
-    events: &'a Sender<StreamEvent>,
+pub struct Outbox {
+    events: Sender<StreamEvent>,
     pending: Option<StreamEvent>,
     last_sent: Option<Instant>,
 }
 
-impl<'a> Outbox<'a> {
-    pub fn new(events: &'a Sender<StreamEvent>) -> Self {
+impl Outbox {
+    pub fn new(events: Sender<StreamEvent>) -> Self {
         Self {
             events,
             pending: None,
@@ -74,7 +74,7 @@ mod tests {
     #[test]
     fn first_text_goes_at_once_then_deltas_merge_in_order() {
         let (tx, mut rx) = tokio::sync::mpsc::channel(16);
-        let mut out = Outbox::new(&tx);
+        let mut out = Outbox::new(tx.clone());
         out.push(StreamEvent::TextDelta("a".into())).unwrap();
         assert!(matches!(rx.try_recv(), Ok(StreamEvent::TextDelta(t)) if t == "a"));
         out.push(StreamEvent::TextDelta("b".into())).unwrap();

@@ -63,8 +63,28 @@ impl<T> PriorityQueue<T> {
         self.next_seq += 1;
     }
 
+    #[cfg(test)]
     pub fn pop(&mut self) -> Option<T> {
         self.heap.pop().map(|e| e.item)
+    }
+
+    /// The first item in order that `ready` accepts; those before it keep
+    /// their places.
+    pub fn pop_first(&mut self, mut ready: impl FnMut(&T) -> bool) -> Option<T> {
+        let mut skipped = Vec::new();
+        let found = loop {
+            match self.heap.pop() {
+                Some(e) if ready(&e.item) => break Some(e.item),
+                Some(e) => skipped.push(e),
+                None => break None,
+            }
+        };
+        self.heap.extend(skipped);
+        found
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
     }
 }
 
@@ -81,5 +101,18 @@ mod tests {
         q.push(Priority::Interactive, "i2");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, ["i1", "i2", "b1", "b2"]);
+    }
+
+    #[test]
+    fn skipped_items_keep_their_places() {
+        let mut q = PriorityQueue::default();
+        q.push(Priority::Interactive, "a1");
+        q.push(Priority::Interactive, "b1");
+        q.push(Priority::Interactive, "a2");
+        q.push(Priority::Background, "c1");
+        assert_eq!(q.pop_first(|x| !x.starts_with('a')), Some("b1"));
+        assert_eq!(q.pop_first(|x| x.starts_with('z')), None);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, ["a1", "a2", "c1"]);
     }
 }

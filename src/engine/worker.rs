@@ -1,12 +1,14 @@
 //! The engine thread: owns the llama.cpp backend, model and context.
 //!
 //! It sizes the context and GPU offload for this machine, loads the model,
-//! reports readiness (or the error) once, then serves jobs one at a time —
-//! interactive before background — until every [`super::Engine`] handle is
-//! gone. Before it stops it writes the KV cache of its conversations to disk.
+//! reports readiness (or the error) once, then serves jobs — interactive
+//! before background, up to one per KV sequence decoded together (see
+//! [`super::batcher`]) — until every [`super::Engine`] handle is gone and
+//! the queue is empty. Before it stops it writes the KV cache of its
+//! conversations to disk.
 
 use std::num::NonZeroU32;
-use std::sync::mpsc as std_mpsc;
+use std::sync::mpsc::{self as std_mpsc, TryRecvError};
 
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -16,6 +18,7 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaModel, RopeType};
 
 use super::backends::{self, Backends};
+use super::batcher::Batcher;
 use super::cache::{CacheSettings, Fingerprint, SeqCache};
 use super::formats::{self, ModelFamily};
 use super::generate::{Generator, Reuse};
@@ -23,7 +26,6 @@ use super::hardware::{self, Fit, FitInput};
 use super::queue::PriorityQueue;
 use super::template::{self, ChatTemplate};
 use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, model_file};
-use crate::chat::{FinishReason, StreamEvent, Usage};
 
 pub(super) fn run(
     settings: EngineSettings,
@@ -141,29 +143,43 @@ pub(super) fn run(
     )
     .with_window(sliding_window(&model));
     let mut queue = PriorityQueue::default();
+    let mut batcher = Batcher::new(settings.batch_size as usize);
+    let mut open = true;
     loop {
         // Everything that has arrived competes by priority.
-        while let Ok(job) = jobs.try_recv() {
-            queue.push(job.request.priority, job);
-        }
-        let job = match queue.pop() {
-            Some(job) => job,
-            None => match jobs.recv() {
-                Ok(job) => {
-                    queue.push(job.request.priority, job);
-                    continue;
+        loop {
+            match jobs.try_recv() {
+                Ok(job) => queue.push(job.request.priority, job),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
                 }
-                Err(_) => break,
-            },
-        };
-        if job.cancel.is_cancelled() {
-            let _ = job.events.blocking_send(StreamEvent::Done {
-                usage: Usage::default(),
-                finish: FinishReason::Cancelled,
-            });
-            continue;
+            }
         }
-        generator.serve(&mut ctx, &mut cache, job);
+        // Requests join while a sequence is free of replies in flight; a
+        // conversation's next request waits for its reply in flight.
+        while batcher.len() < cache.n_slots() {
+            let Some(job) = queue.pop_first(|j| !batcher.serves(&j.request.conversation)) else {
+                break;
+            };
+            let busy = batcher.busy();
+            if let Some(reply) = generator.start(&mut ctx, &mut cache, job, &busy) {
+                batcher.add(reply);
+            }
+        }
+        if !batcher.is_empty() {
+            batcher.step(&mut ctx, &mut cache);
+        } else if !queue.is_empty() {
+            continue;
+        } else if !open {
+            break;
+        } else {
+            match jobs.recv() {
+                Ok(job) => queue.push(job.request.priority, job),
+                Err(_) => open = false,
+            }
+        }
     }
     cache.persist_all(&mut ctx);
     tracing::debug!("engine worker stopped");

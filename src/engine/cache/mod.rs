@@ -58,9 +58,16 @@ impl SeqCache {
         }
     }
 
-    /// Gives `conversation` a sequence, restoring its saved state if any.
-    /// Returns the sequence id and where its tokens came from.
-    pub fn acquire(&mut self, ctx: &mut LlamaContext<'_>, conversation: &str) -> (usize, Origin) {
+    /// Gives `conversation` a sequence, restoring its saved state if any;
+    /// the sequences in `busy` (replies in flight) are never evicted, so
+    /// the caller leaves at least one sequence out of it. Returns the
+    /// sequence id and where its tokens came from.
+    pub fn acquire(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        conversation: &str,
+        busy: &[usize],
+    ) -> (usize, Origin) {
         if let Some(i) = self.slots.find(conversation) {
             self.slots.touch(i);
             return (i, Origin::Resident);
@@ -75,7 +82,7 @@ impl SeqCache {
             }
             None => (self.load_from_disk(conversation), Origin::Disk),
         };
-        let i = self.slots.victim();
+        let i = self.slots.victim(busy);
         self.evict(ctx, i);
         self.slots.get_mut(i).conversation = Some(conversation.to_string());
         self.slots.touch(i);
@@ -97,6 +104,13 @@ impl SeqCache {
     /// The tokens held by sequence `seq`.
     pub fn tokens_mut(&mut self, seq: usize) -> &mut Vec<LlamaToken> {
         &mut self.slots.get_mut(seq).tokens
+    }
+
+    /// Empties sequence `seq` (after a failed decode left it unknown).
+    pub fn forget(&mut self, ctx: &mut LlamaContext<'_>, seq: usize) {
+        // Removing a whole sequence always succeeds.
+        let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+        self.tokens_mut(seq).clear();
     }
 
     pub fn n_slots(&self) -> usize {
