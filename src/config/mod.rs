@@ -119,6 +119,13 @@ pub struct EngineConfig {
     /// A folder of llama.cpp GPU backend modules (`libggml-cuda.so`) besides
     /// the binary's own folder; never inside the agent's workspace.
     pub backends_dir: Option<PathBuf>,
+    /// Sliding-window models (Gemma 2 and 3, gpt-oss): keep every position
+    /// of the window layers (more memory, any cut reuses its prefix), or
+    /// only the window (checkpoints then bring back an earlier position).
+    pub swa_full: bool,
+    /// With `swa_full = false`: checkpoints kept per conversation, one
+    /// every 256 prompt tokens; 0 reads the prompt again after a cut.
+    pub swa_checkpoints: u32,
 }
 
 impl Default for EngineConfig {
@@ -130,6 +137,8 @@ impl Default for EngineConfig {
             prompt_cache: true,
             reuse_min_chunk: 16,
             backends_dir: None,
+            swa_full: true,
+            swa_checkpoints: 8,
         }
     }
 }
@@ -289,7 +298,15 @@ impl Config {
             prompt_cache: e.prompt_cache.unwrap_or(de.prompt_cache),
             reuse_min_chunk: e.reuse_min_chunk.unwrap_or(de.reuse_min_chunk),
             backends_dir: e.backends_dir.map(|d| env.expand(&d)),
+            swa_full: e.swa_full.unwrap_or(de.swa_full),
+            swa_checkpoints: e.swa_checkpoints.unwrap_or(de.swa_checkpoints),
         };
+        if engine.swa_checkpoints > 64 {
+            return Err(ConfigError::invalid(
+                "engine.swa_checkpoints",
+                "must be between 0 and 64",
+            ));
+        }
         if !(1..=64).contains(&engine.slots) {
             return Err(ConfigError::invalid(
                 "engine.slots",

@@ -58,6 +58,8 @@ pub struct RawEngine {
     pub prompt_cache: Option<bool>,
     pub reuse_min_chunk: Option<u32>,
     pub backends_dir: Option<String>,
+    pub swa_full: Option<bool>,
+    pub swa_checkpoints: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -21,6 +21,8 @@ pub(super) struct Batcher<'m> {
     active: Vec<Reply<'m>>,
     batch: LlamaBatch<'static>,
     n_batch: usize,
+    /// Most prompt tokens of one reply per step.
+    prompt_chunk: usize,
 }
 
 /// What one reply put into the batch.
@@ -32,12 +34,13 @@ struct Share {
 }
 
 impl<'m> Batcher<'m> {
-    pub(super) fn new(n_batch: usize) -> Self {
+    pub(super) fn new(n_batch: usize, prompt_chunk: usize) -> Self {
         let n_batch = n_batch.max(1);
         Self {
             active: Vec::new(),
             batch: LlamaBatch::new(n_batch, 1),
             n_batch,
+            prompt_chunk: prompt_chunk.max(1),
         }
     }
 
@@ -86,6 +89,7 @@ impl<'m> Batcher<'m> {
                 let reply = &mut self.active[share.reply];
                 let fed = &reply.pending()[..share.tokens];
                 cache.tokens_mut(reply.seq()).extend_from_slice(fed);
+                cache.checkpoint(ctx, reply.seq());
                 let mut status = reply.fed(share.tokens);
                 if let (Status::Running, Some(idx)) = (status, share.logits) {
                     status = reply.on_logits(ctx, idx);
@@ -112,7 +116,12 @@ impl<'m> Batcher<'m> {
         for i in order {
             let reply = &self.active[i];
             let pending = reply.pending();
-            let n = pending.len().min(room);
+            let most = if reply.is_reading() {
+                self.prompt_chunk
+            } else {
+                room
+            };
+            let n = pending.len().min(room).min(most);
             if n == 0 {
                 continue;
             }

@@ -169,7 +169,7 @@ impl<'m> Generator<'m> {
             ..Usage::default()
         };
         let (seq, origin) = cache.acquire(ctx, &request.conversation, busy);
-        let kept = self.keep(ctx, seq, cache.tokens_mut(seq), &tokens);
+        let kept = self.keep(ctx, cache, seq, &tokens);
         usage.cached_tokens = kept as u32;
         usage.cache_origin = if kept > 0 {
             origin
@@ -201,22 +201,24 @@ impl<'m> Generator<'m> {
     }
 
     /// Leaves sequence `seq` holding what it can keep of `tokens` (the
-    /// common prefix, moved runs and the fills between them), with
-    /// `cached` listing it. Returns how many tokens were reused.
+    /// common prefix, moved runs and the fills between them), and the
+    /// cache listing it. Returns how many tokens were reused.
     fn keep(
         &self,
         ctx: &mut LlamaContext<'_>,
+        cache: &mut SeqCache,
         seq: usize,
-        cached: &mut Vec<LlamaToken>,
         tokens: &[LlamaToken],
     ) -> usize {
+        let cached = cache.tokens_mut(seq);
+        let n_cached = cached.len();
         let plan = match self.reuse {
             Reuse::Off => Plan::default(),
             Reuse::Prefix => reuse::plan(cached, tokens, 0),
             Reuse::Moved { min_chunk } => reuse::plan(cached, tokens, min_chunk),
         };
         let (mut keep, mut covered) = (plan.kept(), plan.covered());
-        if !arrange(ctx, seq, &plan, tokens, cached.len(), self.n_batch) {
+        if !arrange(ctx, seq, &plan, tokens, n_cached, self.n_batch) {
             tracing::debug!(
                 seq,
                 keep,
@@ -225,20 +227,29 @@ impl<'m> Generator<'m> {
             let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
             (keep, covered) = (0, 0);
         } else if let Some(window) = self.window
-            && keep < cached.len()
+            && keep < n_cached
             && ctx.kv_cache_seq_pos_min(seq as i32) > keep.saturating_sub(window) as i32
         {
             // A sliding-window cache reuses cells that fell out of the
             // window; cut back this far, the window before the prefix's end
             // is gone, and the next token would attend to what is left.
-            tracing::debug!(
-                seq,
-                keep,
-                window,
-                "the sliding window before the kept prefix is gone; reading the prompt whole"
-            );
-            let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
-            (keep, covered) = (0, 0);
+            // An earlier window saved on the way brings it back.
+            match cache.restore_checkpoint(ctx, seq, keep) {
+                Some(pos) => {
+                    tracing::debug!(seq, keep, pos, "window checkpoint restored");
+                    (keep, covered) = (pos, pos);
+                }
+                None => {
+                    tracing::debug!(
+                        seq,
+                        keep,
+                        window,
+                        "the sliding window before the kept prefix is gone; reading the prompt whole"
+                    );
+                    let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+                    (keep, covered) = (0, 0);
+                }
+            }
         }
         if !plan.moves.is_empty() && keep > 0 {
             tracing::debug!(
@@ -250,6 +261,8 @@ impl<'m> Generator<'m> {
                 "cached runs moved to where the template put them"
             );
         }
+        cache.trim_checkpoints(seq, covered);
+        let cached = cache.tokens_mut(seq);
         cached.clear();
         cached.extend_from_slice(&tokens[..covered]);
         keep

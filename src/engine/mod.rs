@@ -81,6 +81,11 @@ pub struct EngineSettings {
     pub reuse_min_chunk: u32,
     /// `[engine] backends_dir`: GPU backend modules kept apart from the binary.
     pub backends_dir: Option<PathBuf>,
+    /// `[engine] swa_full`: a sliding-window model keeps every position.
+    pub swa_full: bool,
+    /// `[engine] swa_checkpoints`: with a window-size cache, checkpoints
+    /// kept per conversation.
+    pub swa_checkpoints: u32,
 }
 
 impl EngineSettings {
@@ -103,6 +108,8 @@ impl EngineSettings {
             prompt_cache: e.prompt_cache,
             reuse_min_chunk: e.reuse_min_chunk,
             backends_dir: e.backends_dir.clone(),
+            swa_full: e.swa_full,
+            swa_checkpoints: e.swa_checkpoints,
         })
     }
 }

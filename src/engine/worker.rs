@@ -19,7 +19,7 @@ use llama_cpp_2::model::{LlamaModel, RopeType};
 
 use super::backends::{self, Backends};
 use super::batcher::Batcher;
-use super::cache::{CacheSettings, Fingerprint, SeqCache};
+use super::cache::{CHECKPOINT_EVERY, CacheSettings, Fingerprint, SeqCache};
 use super::formats::{self, ModelFamily};
 use super::generate::{Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
@@ -64,6 +64,7 @@ pub(super) fn run(
         .with_n_ubatch(settings.batch_size)
         .with_n_threads(threads)
         .with_n_threads_batch(threads)
+        .with_swa_full(settings.swa_full)
         .with_flash_attention_policy(if settings.flash_attention {
             llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED
         } else {
@@ -122,12 +123,20 @@ pub(super) fn run(
         n_params: model.n_params(),
         n_ctx_seq,
     };
+    let window = sliding_window(&model);
+    // A window-size cache forgets what is behind the window: checkpoints
+    // bring an earlier position back.
+    let checkpoints = match window {
+        Some(_) if !settings.swa_full => settings.swa_checkpoints as usize,
+        _ => 0,
+    };
     let mut cache = SeqCache::new(
         CacheSettings {
             slots: slots as usize,
             ram_budget: settings.ram_cache_bytes,
             disk_budget: settings.disk_cache_bytes,
             disk_dir: settings.kv_dir.clone(),
+            checkpoints,
         },
         fingerprint,
     );
@@ -141,9 +150,14 @@ pub(super) fn run(
         settings.batch_size as usize,
         reuse,
     )
-    .with_window(sliding_window(&model));
+    .with_window(window);
     let mut queue = PriorityQueue::default();
-    let mut batcher = Batcher::new(settings.batch_size as usize);
+    // Prompts are read in checkpoint-sized chunks when checkpoints are on.
+    let prompt_chunk = match checkpoints {
+        0 => settings.batch_size as usize,
+        _ => CHECKPOINT_EVERY,
+    };
+    let mut batcher = Batcher::new(settings.batch_size as usize, prompt_chunk);
     let mut open = true;
     loop {
         // Everything that has arrived competes by priority.

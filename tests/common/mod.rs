@@ -42,6 +42,8 @@ pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
         prompt_cache: true,
         reuse_min_chunk: 16,
         backends_dir: None,
+        swa_full: true,
+        swa_checkpoints: 8,
     }
 }
 

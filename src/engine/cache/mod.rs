@@ -10,6 +10,7 @@
 //! checksum, is discarded with a log line and never handed to llama.cpp.
 
 mod arrange;
+mod checkpoint;
 pub mod reuse;
 mod saved;
 mod slots;
@@ -23,6 +24,7 @@ use llama_cpp_2::token::LlamaToken;
 
 pub use crate::chat::CacheOrigin as Origin;
 pub use arrange::arrange;
+pub use checkpoint::EVERY as CHECKPOINT_EVERY;
 pub use saved::Fingerprint;
 use saved::{LoadError, SavedSeq};
 use slots::Slots;
@@ -36,6 +38,8 @@ pub struct CacheSettings {
     pub disk_budget: u64,
     /// Where state files live; `None` keeps nothing on disk.
     pub disk_dir: Option<PathBuf>,
+    /// Window checkpoints kept per sequence (see [`checkpoint`]); 0: none.
+    pub checkpoints: usize,
 }
 
 pub struct SeqCache {
@@ -110,7 +114,9 @@ impl SeqCache {
     pub fn forget(&mut self, ctx: &mut LlamaContext<'_>, seq: usize) {
         // Removing a whole sequence always succeeds.
         let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
-        self.tokens_mut(seq).clear();
+        let slot = self.slots.get_mut(seq);
+        slot.tokens.clear();
+        slot.checkpoints.clear();
     }
 
     pub fn n_slots(&self) -> usize {
@@ -150,6 +156,7 @@ impl SeqCache {
         let slot = self.slots.get_mut(i);
         let conversation = slot.conversation.take();
         let tokens = std::mem::take(&mut slot.tokens);
+        slot.checkpoints.clear();
         if let Some(conversation) = conversation.filter(|_| !tokens.is_empty())
             && let Some(state) = read_state(ctx, i)
         {

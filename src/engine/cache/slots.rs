@@ -3,12 +3,16 @@
 
 use llama_cpp_2::token::LlamaToken;
 
+use super::checkpoint::Checkpoint;
+
 #[derive(Debug, Default)]
 pub struct Slot {
     /// The conversation whose tokens the sequence holds.
     pub conversation: Option<String>,
     /// The tokens in the sequence, position by position.
     pub tokens: Vec<LlamaToken>,
+    /// A sliding-window sequence's earlier windows, oldest first.
+    pub checkpoints: Vec<Checkpoint>,
     last_used: u64,
 }
 
