@@ -120,13 +120,45 @@ fn config_toml(home: &std::path::Path, body: &str) -> Config {
 }
 
 fn provider(home: &std::path::Path, url: &str) -> OpenAiProvider {
+    provider_with(home, url, "")
+}
+
+/// The provider with `extra` lines in its config section.
+fn provider_with(home: &std::path::Path, url: &str, extra: &str) -> OpenAiProvider {
     let cfg = config_toml(
         home,
         &format!(
-            "[providers.openai]\nbase_url = \"{url}\"\nmodel = \"gpt-test\"\napi_key = \"sk-test-0123456789\"\ntimeout_secs = 30\n"
+            "[providers.openai]\nbase_url = \"{url}\"\nmodel = \"gpt-test\"\napi_key = \"sk-test-0123456789\"\ntimeout_secs = 30\n{extra}"
         ),
     );
     OpenAiProvider::from_config(&cfg.openai).unwrap().unwrap()
+}
+
+/// The first streamed piece of a structured call, as OpenAI sends it: its
+/// index, id, type and name, with empty arguments.
+fn call_start(index: u32, id: &str, name: &str) -> Value {
+    json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [{"index": 0,
+        "delta": {"role": "assistant", "content": null, "tool_calls": [{"index": index, "id": id,
+            "type": "function", "function": {"name": name, "arguments": ""}}]},
+        "finish_reason": null}]})
+}
+
+/// A further piece of call `index`'s arguments.
+fn call_args(index: u32, text: &str) -> Value {
+    json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [{"index": 0,
+        "delta": {"tool_calls": [{"index": index, "function": {"arguments": text}}]},
+        "finish_reason": null}]})
+}
+
+fn file_tools() -> Vec<ToolSpec> {
+    ["file_read", "file_write"]
+        .into_iter()
+        .map(|name| ToolSpec {
+            name: name.into(),
+            description: format!("{name} in the workspace"),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        })
+        .collect()
 }
 
 fn request(text: &str) -> ChatRequest {
@@ -194,15 +226,192 @@ async fn a_tool_call_in_the_text_becomes_a_call() {
         description: "Reads a file".into(),
         parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
     }];
-    let reply = provider(home.path(), &url)
+    let reply = provider_with(home.path(), &url, "native_tools = false\n")
         .chat(req, CancellationToken::new())
         .collect_with(|_| {})
         .await
         .unwrap();
     assert_eq!(reply.text, "Let me look.");
+    assert!(
+        fake.seen()[0].1.get("tools").is_none(),
+        "tools went as text"
+    );
     assert_eq!(reply.tool_calls.len(), 1);
     assert_eq!(reply.tool_calls[0].name, "file_read");
     assert_eq!(reply.tool_calls[0].arguments["path"], "a.txt");
+}
+
+#[tokio::test]
+async fn structured_calls_streamed_in_pieces_become_calls_with_their_ids() {
+    let home = tempfile::tempdir().unwrap();
+    let (fake, url) = serve().await;
+    // Two parallel calls, their arguments cut mid-token, as OpenAI streams.
+    fake.then(Answer::Stream(
+        vec![
+            call_start(0, "call_w1", "file_write"),
+            call_args(0, "{\"pa"),
+            call_args(0, "th\": \"a.txt\", \"content\": \"x\"}"),
+            call_start(1, "call_r2", "file_read"),
+            call_args(1, "{\"path\": \"b.txt\"}"),
+            finish("tool_calls"),
+        ],
+        Duration::ZERO,
+    ));
+    let openai = provider(home.path(), &url);
+    assert!(openai.supports_native_tools());
+    let mut req = request("write a, read b");
+    req.tools = file_tools();
+    let reply = openai
+        .chat(req, CancellationToken::new())
+        .collect_with(|_| {})
+        .await
+        .unwrap();
+    let calls: Vec<(&str, &str, &Value)> = reply
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str(), &c.arguments))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                "call_w1",
+                "file_write",
+                &json!({"path": "a.txt", "content": "x"})
+            ),
+            ("call_r2", "file_read", &json!({"path": "b.txt"})),
+        ]
+    );
+    assert_eq!(reply.text, "");
+    let body = &fake.seen()[0].1;
+    assert_eq!(body["tools"][1]["function"]["name"], "file_write");
+    assert_eq!(body["tool_choice"], "auto");
+}
+
+#[tokio::test]
+async fn a_call_to_a_tool_not_offered_or_with_broken_arguments_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let (fake, url) = serve().await;
+    // A prompt-injected model reaches for a tool it was not given, and
+    // writes arguments that are not JSON.
+    fake.then(Answer::Stream(
+        vec![
+            call_start(0, "call_1", "shell"),
+            call_args(0, "{\"command\": \"cat /etc/passwd\"}"),
+            call_start(1, "call_2", "file_read"),
+            call_args(1, "{\"path\": "),
+            finish("tool_calls"),
+        ],
+        Duration::ZERO,
+    ))
+    .then(Answer::Cut(vec![
+        call_start(0, "call_3", "file_read"),
+        call_args(0, "{\"path\": \"a"),
+    ]));
+    let openai = provider(home.path(), &url);
+    let mut req = request("read");
+    req.tools = file_tools();
+    let mut stream = openai.chat(req.clone(), CancellationToken::new());
+    let mut events = Vec::new();
+    while let Some(e) = stream.next().await {
+        events.push(e);
+    }
+    assert!(
+        !events.iter().any(|e| matches!(e, StreamEvent::ToolCall(_))),
+        "{events:?}"
+    );
+    let malformed: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::MalformedCall(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(malformed.len(), 2, "{events:?}");
+    assert!(malformed[0].contains("`shell`") && malformed[0].contains("not an offered tool"));
+    assert!(malformed[1].contains("not a JSON object"));
+    // A stream cut in the middle of a call is an error, not half a call.
+    let cut = openai
+        .chat(req, CancellationToken::new())
+        .collect_with(|_| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(cut.contains("closed the stream"), "{cut}");
+}
+
+#[tokio::test]
+async fn native_calls_run_through_the_pipeline_with_their_ids() {
+    let home = tempfile::tempdir().unwrap();
+    let (fake, url) = serve().await;
+    fake.then(Answer::Stream(
+        vec![
+            call_start(0, "call_w1", "file_write"),
+            call_args(0, "{\"path\": \"notes.txt\", \"content\": \"milk\"}"),
+            finish("tool_calls"),
+        ],
+        Duration::ZERO,
+    ))
+    .then(Answer::Stream(
+        vec![
+            call_start(0, "call_r2", "file_read"),
+            call_args(0, "{\"path\": \"notes.txt\"}"),
+            finish("tool_calls"),
+        ],
+        Duration::ZERO,
+    ))
+    .then(Answer::Stream(
+        vec![delta("The note says milk."), finish("stop")],
+        Duration::ZERO,
+    ));
+    let cfg = config_toml(
+        home.path(),
+        &format!(
+            "[model]\npath = \"/nonexistent/model.gguf\"\n[providers.openai]\nbase_url = \"{url}\"\nmodel = \"gpt-test\"\n[routing]\ndefault_provider = \"openai\"\n"
+        ),
+    );
+    let workspace = cfg.agent.workspace.clone();
+    let models = Arc::new(LocalModels::new(cfg.clone()));
+    let providers = Arc::new(Providers::new(&cfg, models).unwrap());
+    let channel =
+        Arc::new(InMemoryChannel::new("mem").always_answer(hearth::channels::Answer::Once));
+    let (daemon, mut rx) = start(builder(cfg, providers), channel.clone());
+    channel.inject_text("ada", "note milk, then read it back");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    assert_eq!(texts(&channel, "ada"), ["The note says milk."]);
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("notes.txt")).unwrap(),
+        "milk"
+    );
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 3);
+    // The native dispatcher: tools in the `tools` field, not taught in text.
+    let first = &seen[0].1;
+    assert!(first["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    let system = first["messages"][0]["content"].as_str().unwrap();
+    assert!(!system.contains("<tool_call>"), "{system}");
+    // Each result went back as a `tool` turn naming its call.
+    let messages = seen[2].1["messages"].as_array().unwrap().clone();
+    let results: Vec<(&str, &str)> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{messages:?}");
+    assert_eq!(results[0].0, "call_w1");
+    assert_eq!(results[1].0, "call_r2");
+    assert!(results[1].1.contains("milk"), "{results:?}");
+    let asked: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["tool_calls"][0]["id"].as_str())
+        .collect();
+    assert_eq!(asked, ["call_w1", "call_r2"]);
+    daemon.stop().await;
 }
 
 #[tokio::test]

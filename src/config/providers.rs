@@ -17,6 +17,7 @@ pub struct RawOpenAi {
     pub model: Option<String>,
     pub timeout_secs: Option<u64>,
     pub context_window: Option<u32>,
+    pub native_tools: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,10 @@ pub struct OpenAiConfig {
     pub timeout_secs: u64,
     /// The model's context window in tokens, where known.
     pub context_window: Option<u32>,
+    /// Tools through the API's own function calling (`tools`,
+    /// `tool_calls`); false sends them as text in hearth's protocol, for
+    /// servers without function calling.
+    pub native_tools: bool,
 }
 
 impl Default for OpenAiConfig {
@@ -42,6 +47,7 @@ impl Default for OpenAiConfig {
             model: None,
             timeout_secs: 120,
             context_window: None,
+            native_tools: true,
         }
     }
 }
@@ -87,6 +93,7 @@ impl OpenAiConfig {
                 .filter(|m| !m.is_empty()),
             timeout_secs,
             context_window: raw.context_window,
+            native_tools: raw.native_tools.unwrap_or(defaults.native_tools),
         })
     }
 
@@ -114,6 +121,7 @@ impl OpenAiConfig {
             }
             None => out.push_str("# context_window: not set\n"),
         }
+        let _ = writeln!(out, "native_tools = {}", self.native_tools);
         out.push('\n');
     }
 }

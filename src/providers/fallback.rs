@@ -93,8 +93,9 @@ impl Provider for Fallback {
     }
 
     fn supports_native_tools(&self) -> bool {
-        // The chain may mix providers; calls travel in the text for all.
-        false
+        // Calls travel structured only when every provider of the chain
+        // takes them so; otherwise in the text, which all of them read.
+        self.chain.iter().all(|p| p.supports_native_tools())
     }
 
     fn count_tokens(&self, text: &str) -> Option<usize> {

@@ -6,10 +6,16 @@
 //! route) only where the config names it. Replies stream over server-sent
 //! events and pass through the same output splitter as the local engine, so
 //! `<think>` blocks and `<tool_call>` tags never stream to the user.
+//!
+//! With `native_tools` (the default) the tools go in the request's `tools`
+//! field and calls come back as structured `tool_calls`, streamed in pieces
+//! and put together here, so the agent uses its native dispatcher;
+//! otherwise calls travel in the text in hearth's `<tool_call>` protocol.
 
 mod sse;
 mod wire;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -17,7 +23,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Provider;
-use crate::chat::{ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
+use crate::chat::{
+    ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, ToolCall, Usage,
+};
 use crate::config::{OpenAiConfig, Secret};
 use crate::engine::formats::{self, Ids, ModelFamily, Piece, Splitter};
 use sse::SseParser;
@@ -33,6 +41,7 @@ pub struct OpenAiProvider {
     model: String,
     api_key: Option<Secret>,
     context_window: Option<u32>,
+    native_tools: bool,
     client: reqwest::Client,
 }
 
@@ -54,6 +63,7 @@ impl OpenAiProvider {
             model: model.clone(),
             api_key: config.api_key.clone(),
             context_window: config.context_window,
+            native_tools: config.native_tools,
             client,
         }))
     }
@@ -95,6 +105,10 @@ impl Provider for OpenAiProvider {
     fn context_window(&self) -> Option<u32> {
         self.context_window
     }
+
+    fn supports_native_tools(&self) -> bool {
+        self.native_tools
+    }
 }
 
 impl OpenAiProvider {
@@ -113,7 +127,11 @@ impl OpenAiProvider {
         let mut call = self
             .client
             .post(format!("{}/chat/completions", self.base_url))
-            .json(&wire::request_body(&self.model, &request));
+            .json(&wire::request_body(
+                &self.model,
+                &request,
+                self.native_tools,
+            ));
         if let Some(key) = &self.api_key {
             call = call.bearer_auth(key.expose());
         }
@@ -137,10 +155,11 @@ impl OpenAiProvider {
             filter: formats::format(ModelFamily::Xml).splitter(
                 false,
                 request.sampling.stop.clone(),
-                !tools.is_empty(),
+                !self.native_tools && !tools.is_empty(),
             ),
             ids: Ids::random(),
             tools,
+            calls: BTreeMap::new(),
             usage: Usage::default(),
             finish: None,
             first_text: None,
@@ -210,6 +229,8 @@ struct Reader {
     filter: Splitter,
     ids: Ids,
     tools: Vec<crate::chat::ToolSpec>,
+    /// Structured calls being streamed, by their index in the reply.
+    calls: BTreeMap<u64, PartialCall>,
     usage: Usage,
     finish: Option<String>,
     /// Milliseconds until the first text arrived.
@@ -234,6 +255,13 @@ impl Reader {
         if chunk.finish_reason.is_some() {
             self.finish = chunk.finish_reason;
         }
+        for piece in chunk.calls {
+            let call = self.calls.entry(piece.index).or_default();
+            call.id = piece.id.or(call.id.take());
+            call.name = piece.name.or(call.name.take());
+            call.arguments
+                .push_str(piece.arguments.as_deref().unwrap_or(""));
+        }
         let mut events = Vec::new();
         if let Some(reasoning) = chunk.reasoning {
             events.push(StreamEvent::ReasoningDelta(reasoning));
@@ -247,10 +275,15 @@ impl Reader {
         Ok(events)
     }
 
-    /// What the splitter still held back, once the stream is over.
+    /// What the splitter still held back and the structured calls, once
+    /// the stream is over.
     fn flush(&mut self) -> Vec<StreamEvent> {
         let pieces = self.filter.finish();
-        self.events(pieces)
+        let mut events = self.events(pieces);
+        for (_, call) in std::mem::take(&mut self.calls) {
+            events.push(call.finish(&self.tools, &mut self.ids));
+        }
+        events
     }
 
     fn events(&mut self, pieces: Vec<Piece>) -> Vec<StreamEvent> {
@@ -277,6 +310,44 @@ impl Reader {
             }
         }
         events
+    }
+}
+
+/// A structured call put together from its streamed pieces.
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+impl PartialCall {
+    /// The call, checked: an offered tool, arguments that are a JSON object.
+    fn finish(self, tools: &[crate::chat::ToolSpec], ids: &mut Ids) -> StreamEvent {
+        let name = self.name.unwrap_or_default();
+        if !tools.iter().any(|t| t.name == name) {
+            return StreamEvent::MalformedCall(format!(
+                "the provider called `{name}`, which is not an offered tool"
+            ));
+        }
+        let text = if self.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            self.arguments.as_str()
+        };
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(arguments) if arguments.is_object() => StreamEvent::ToolCall(ToolCall {
+                id: self
+                    .id
+                    .unwrap_or_else(|| format!("call_{}", ids.letters(9))),
+                name,
+                arguments,
+            }),
+            _ => StreamEvent::MalformedCall(format!(
+                "the arguments of the call to `{name}` are not a JSON object: {}",
+                wire::short(text)
+            )),
+        }
     }
 }
 

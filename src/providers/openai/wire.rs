@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::chat::{ChatRequest, ProviderError, Role, Usage};
+use crate::chat::{ChatMessage, ChatRequest, ProviderError, Role, ToolChoice, Usage};
 
 /// Error codes that mean "the prompt is too long", as OpenAI, llama-server
 /// and compatible servers send them in `error.code` or `error.type`.
@@ -15,19 +15,21 @@ const OVERFLOW_CODES: [&str; 3] = [
 
 /// The body of a streaming chat-completions request.
 ///
-/// Tool calls travel in the text (the XML dispatcher describes the tools in
-/// the system prompt), so no `tools` field is sent; a `tool` turn, which
-/// only the native dispatcher writes, goes as a user turn.
-pub fn request_body(model: &str, request: &ChatRequest) -> Value {
+/// `native`: the offered tools go in the `tools` field, assistant turns
+/// carry their `tool_calls` and results go back as `tool` turns with the
+/// call's id (OpenAI's function calling). Otherwise calls travel in the
+/// text (the XML dispatcher describes the tools in the system prompt), no
+/// `tools` field is sent, and a `tool` turn goes as a user turn.
+pub fn request_body(model: &str, request: &ChatRequest, native: bool) -> Value {
     let messages: Vec<Value> = request
         .messages
         .iter()
         .map(|m| {
-            let role = match m.role {
-                Role::Tool => "user",
-                other => other.as_str(),
-            };
-            json!({ "role": role, "content": m.content })
+            if native {
+                native_message(m)
+            } else {
+                text_message(m)
+            }
         })
         .collect();
     let sampling = &request.sampling;
@@ -48,7 +50,76 @@ pub fn request_body(model: &str, request: &ChatRequest) -> Value {
         // OpenAI takes at most four.
         body["stop"] = json!(stops.into_iter().take(4).collect::<Vec<_>>());
     }
+    let tools = request.offered_tools();
+    if native && !tools.is_empty() {
+        body["tools"] = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }
+                })
+            })
+            .collect();
+        body["tool_choice"] = json!(match request.tool_choice {
+            ToolChoice::Required => "required",
+            ToolChoice::Auto | ToolChoice::None => "auto",
+        });
+    }
     body
+}
+
+fn text_message(m: &ChatMessage) -> Value {
+    let role = match m.role {
+        Role::Tool => "user",
+        other => other.as_str(),
+    };
+    json!({ "role": role, "content": m.content })
+}
+
+fn native_message(m: &ChatMessage) -> Value {
+    match m.role {
+        Role::Tool => json!({
+            "role": "tool",
+            "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),
+            "content": m.content,
+        }),
+        Role::Assistant if !m.tool_calls.is_empty() => {
+            let calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": { "name": c.name, "arguments": c.arguments.to_string() },
+                    })
+                })
+                .collect();
+            let content = if m.content.is_empty() {
+                Value::Null
+            } else {
+                json!(m.content)
+            };
+            json!({ "role": "assistant", "content": content, "tool_calls": calls })
+        }
+        other => json!({ "role": other.as_str(), "content": m.content }),
+    }
+}
+
+/// A piece of a streamed tool call: the first names it, the rest add to
+/// its arguments (a JSON text cut anywhere).
+#[derive(Debug, Default, PartialEq)]
+pub struct CallDelta {
+    /// Which call of the reply it belongs to.
+    pub index: u64,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub arguments: Option<String>,
 }
 
 /// What one streamed chunk carries.
@@ -58,6 +129,7 @@ pub struct Chunk {
     pub reasoning: Option<String>,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
+    pub calls: Vec<CallDelta>,
 }
 
 /// Reads one `data:` payload (not `[DONE]`).
@@ -89,7 +161,28 @@ pub fn parse_chunk(data: &str) -> Result<Chunk, ProviderError> {
             ..Usage::default()
         }
     });
+    let calls = delta
+        .and_then(|d| d.get("tool_calls"))
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let field =
+                        |path: &str| c.pointer(path).and_then(Value::as_str).map(str::to_string);
+                    CallDelta {
+                        index: c.get("index").and_then(Value::as_u64).unwrap_or(i as u64),
+                        id: field("/id").filter(|s| !s.is_empty()),
+                        name: field("/function/name").filter(|s| !s.is_empty()),
+                        arguments: field("/function/arguments"),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(Chunk {
+        calls,
         content: text("content"),
         reasoning: text("reasoning_content").or_else(|| text("reasoning")),
         finish_reason: choice
@@ -138,7 +231,7 @@ fn error_message(error: &Value) -> String {
 }
 
 /// At most 300 characters of a provider's message.
-fn short(text: &str) -> String {
+pub fn short(text: &str) -> String {
     let text = text.trim();
     match text.char_indices().nth(300) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -164,7 +257,7 @@ mod tests {
             ],
             sampling,
         );
-        let body = request_body("gpt-x", &request);
+        let body = request_body("gpt-x", &request, false);
         assert_eq!(body["model"], "gpt-x");
         assert_eq!(body["stream"], true);
         assert_eq!(body["max_tokens"], 64);
@@ -177,6 +270,74 @@ mod tests {
             .map(|m| m["role"].as_str().unwrap())
             .collect();
         assert_eq!(roles, ["system", "user", "user"]);
+        assert!(body.get("tools").is_none());
+    }
+
+    #[test]
+    fn native_bodies_carry_tools_calls_and_results_with_ids() {
+        let mut request = ChatRequest::new(
+            "c",
+            vec![
+                ChatMessage::user("save it"),
+                ChatMessage {
+                    tool_calls: vec![crate::chat::ToolCall {
+                        id: "call_1".into(),
+                        name: "file_write".into(),
+                        arguments: json!({"path": "a.txt"}),
+                    }],
+                    ..ChatMessage::assistant("")
+                },
+                ChatMessage {
+                    tool_call_id: Some("call_1".into()),
+                    ..ChatMessage::new(Role::Tool, "written")
+                },
+            ],
+            SamplingParams::greedy(64),
+        );
+        request.tools = vec![crate::chat::ToolSpec {
+            name: "file_write".into(),
+            description: "Write a file".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let body = request_body("gpt-x", &request, true);
+        assert_eq!(body["tools"][0]["type"], "function");
+        assert_eq!(body["tools"][0]["function"]["name"], "file_write");
+        assert_eq!(body["tool_choice"], "auto");
+        let call = &body["messages"][1];
+        assert_eq!(call["content"], Value::Null);
+        assert_eq!(call["tool_calls"][0]["id"], "call_1");
+        // Arguments travel as a JSON text, as OpenAI sends them.
+        assert_eq!(
+            call["tool_calls"][0]["function"]["arguments"],
+            r#"{"path":"a.txt"}"#
+        );
+        assert_eq!(body["messages"][2]["role"], "tool");
+        assert_eq!(body["messages"][2]["tool_call_id"], "call_1");
+        request.tool_choice = ToolChoice::None;
+        assert!(request_body("gpt-x", &request, true).get("tools").is_none());
+    }
+
+    #[test]
+    fn chunks_give_tool_call_pieces() {
+        let first = parse_chunk(
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"file_read","arguments":""}}]},"finish_reason":null}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            first.calls,
+            [CallDelta {
+                index: 0,
+                id: Some("call_9".into()),
+                name: Some("file_read".into()),
+                arguments: Some(String::new()),
+            }]
+        );
+        let more = parse_chunk(
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]},"finish_reason":null}]}"#,
+        )
+        .unwrap();
+        assert_eq!(more.calls[0].arguments.as_deref(), Some(r#"{"pa"#));
+        assert_eq!(more.calls[0].name, None);
     }
 
     #[test]
