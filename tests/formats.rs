@@ -118,7 +118,15 @@ fn each_family_grammar_takes_its_calls_and_refuses_an_unknown_tool() {
 /// `n` replies with a call required, in `family`'s format forced on
 /// SmolLM2; returns how many parsed into exactly one valid call.
 fn forced_calls(family: ModelFamily, n: usize) -> (usize, Vec<String>) {
-    let engine = start(Some(family));
+    // Room for the longest call the grammar allows (see below).
+    let engine = Engine::start(
+        EngineSettings {
+            context_size: 2048,
+            ..settings_for(Some(family))
+        },
+        None,
+    )
+    .expect("engine starts");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -137,8 +145,9 @@ fn forced_calls(family: ModelFamily, n: usize) -> (usize, Vec<String>) {
                 temperature: 0.8,
                 seed: Some(i as u32),
                 // Room for the longest call the grammar allows: strings
-                // are bounded at 256 characters.
-                ..SamplingParams::greedy(400)
+                // are bounded at 256 characters, and a character the
+                // tokenizer lacks (an emoji) takes up to four byte tokens.
+                ..SamplingParams::greedy(1100)
             },
         );
         request.tools = tools();

@@ -14,4 +14,11 @@ pub enum ProviderError {
     /// The provider is gone or failed while generating.
     #[error("{0}")]
     Failed(String),
+    /// The provider is overloaded or rate limiting: the same request may
+    /// succeed later, after `retry_after_secs` when it said.
+    #[error("{message}")]
+    Busy {
+        message: String,
+        retry_after_secs: Option<u64>,
+    },
 }

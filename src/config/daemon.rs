@@ -102,15 +102,23 @@ pub struct RouteRule {
 /// Stage two for both sections.
 impl RoutingConfig {
     /// Checks that every provider the routes name exists: `"local"`, or
-    /// `"openai"` once `[providers.openai] model` is set.
-    pub(super) fn check_providers(&self, openai_configured: bool) -> Result<(), ConfigError> {
-        let known = |name: &str| name == "local" || (name == "openai" && openai_configured);
-        let explain = |name: &str| {
-            if name == "openai" {
-                "`openai` needs `[providers.openai] model` (and usually an api_key)".to_string()
-            } else {
-                format!("`{name}` is not a provider; use \"local\" or \"openai\"")
+    /// `"openai"` / `"anthropic"` once its `[providers.*] model` is set.
+    pub(super) fn check_providers(
+        &self,
+        openai_configured: bool,
+        anthropic_configured: bool,
+    ) -> Result<(), ConfigError> {
+        let known = |name: &str| match name {
+            "local" => true,
+            "openai" => openai_configured,
+            "anthropic" => anthropic_configured,
+            _ => false,
+        };
+        let explain = |name: &str| match name {
+            "openai" | "anthropic" => {
+                format!("`{name}` needs `[providers.{name}] model` (and usually an api_key)")
             }
+            _ => format!("`{name}` is not a provider; use \"local\", \"openai\" or \"anthropic\""),
         };
         if !known(&self.default_provider) {
             return Err(ConfigError::invalid(

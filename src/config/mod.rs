@@ -38,7 +38,7 @@ pub use lms::{
 };
 pub use memory::MemoryConfig;
 pub use models::ModelsConfig;
-pub use providers::{OPENAI_DEFAULT_URL, OpenAiConfig};
+pub use providers::{ANTHROPIC_DEFAULT_URL, AnthropicConfig, OPENAI_DEFAULT_URL, OpenAiConfig};
 pub use scheduler::SchedulerConfig;
 pub use secret::{Secret, mask_url};
 pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
@@ -64,6 +64,7 @@ pub struct Config {
     pub telegram: TelegramConfig,
     pub gateway: GatewayConfig,
     pub openai: OpenAiConfig,
+    pub anthropic: AnthropicConfig,
     /// The LMS notifier.
     pub lms: LmsConfig,
     pub memory: MemoryConfig,
@@ -406,13 +407,18 @@ impl Config {
         let telegram = TelegramConfig::from_raw(raw_telegram, env)?;
         let gateway = GatewayConfig::from_raw(raw_gateway, env)?;
         let lms = LmsConfig::from_raw(raw.lms, env)?;
-        let openai = OpenAiConfig::from_raw(raw.providers.and_then(|p| p.openai), env)?;
+        let (raw_openai, raw_anthropic) = raw
+            .providers
+            .map(|p| (p.openai, p.anthropic))
+            .unwrap_or_default();
+        let openai = OpenAiConfig::from_raw(raw_openai, env)?;
+        let anthropic = AnthropicConfig::from_raw(raw_anthropic, env)?;
 
         let memory = MemoryConfig::from_raw(raw.memory)?;
         let models = ModelsConfig::from_raw(raw.models)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
         let (daemon, routing) = daemon::validate(raw.daemon, raw.routing)?;
-        routing.check_providers(openai.model.is_some())?;
+        routing.check_providers(openai.model.is_some(), anthropic.model.is_some())?;
 
         Ok(Self {
             source,
@@ -425,6 +431,7 @@ impl Config {
             telegram,
             gateway,
             openai,
+            anthropic,
             lms,
             memory,
             models,
@@ -453,6 +460,7 @@ impl Config {
         let mut out: Vec<String> = [
             &self.telegram.bot_token,
             &self.openai.api_key,
+            &self.anthropic.api_key,
             &self.gateway.token,
         ]
         .into_iter()

@@ -100,6 +100,7 @@ pub struct RawChannels {
 #[serde(deny_unknown_fields)]
 pub struct RawProviders {
     pub openai: Option<super::providers::RawOpenAi>,
+    pub anthropic: Option<super::providers::RawAnthropic>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -124,6 +124,7 @@ impl Config {
         let _ = writeln!(out, "{}", self.telegram.render());
         self.gateway.render(&mut out);
         self.openai.render(&mut out);
+        self.anthropic.render(&mut out);
         self.lms.render(&mut out);
         out.push('\n');
         super::daemon::render(&mut out, &self.daemon, &self.routing);

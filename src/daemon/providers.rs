@@ -1,5 +1,6 @@
 //! The providers a route may name: the local engine (loaded on demand by
-//! [`LocalModels`]) and, when configured, an OpenAI-compatible API. A route
+//! [`LocalModels`]) and, when configured, an OpenAI-compatible API and
+//! Anthropic's. A route
 //! with `[routing] fallback` providers gets them as a [`Fallback`] chain.
 
 use std::sync::Arc;
@@ -9,14 +10,16 @@ use super::local_models::LOCAL;
 use crate::chat::ProviderError;
 use crate::config::Config;
 use crate::pipeline::{ProviderSet, Route};
-use crate::providers::{Fallback, OpenAiProvider, Provider};
+use crate::providers::{AnthropicProvider, Fallback, OpenAiProvider, Provider};
 use futures::future::BoxFuture;
 
 pub const OPENAI: &str = "openai";
+pub const ANTHROPIC: &str = "anthropic";
 
 pub struct Providers {
     local: Arc<LocalModels>,
     openai: Option<OpenAiProvider>,
+    anthropic: Option<AnthropicProvider>,
 }
 
 impl Providers {
@@ -24,6 +27,7 @@ impl Providers {
         Ok(Self {
             local,
             openai: OpenAiProvider::from_config(&config.openai)?,
+            anthropic: AnthropicProvider::from_config(&config.anthropic)?,
         })
     }
 
@@ -46,8 +50,21 @@ impl Providers {
                     openai.clone()
                 }))
             }
+            ANTHROPIC => {
+                let anthropic = self.anthropic.as_ref().ok_or_else(|| {
+                    ProviderError::InvalidRequest(
+                        "provider `anthropic` is not configured: set [providers.anthropic] model"
+                            .into(),
+                    )
+                })?;
+                Ok(Arc::new(if routed && route.model != "default" {
+                    anthropic.with_model(&route.model_file)
+                } else {
+                    anthropic.clone()
+                }))
+            }
             other => Err(ProviderError::InvalidRequest(format!(
-                "provider `{other}` is not available (\"local\" and \"openai\" are)"
+                "provider `{other}` is not available (\"local\", \"openai\" and \"anthropic\" are)"
             ))),
         }
     }

@@ -2,14 +2,19 @@
 //!
 //! The rest of hearth asks a [`Provider`] for a reply and reads a stream of
 //! events back, in the vocabulary of [`crate::chat`]. The local llama.cpp engine is the primary provider; an
-//! OpenAI-compatible API can stand behind it ([`Fallback`]) where the
-//! config asks for one.
+//! OpenAI-compatible API or Anthropic's can stand behind it ([`Fallback`])
+//! or answer a route, where the config asks for one.
 
+mod anthropic;
+mod calls;
 mod fallback;
+mod http;
 mod local;
 mod openai;
 mod scripted;
+mod sse;
 
+pub use anthropic::AnthropicProvider;
 pub use fallback::Fallback;
 pub use local::LocalProvider;
 pub use openai::OpenAiProvider;

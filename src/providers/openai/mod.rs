@@ -12,26 +12,20 @@
 //! and put together here, so the agent uses its native dispatcher;
 //! otherwise calls travel in the text in hearth's `<tool_call>` protocol.
 
-mod sse;
 mod wire;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Provider;
-use crate::chat::{
-    ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, ToolCall, Usage,
-};
+use super::calls;
+use super::http::{self, EventReader, Pumped, capped_body};
+use crate::chat::{ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
 use crate::config::{OpenAiConfig, Secret};
 use crate::engine::formats::{self, Ids, ModelFamily, Piece, Splitter};
-use sse::SseParser;
-
-/// The most of an error body kept to explain a failure.
-const ERROR_BODY_CAP: usize = 16 * 1024;
 
 /// One OpenAI-compatible endpoint and model.
 #[derive(Debug, Clone)]
@@ -52,11 +46,7 @@ impl OpenAiProvider {
         let Some(model) = &config.model else {
             return Ok(None);
         };
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(config.timeout_secs))
-            .build()
-            .map_err(|e| ProviderError::Failed(format!("cannot set up HTTP: {e}")))?;
+        let client = http::client(config.timeout_secs)?;
         Ok(Some(Self {
             name: "openai".to_string(),
             base_url: config.base_url.trim_end_matches('/').to_string(),
@@ -87,19 +77,10 @@ impl Provider for OpenAiProvider {
     }
 
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return ChatStream::failed(ProviderError::Failed(
-                "the OpenAI provider needs a tokio runtime".into(),
-            ));
-        };
-        let (tx, rx) = mpsc::channel(64);
         let this = self.clone();
-        runtime.spawn(async move {
-            if let Err(e) = this.stream(request, cancel, &tx).await {
-                let _ = tx.send(StreamEvent::Error(e)).await;
-            }
-        });
-        ChatStream::new(rx)
+        http::spawn("OpenAI", move |tx| async move {
+            this.stream(request, cancel, &tx).await
+        })
     }
 
     fn context_window(&self) -> Option<u32> {
@@ -120,10 +101,6 @@ impl OpenAiProvider {
         tx: &mpsc::Sender<StreamEvent>,
     ) -> Result<(), ProviderError> {
         let started = Instant::now();
-        let cancelled = |usage| StreamEvent::Done {
-            usage,
-            finish: FinishReason::Cancelled,
-        };
         let mut call = self
             .client
             .post(format!("{}/chat/completions", self.base_url))
@@ -135,14 +112,9 @@ impl OpenAiProvider {
         if let Some(key) = &self.api_key {
             call = call.bearer_auth(key.expose());
         }
-        let response = tokio::select! {
-            r = call.send() => r.map_err(|e| ProviderError::Failed(format!(
-                "cannot reach {} at {}: {}", self.name, self.base_url, plain(&e)
-            )))?,
-            _ = cancel.cancelled() => {
-                let _ = tx.send(cancelled(Usage::default())).await;
-                return Ok(());
-            }
+        let Some(response) = http::send(call, &cancel, &self.name, &self.base_url).await? else {
+            let _ = tx.send(http::cancelled(Usage::default())).await;
+            return Ok(());
         };
         let status = response.status();
         if !status.is_success() {
@@ -164,39 +136,10 @@ impl OpenAiProvider {
             finish: None,
             first_text: None,
             ended: false,
+            started,
         };
-        let mut sse = SseParser::default();
-        let mut bytes = response.bytes_stream();
-        loop {
-            let next = tokio::select! {
-                next = bytes.next() => next,
-                _ = cancel.cancelled() => {
-                    let _ = tx.send(cancelled(reader.usage)).await;
-                    return Ok(());
-                }
-            };
-            let at_end = next.is_none();
-            let events = match next {
-                Some(Ok(chunk)) => sse.push(&chunk),
-                Some(Err(e)) => {
-                    return Err(ProviderError::Failed(format!(
-                        "{} broke off the reply: {}",
-                        self.name,
-                        plain(&e)
-                    )));
-                }
-                None => sse.finish().into_iter().collect(),
-            };
-            for data in events {
-                for event in reader.read(&data, started)? {
-                    if tx.send(event).await.is_err() {
-                        return Ok(()); // The caller is gone.
-                    }
-                }
-            }
-            if reader.ended || at_end {
-                break;
-            }
+        if http::pump(response, &mut reader, &cancel, tx, &self.name).await? == Pumped::Stopped {
+            return Ok(());
         }
         if !reader.ended && reader.finish.is_none() {
             return Err(ProviderError::Failed(format!(
@@ -237,10 +180,11 @@ struct Reader {
     first_text: Option<f64>,
     /// `[DONE]` or a stop string was reached.
     ended: bool,
+    started: Instant,
 }
 
-impl Reader {
-    fn read(&mut self, data: &str, started: Instant) -> Result<Vec<StreamEvent>, ProviderError> {
+impl EventReader for Reader {
+    fn read(&mut self, data: &str) -> Result<Vec<StreamEvent>, ProviderError> {
         if self.ended {
             return Ok(Vec::new());
         }
@@ -268,13 +212,23 @@ impl Reader {
         }
         if let Some(text) = chunk.content {
             self.first_text
-                .get_or_insert_with(|| started.elapsed().as_secs_f64() * 1000.0);
+                .get_or_insert_with(|| self.started.elapsed().as_secs_f64() * 1000.0);
             let pieces = self.filter.push(&text);
             events.extend(self.events(pieces));
         }
         Ok(events)
     }
 
+    fn ended(&self) -> bool {
+        self.ended
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+}
+
+impl Reader {
     /// What the splitter still held back and the structured calls, once
     /// the stream is over.
     fn flush(&mut self) -> Vec<StreamEvent> {
@@ -322,55 +276,18 @@ struct PartialCall {
 }
 
 impl PartialCall {
-    /// The call, checked: an offered tool, arguments that are a JSON object.
+    /// The call, checked (see [`calls::checked`]); a call without an id
+    /// gets one.
     fn finish(self, tools: &[crate::chat::ToolSpec], ids: &mut Ids) -> StreamEvent {
-        let name = self.name.unwrap_or_default();
-        if !tools.iter().any(|t| t.name == name) {
-            return StreamEvent::MalformedCall(format!(
-                "the provider called `{name}`, which is not an offered tool"
-            ));
-        }
-        let text = if self.arguments.trim().is_empty() {
-            "{}"
-        } else {
-            self.arguments.as_str()
-        };
-        match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(arguments) if arguments.is_object() => StreamEvent::ToolCall(ToolCall {
-                id: self
-                    .id
-                    .unwrap_or_else(|| format!("call_{}", ids.letters(9))),
-                name,
-                arguments,
-            }),
-            _ => StreamEvent::MalformedCall(format!(
-                "the arguments of the call to `{name}` are not a JSON object: {}",
-                wire::short(text)
-            )),
-        }
+        let id = self
+            .id
+            .unwrap_or_else(|| format!("call_{}", ids.letters(9)));
+        calls::checked(
+            "the provider",
+            tools,
+            id,
+            self.name.unwrap_or_default(),
+            &self.arguments,
+        )
     }
-}
-
-/// An error and its causes on one line.
-fn plain(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-async fn capped_body(mut response: reqwest::Response) -> String {
-    let mut body = Vec::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        body.extend_from_slice(&chunk);
-        if body.len() >= ERROR_BODY_CAP {
-            body.truncate(ERROR_BODY_CAP);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&body).into_owned()
 }

@@ -231,7 +231,7 @@ fn error_message(error: &Value) -> String {
 }
 
 /// At most 300 characters of a provider's message.
-pub fn short(text: &str) -> String {
+fn short(text: &str) -> String {
     let text = text.trim();
     match text.char_indices().nth(300) {
         Some((cut, _)) => format!("{}…", &text[..cut]),

@@ -1,0 +1,158 @@
+//! What the cloud providers share about HTTP: the task that streams a
+//! reply, sending with cancellation, reading server-sent events, explaining
+//! a failed request, and reading an error body without reading a hostile
+//! one whole.
+
+use std::future::Future;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::sse::SseParser;
+use crate::chat::{ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
+
+/// The most of an error body kept to explain a failure.
+const ERROR_BODY_CAP: usize = 16 * 1024;
+
+/// An error and its causes on one line.
+pub fn plain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+pub async fn capped_body(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= ERROR_BODY_CAP {
+            body.truncate(ERROR_BODY_CAP);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// An HTTP client for a cloud API: 10 s to connect, `timeout_secs` for a
+/// whole reply.
+pub fn client(timeout_secs: u64) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .timeout(std::time::Duration::from_secs(timeout_secs))
+        .build()
+        .map_err(|e| ProviderError::Failed(format!("cannot set up HTTP: {e}")))
+}
+
+/// Runs `work` on the current tokio runtime, streaming its events back;
+/// an error it returns is the stream's last event.
+pub fn spawn<F, Fut>(provider: &str, work: F) -> ChatStream
+where
+    F: FnOnce(mpsc::Sender<StreamEvent>) -> Fut,
+    Fut: Future<Output = Result<(), ProviderError>> + Send + 'static,
+{
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return ChatStream::failed(ProviderError::Failed(format!(
+            "the {provider} provider needs a tokio runtime"
+        )));
+    };
+    let (tx, rx) = mpsc::channel(64);
+    let work = work(tx.clone());
+    runtime.spawn(async move {
+        if let Err(e) = work.await {
+            let _ = tx.send(StreamEvent::Error(e)).await;
+        }
+    });
+    ChatStream::new(rx)
+}
+
+/// Sends `call`; `None` when `cancel` came first.
+pub async fn send(
+    call: reqwest::RequestBuilder,
+    cancel: &CancellationToken,
+    provider: &str,
+    base_url: &str,
+) -> Result<Option<reqwest::Response>, ProviderError> {
+    tokio::select! {
+        r = call.send() => r.map(Some).map_err(|e| ProviderError::Failed(format!(
+            "cannot reach {provider} at {base_url}: {}", plain(&e)
+        ))),
+        _ = cancel.cancelled() => Ok(None),
+    }
+}
+
+/// What reads one provider's streamed events.
+pub trait EventReader {
+    /// The events one `data` payload makes.
+    fn read(&mut self, data: &str) -> Result<Vec<StreamEvent>, ProviderError>;
+    /// Whether the provider said the reply is over.
+    fn ended(&self) -> bool;
+    /// The usage so far.
+    fn usage(&self) -> Usage;
+}
+
+/// How [`pump`] ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pumped {
+    /// The body ended (the reader says whether the reply did).
+    Finished,
+    /// Cancelled (the caller was told) or the caller is gone.
+    Stopped,
+}
+
+/// Reads `response`'s server-sent events into `reader` and forwards what
+/// it makes of them, until the reply or the body ends.
+pub async fn pump(
+    response: reqwest::Response,
+    reader: &mut impl EventReader,
+    cancel: &CancellationToken,
+    tx: &mpsc::Sender<StreamEvent>,
+    provider: &str,
+) -> Result<Pumped, ProviderError> {
+    let mut sse = SseParser::default();
+    let mut bytes = response.bytes_stream();
+    while !reader.ended() {
+        let next = tokio::select! {
+            next = bytes.next() => next,
+            _ = cancel.cancelled() => {
+                let _ = tx.send(cancelled(reader.usage())).await;
+                return Ok(Pumped::Stopped);
+            }
+        };
+        let at_end = next.is_none();
+        let events = match next {
+            Some(Ok(chunk)) => sse.push(&chunk),
+            Some(Err(e)) => {
+                return Err(ProviderError::Failed(format!(
+                    "{provider} broke off the reply: {}",
+                    plain(&e)
+                )));
+            }
+            None => sse.finish().into_iter().collect(),
+        };
+        for data in events {
+            for event in reader.read(&data)? {
+                if tx.send(event).await.is_err() {
+                    return Ok(Pumped::Stopped);
+                }
+            }
+        }
+        if at_end {
+            break;
+        }
+    }
+    Ok(Pumped::Finished)
+}
+
+/// The end of a cancelled reply.
+pub fn cancelled(usage: Usage) -> StreamEvent {
+    StreamEvent::Done {
+        usage,
+        finish: FinishReason::Cancelled,
+    }
+}
