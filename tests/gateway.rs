@@ -309,8 +309,12 @@ async fn raw(addr: &str, request: &str) -> (u16, Duration) {
 }
 
 fn post_request(host: &str, extra_headers: &str, body: &str) -> String {
+    post_request_to("/v1/message", host, extra_headers, body)
+}
+
+fn post_request_to(path: &str, host: &str, extra_headers: &str, body: &str) -> String {
     format!(
-        "POST /v1/message HTTP/1.1\r\nHost: {host}\r\n{extra_headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\n{extra_headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
 }
@@ -373,6 +377,66 @@ async fn requests_a_foreign_web_page_can_send_are_refused() {
     assert_eq!(raw(&addr, &allowed).await.0, 200);
     let (status, body) = post(&url, Some(TOKEN), json!({"text": "hi"})).await;
     assert_eq!((status, body["reply"].as_str()), (200, Some("echo: hi")));
+    daemon.stop().await;
+}
+
+#[tokio::test]
+async fn api_chat_is_the_same_endpoint_under_the_same_guard() {
+    let Running {
+        daemon,
+        url,
+        provider,
+        _home,
+    } = gateway(
+        &format!("token = \"{TOKEN}\"\nallowed_origins = [\"http://homeassistant.local:8123\"]\n"),
+        Duration::from_millis(10),
+    )
+    .await;
+    let addr = url.strip_prefix("http://").unwrap().to_string();
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let body = r#"{"text": "unlock the door", "chat": "hall"}"#;
+    // A foreign page, with or without the token, and no token at all.
+    let foreign = post_request_to(
+        "/api/chat",
+        &addr,
+        &format!("{auth}Origin: https://evil.example\r\nContent-Type: application/json\r\n"),
+        body,
+    );
+    assert_eq!(raw(&addr, &foreign).await.0, 403);
+    let anonymous = post_request_to(
+        "/api/chat",
+        &addr,
+        "Content-Type: application/json\r\n",
+        body,
+    );
+    assert_eq!(raw(&addr, &anonymous).await.0, 401);
+    assert!(provider.requests().is_empty(), "nothing reached the model");
+    // With the token: answered, and the chat is the one /v1/message knows.
+    let client = reqwest::Client::new();
+    let ask = |path: &'static str, text: &'static str| {
+        client
+            .post(format!("{url}{path}"))
+            .bearer_auth(TOKEN)
+            .json(&json!({"text": text, "chat": "hall"}))
+            .send()
+    };
+    let first: Value = ask("/api/chat", "lights on")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(first["reply"], "echo: lights on");
+    let second: Value = ask("/v1/message", "and music")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(second["reply"], "echo: and music");
+    let requests = provider.requests();
+    let turns = turns(&requests[1].messages[1..]);
+    assert_eq!(turns[0], (Role::User, "lights on"));
     daemon.stop().await;
 }
 

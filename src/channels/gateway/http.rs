@@ -72,6 +72,8 @@ pub(super) async fn serve(
     let (max, timeout) = (shared.max_connections, shared.request_timeout);
     let app = axum::Router::new()
         .route("/v1/message", post(message))
+        // The path the reference system's clients use; the same endpoint.
+        .route("/api/chat", post(message))
         .route("/v1/approval", post(approval))
         .route("/health", get(health))
         .with_state(App { shared, bus, local });

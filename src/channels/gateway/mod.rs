@@ -1,8 +1,9 @@
 //! The HTTP gateway: the assistant as a small JSON API on the home network,
 //! for scripts, home automation or a phone shortcut.
 //!
-//! `POST /v1/message` with `{"text": "...", "chat": "kitchen"}` puts the
-//! message on the bus like any other channel's and answers with the reply
+//! `POST /v1/message` (or `POST /api/chat`, the same endpoint under the
+//! reference system's name) with `{"text": "...", "chat": "kitchen"}` puts
+//! the message on the bus like any other channel's and answers with the reply
 //! once the pipeline sends it (`{"reply": "..."}`). Conversations are kept
 //! per chat (and sender), so a chat has history like a Telegram chat.
 //! A request whose message ends without a reply (`/stop`, a hook,
