@@ -103,6 +103,44 @@ fn doctor_reports_every_line() {
 }
 
 #[test]
+fn doctor_names_each_cloud_provider_and_its_role_without_contacting_it() {
+    let s = Sandbox::new();
+    common::model(common::SMOLLM2);
+    let line = |config: &str| {
+        let path = s.config(config);
+        let out = s
+            .hearth()
+            .args(["--config", path.to_str().unwrap(), "doctor"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("cloud"))
+            .unwrap_or_else(|| panic!("no cloud line in:\n{stdout}"))
+            .to_string()
+    };
+    assert!(line("").contains("none configured"));
+    // Addresses nothing listens on: doctor must not contact them.
+    let both = line(
+        "[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"gpt-x\"\n[providers.anthropic]\nbase_url = \"http://127.0.0.1:9\"\nmodel = \"claude-x\"\napi_key = \"sk-ant-test\"\n[routing]\nfallback = [\"anthropic\"]\n",
+    );
+    assert!(
+        both.contains("openai `gpt-x`")
+            && both.contains("unused: no [routing] entry names \"openai\""),
+        "{both}"
+    );
+    assert!(
+        both.contains("anthropic `claude-x` at http://127.0.0.1:9 with an API key, a fallback"),
+        "{both}"
+    );
+    assert!(
+        !both.contains("sk-ant-test"),
+        "the key is never printed: {both}"
+    );
+}
+
+#[test]
 fn doctor_says_why_no_sandbox_runs_and_how_to_fix_it() {
     let s = Sandbox::new();
     // bubblewrap forced, and not to be found: the shell is not offered.

@@ -30,30 +30,55 @@ impl Report {
 
 const GIB: f64 = (1u64 << 30) as f64;
 
-/// What the OpenAI-compatible provider is set up to do (not contacted).
+/// What the cloud providers are set up to do (not contacted).
 fn cloud_line(config: &Config) -> String {
-    let Some(model) = &config.openai.model else {
+    let providers = [
+        (
+            "openai",
+            config.openai.model.as_deref(),
+            config.openai.base_url.as_str(),
+            config.openai.api_key.is_some(),
+        ),
+        (
+            "anthropic",
+            config.anthropic.model.as_deref(),
+            config.anthropic.base_url.as_str(),
+            config.anthropic.api_key.is_some(),
+        ),
+    ];
+    let lines: Vec<String> = providers
+        .into_iter()
+        .filter_map(|(name, model, url, key)| {
+            let key = if key {
+                "with an API key"
+            } else {
+                "without an API key"
+            };
+            Some(format!(
+                "{name} `{}` at {url} {key}, {}",
+                model?,
+                cloud_role(config, name)
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
         return "none configured: hearth answers only locally".to_string();
-    };
+    }
+    format!("{} (not contacted)", lines.join("; "))
+}
+
+/// What the routes use cloud provider `name` for.
+fn cloud_role(config: &Config, name: &str) -> String {
     let routing = &config.routing;
-    let role = if routing.default_provider == "openai" {
-        "the default provider"
-    } else if routing.fallback.iter().any(|p| p == "openai") {
-        "the fallback"
-    } else if routing.rules.iter().any(|r| r.provider == "openai") {
-        "for matching routing rules"
+    if routing.default_provider == name {
+        "the default provider".into()
+    } else if routing.fallback.iter().any(|p| p == name) {
+        "a fallback".into()
+    } else if routing.rules.iter().any(|r| r.provider == name) {
+        "for matching routing rules".into()
     } else {
-        "unused: no [routing] entry names \"openai\""
-    };
-    let key = if config.openai.api_key.is_some() {
-        "with an API key"
-    } else {
-        "without an API key"
-    };
-    format!(
-        "openai `{model}` at {} {key}, {role} (not contacted)",
-        config.openai.base_url
-    )
+        format!("unused: no [routing] entry names \"{name}\"")
+    }
 }
 
 /// The llama.cpp backends loaded (the CPU code chosen for this machine), the

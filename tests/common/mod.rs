@@ -79,6 +79,7 @@ impl Sandbox {
                 || key.starts_with("XDG_")
                 || key == "RUST_LOG"
                 || key == "OPENAI_API_KEY"
+                || key == "ANTHROPIC_API_KEY"
             {
                 cmd.env_remove(key);
             }
