@@ -137,6 +137,35 @@ async fn a_part_left_by_an_earlier_run_is_resumed() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_second_pull_of_the_same_file_waits_its_turn() {
+    let hub = hub().await;
+    let s = Sandbox::new();
+    let config = config_for(&s, &hub.url);
+    let dir = s.path("data/models");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Another pull holds the file: this one must not write the same part.
+    let held = std::fs::File::create(dir.join(format!("{}.lock", common::SMOLLM2))).unwrap();
+    held.lock().unwrap();
+    let out = hearth(&s, &config, &["models", "pull", "smollm2-135m"]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("another `hearth models pull` is downloading"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !hub.requests().iter().any(|r| r.path.starts_with("/cdn/")),
+        "nothing was downloaded"
+    );
+    assert!(!dir.join(format!("{}.part", common::SMOLLM2)).exists());
+    // Positive control: once the other is done, the pull runs.
+    held.unlock().unwrap();
+    let out = hearth(&s, &config, &["models", "pull", "smollm2-135m"]).await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(sha256_of(&downloaded(&s)), hub.sha256());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_corrupt_transfer_is_refused_and_deleted() {
     let hub = hub().await;
     hub.behave(|b| b.corrupt = true);

@@ -82,6 +82,11 @@ pub enum PullError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "another `hearth models pull` is downloading {file} into {}; wait for it, or stop it and run this again",
+        .dir.display()
+    )]
+    Busy { file: String, dir: PathBuf },
 }
 
 /// What the hub says of a file before it is downloaded.
@@ -127,6 +132,19 @@ pub async fn pull(
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let target = dir.join(&entry.file);
     let part = dir.join(format!("{}.part", entry.file));
+    // One pull of a file at a time: two would write one part file.
+    let lock_path = dir.join(format!("{}.lock", entry.file));
+    let lock = std::fs::File::create(&lock_path).map_err(io(&lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(PullError::Busy {
+                file: entry.file.clone(),
+                dir: dir.to_path_buf(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
+    }
 
     let offline = |e: reqwest::Error| PullError::Offline {
         url: url.clone(),
