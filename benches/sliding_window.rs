@@ -11,6 +11,9 @@
 //! are printed. Run: `cargo bench --bench sliding_window` (needs
 //! `make test-models`).
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::process::Command;
 use std::time::Instant;
 
@@ -79,29 +82,14 @@ fn main() {
 /// One way: prints prompt tokens, decoded tokens, TTFT (ms) of the turn
 /// after the rewrite, and the resident memory (MiB) after it.
 fn child(way: &str) {
-    let model = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/models/gemma-3-270m-q4_k_m.gguf"
-    );
     let kv = std::env::temp_dir().join(format!("hearth-swa-bench-{}", std::process::id()));
     let settings = EngineSettings {
-        model_path: model.into(),
         chat_template: Some("gemma".into()),
-        tool_format: None,
         context_size: 4096,
-        threads: 0,
-        batch_size: 512,
-        flash_attention: false,
-        gpu_layers: hearth::config::GpuLayers::Auto,
-        slots: 1,
-        ram_cache_bytes: 1 << 28,
-        disk_cache_bytes: 0,
         kv_dir: Some(kv.clone()),
-        prompt_cache: true,
-        reuse_min_chunk: 16,
-        backends_dir: None,
         swa_full: way == "full",
         swa_checkpoints: if way == "window" { 8 } else { 0 },
+        ..common::engine_settings(common::GEMMA3)
     };
     let engine = Engine::start(settings, None).expect("engine starts");
     let rt = tokio::runtime::Builder::new_current_thread()

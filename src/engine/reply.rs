@@ -70,6 +70,8 @@ pub(super) struct Admitted {
 pub(super) struct Reply<'m> {
     model: &'m LlamaModel,
     format: &'static dyn Format,
+    /// Whether control tokens are written out as text (the format's say).
+    special_tokens: bool,
     seq: usize,
     request: ChatRequest,
     cancel: CancellationToken,
@@ -102,6 +104,7 @@ impl<'m> Reply<'m> {
         Self {
             model,
             format,
+            special_tokens: format.syntax().special_tokens,
             seq: a.seq,
             request: a.request,
             cancel,
@@ -238,10 +241,11 @@ impl<'m> Reply<'m> {
 
     /// Passes a token's text through the splitter. True at a stop string.
     fn say(&mut self, token: LlamaToken) -> Result<bool, Stop> {
-        let special = self.format.syntax().special_tokens;
-        let piece = self
-            .text
-            .push(&self.model.vocab().token_to_piece(token, special, None));
+        let piece = self.text.push(&self.model.vocab().token_to_piece(
+            token,
+            self.special_tokens,
+            None,
+        ));
         let mut stop = false;
         for part in self.splitter.push(&piece) {
             stop |= self.forward(part)?;

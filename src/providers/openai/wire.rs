@@ -216,9 +216,14 @@ pub fn classify_error(provider: &str, status: u16, body: &str) -> ProviderError 
         401 | 403 => ProviderError::Failed(format!(
             "{provider} refused the API key (HTTP {status}): {message}; check its `api_key` or OPENAI_API_KEY"
         )),
-        429 => ProviderError::Failed(format!(
-            "{provider} is rate limiting or out of quota (HTTP 429): {message}"
-        )),
+        // Out of quota will not pass by waiting; a rate limit will.
+        429 if field("code") == "insufficient_quota" => {
+            ProviderError::Failed(format!("{provider} is out of quota (HTTP 429): {message}"))
+        }
+        429 => ProviderError::Busy {
+            message: format!("{provider} is rate limiting (HTTP 429): {message}"),
+            retry_after_secs: None,
+        },
         _ => ProviderError::Failed(format!("{provider} answered HTTP {status}: {message}")),
     }
 }
@@ -390,6 +395,21 @@ mod tests {
             r#"{"error":{"message":"Incorrect API key"}}"#,
         );
         assert!(key.to_string().contains("refused the API key"), "{key}");
+        let limited = classify_error(
+            "openai",
+            429,
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+        );
+        assert!(matches!(limited, ProviderError::Busy { .. }), "{limited}");
+        let quota = classify_error(
+            "openai",
+            429,
+            r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#,
+        );
+        assert!(
+            matches!(&quota, ProviderError::Failed(m) if m.contains("out of quota")),
+            "{quota}"
+        );
         let gateway = classify_error("openai", 502, "<html>Bad Gateway</html>");
         assert!(gateway.to_string().contains("HTTP 502"), "{gateway}");
         assert!(gateway.to_string().contains("Bad Gateway"), "{gateway}");
