@@ -17,7 +17,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: chat test bench build prereqs model test-models clean gpu
+.PHONY: chat test bench build prereqs model test-models test-clients clean gpu
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -36,7 +36,7 @@ CUDA_ARCHS ?= native
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models
+test: prereqs test-models test-clients
 	$(CARGO) test --release --all-targets
 
 bench: prereqs model build
@@ -50,6 +50,15 @@ model:
 
 test-models:
 	python3 models/fetch smollm2-135m gemma3-270m
+
+# The real client libraries some tests drive hearth with (the `openai`
+# package, the Prometheus text parser), pinned, beside the build.
+PYCLIENTS := target/pyclients
+test-clients: $(PYCLIENTS)/.installed
+$(PYCLIENTS)/.installed: tests/clients/requirements.txt
+	rm -rf $(PYCLIENTS)
+	python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --target $(PYCLIENTS) -r tests/clients/requirements.txt
+	touch $@
 
 prereqs:
 	@missing=""; \

@@ -15,6 +15,7 @@
 //! - [`sandbox`]: the OS sandbox every command runs in (bubblewrap, Landlock), with limits.
 //! - [`security`]: the workspace and command policy; credential scrubbing.
 //! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
+//! - [`metrics`]: what hearth counts, for `GET /metrics`.
 //! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
 //! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`history`]: conversation turns persisted in SQLite.
@@ -40,6 +41,7 @@ pub mod history;
 pub mod inbox;
 pub mod lms;
 pub mod memory;
+pub mod metrics;
 pub mod models;
 pub mod paths;
 pub mod pipeline;

@@ -269,10 +269,12 @@ async fn a_failing_listener_restarts_with_growing_backoff() {
     let status = Arc::new(StatusBoard::new());
     let (tx, mut rx) = hearth::channels::Intake::queue(10);
     let shutdown = CancellationToken::new();
+    let metrics = Arc::new(hearth::metrics::Metrics::new());
     let task = tokio::spawn(supervise(
         channel.clone(),
         tx,
         status.clone(),
+        metrics.clone(),
         shutdown.clone(),
     ));
     channel.inject_text("ada", "are you there?");
@@ -295,6 +297,12 @@ async fn a_failing_listener_restarts_with_growing_backoff() {
             .contains("scripted listen failure")
     );
     assert!(status.render().contains("channel mem: running (3 restarts"));
+    assert!(
+        metrics
+            .render()
+            .contains(r#"hearth_channel_errors_total{channel="mem",operation="listen"} 3"#),
+        "each failure is counted for /metrics"
+    );
     shutdown.cancel();
     task.await.unwrap();
     assert_eq!(

@@ -86,10 +86,21 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
     }
     let (daemon, _reports) = start(runtime, channel.clone());
     let stop = CancellationToken::new();
-    services.spawn(daemon.delivery(), stop.clone());
+    let metrics = Arc::new(hearth::metrics::Metrics::new());
+    services.spawn(daemon.delivery(), metrics.clone(), stop.clone());
 
     // The first poll runs at once: each feed item becomes one notice.
     until("two LMS notices", || texts(&channel, "ada").len() >= 2).await;
+    until("the poll counted", || {
+        metrics.render().contains("hearth_lms_polls_total{")
+            && metrics.render().contains("hearth_lms_notices_total{")
+    })
+    .await;
+    assert!(
+        metrics.render().contains(r#"outcome="ok"} 1"#),
+        "{}",
+        metrics.render()
+    );
     let notices = texts(&channel, "ada");
     assert!(
         notices.iter().any(|n| n.contains("Library opening hours")),

@@ -71,7 +71,11 @@ async fn family() -> Family {
     let (tx, rx) = mpsc::unbounded_channel();
     let daemon = Daemon::start(runtime, Some(tx));
     let stop = CancellationToken::new();
-    services.spawn(daemon.delivery(), stop.clone());
+    services.spawn(
+        daemon.delivery(),
+        Arc::new(hearth::metrics::Metrics::new()),
+        stop.clone(),
+    );
     Family {
         fake,
         parrot,

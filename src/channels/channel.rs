@@ -120,6 +120,18 @@ pub trait Channel: Send + Sync {
         Box::pin(async { Err(ChannelError::Unsupported("asking for approval")) })
     }
 
+    /// Tells the person that `tool` is about to run, with `notice` (its
+    /// text, addressed to the chat and naming the message it serves).
+    /// Called only when the policy's `show_tool_calls` is on; the default
+    /// sends `notice` as a message.
+    fn tool_notice<'a>(
+        &'a self,
+        notice: &'a SendMessage,
+        _tool: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        self.send(notice)
+    }
+
     /// Whether the platform is reachable now.
     fn health_check(&self) -> BoxFuture<'_, bool> {
         Box::pin(async { true })

@@ -5,10 +5,12 @@
 //! [`Intake`] (the durable inbox and the dispatcher's bus), and delivers [`SendMessage`]s back. Channels never call
 //! providers; the dispatcher and the pipeline sit between.
 
+pub mod acp;
 pub mod approval;
 mod channel;
 pub mod cli;
 pub mod commands;
+mod deltas;
 mod error;
 pub mod gateway;
 pub mod in_memory;
@@ -17,9 +19,11 @@ pub mod journal;
 mod message;
 pub mod telegram;
 
+pub use acp::AcpChannel;
 pub use approval::{Answer, ApprovalRequest};
 pub use channel::{Channel, ChannelPolicy};
 pub use cli::CliChannel;
+pub use deltas::Deltas;
 pub use error::ChannelError;
 pub use gateway::GatewayChannel;
 pub use in_memory::{ChannelEvent, InMemoryChannel};

@@ -10,10 +10,12 @@ use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
     Daemon, LoadedModel, LocalModels, Providers, Services, build_channels, signalled,
 };
+use crate::metrics::Metrics;
 use crate::pipeline::{ConfigWatcher, RuntimeBuilder};
 
 pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> {
-    let channels = build_channels(&config)?;
+    let metrics = Arc::new(Metrics::new());
+    let channels = build_channels(&config, &metrics)?;
     if channels.is_empty() {
         eprintln!(
             "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform."
@@ -22,13 +24,16 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     }
     let tool_context = super::tools_cmd::context(&config, env)?;
     let models = Arc::new(LocalModels::new(config.clone()));
+    let depth = models.clone();
+    metrics.queue_source(Arc::new(move || depth.queue_depth()));
     let services = Services::open(&config, Arc::new(LoadedModel::new(models.clone())))
         .context("cannot start the daemon")?;
     let providers = Arc::new(Providers::new(&config, models.clone())?);
     let tools = Arc::new(services.tools(&config, &tool_context.sandbox));
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channels(channels)
-        .tools(tools);
+        .tools(tools)
+        .metrics(metrics.clone());
     if let Some(memory) = services.turn_memory() {
         builder = builder.memory(memory);
     }
@@ -55,7 +60,7 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     );
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
-    services.spawn(daemon.delivery(), stop_services.clone());
+    services.spawn(daemon.delivery(), metrics, stop_services.clone());
     stop.await;
     stop_services.cancel();
     eprintln!(

@@ -1,5 +1,6 @@
 //! The `hearth` command line: argument parsing and one module per command.
 
+mod acp;
 mod ask;
 pub mod bench;
 mod bench_parallel;
@@ -51,6 +52,8 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
     },
+    /// Be an editor's agent: the Agent Client Protocol (JSON-RPC) on stdin and stdout.
+    Acp,
     /// Ask one question; only the reply goes to stdout.
     Ask {
         /// The question, or `-` to read it from stdin.
@@ -240,6 +243,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 (None, Some(n)) => bench_parallel::run(&config, &json, n, rounds).await,
                 (None, None) => bench::run(&config, &json, speed_only).await,
             }
+        }
+        Command::Acp => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            acp::run(&config, &env).await
         }
         Command::Daemon => {
             let config = Config::load(cli.config.as_deref(), &env)?;

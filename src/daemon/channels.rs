@@ -7,6 +7,7 @@ use crate::channels::{
     Channel, ChannelError, GatewayChannel, Intake, SendMessage, TelegramChannel,
 };
 use crate::config::Config;
+use crate::metrics::Metrics;
 use futures::future::BoxFuture;
 
 #[derive(Debug, thiserror::Error)]
@@ -16,7 +17,11 @@ pub enum BuildError {
 }
 
 /// Every channel the config turns on.
-pub fn build_channels(config: &Config) -> Result<Vec<Arc<dyn Channel>>, BuildError> {
+/// The gateway serves `metrics` at `/metrics`.
+pub fn build_channels(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+) -> Result<Vec<Arc<dyn Channel>>, BuildError> {
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     if config.telegram.bot_token.is_some() {
         let telegram = TelegramSettings::from_config(config)
@@ -28,7 +33,7 @@ pub fn build_channels(config: &Config) -> Result<Vec<Arc<dyn Channel>>, BuildErr
         channels.push(Arc::new(telegram));
     }
     if let Some(gateway) = GatewayChannel::from_config(&config.gateway) {
-        channels.push(Arc::new(gateway));
+        channels.push(Arc::new(gateway.with_metrics(metrics.clone())));
     }
     if config.daemon.loopback_channel {
         channels.push(Arc::new(LoopbackChannel));

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
-use crate::chat::ProviderError;
+use crate::chat::{Priority, ProviderError};
 use crate::config::Config;
-use crate::engine::{Engine, EngineSettings};
+use crate::engine::{Engine, EngineSettings, Waiting};
 use crate::providers::LocalProvider;
 
 /// The provider name of the in-process engine.
@@ -20,6 +20,8 @@ pub struct LocalModels {
     /// The config the engine settings come from (the model file varies).
     base: Config,
     loaded: Mutex<Option<(String, Arc<LocalProvider>)>>,
+    /// The loaded engine's queue, for `/metrics`.
+    waiting: std::sync::Mutex<Option<Arc<Waiting>>>,
 }
 
 impl LocalModels {
@@ -27,7 +29,15 @@ impl LocalModels {
         Self {
             base: config,
             loaded: Mutex::new(None),
+            waiting: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Requests waiting for the loaded model, by priority (none before one
+    /// is loaded).
+    pub fn queue_depth(&self) -> Vec<(Priority, usize)> {
+        let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.as_ref().map(|w| w.depth()).unwrap_or_default()
     }
 
     /// Loads `model_file` unless it is the loaded one.
@@ -65,6 +75,7 @@ impl LocalModels {
             .await
             .map_err(|e| ProviderError::Failed(format!("loading the model failed: {e}")))?
             .map_err(|e| ProviderError::Failed(e.to_string()))?;
+        *self.waiting.lock().unwrap_or_else(|e| e.into_inner()) = Some(engine.waiting());
         let provider = Arc::new(LocalProvider::new(engine));
         *loaded = Some((model_file.to_string(), provider.clone()));
         Ok(provider)

@@ -71,6 +71,7 @@ impl Daemon {
                     channel.clone(),
                     intake.clone(),
                     runtime.status().clone(),
+                    runtime.metrics().clone(),
                     shutdown.clone(),
                 );
                 let (ready, shutdown) = (ready.clone(), shutdown.clone());

@@ -7,8 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::dispatch::{Delivery, PromptJob};
-use crate::lms::{Notice, NoticeSink, Notifier};
+use crate::lms::{Notice, NoticeSink, Notifier, PollReport};
 use crate::memory::{self, MemoryStore, StoreMemory, TurnMemory};
+use crate::metrics::Metrics;
 use crate::providers::Provider;
 use crate::sandbox::Sandbox;
 use crate::scheduler::{self, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
@@ -100,10 +101,11 @@ impl Services {
     }
 
     /// Runs the scheduler and the LMS poll loop until `stop`.
-    pub fn spawn(&self, delivery: Delivery, stop: CancellationToken) {
+    pub fn spawn(&self, delivery: Delivery, metrics: Arc<Metrics>, stop: CancellationToken) {
         let sink = Arc::new(Jobs {
             delivery: delivery.clone(),
             notifier: self.notifier.clone(),
+            metrics: metrics.clone(),
         });
         if let Some(s) = &self.scheduler {
             let s = s.clone();
@@ -117,6 +119,7 @@ impl Services {
                 let sink = Notices { delivery };
                 loop {
                     let report = n.poll_once(&sink).await;
+                    count(&metrics, &report);
                     tracing::info!(sent = report.sent(), failed = report.failed(), "LMS poll");
                     tokio::select! {
                         _ = tokio::time::sleep(n.poll_interval()) => {}
@@ -133,6 +136,15 @@ impl Services {
 struct Jobs {
     delivery: Delivery,
     notifier: Option<Arc<Notifier>>,
+    metrics: Arc<Metrics>,
+}
+
+/// Counts a poll's sources and notices for `/metrics`.
+fn count(metrics: &Metrics, report: &PollReport) {
+    for source in &report.sources {
+        metrics.lms_poll(&source.source, source.error.is_none());
+        metrics.lms_notices(&source.source, source.sent as u64);
+    }
 }
 
 impl JobSink for Jobs {
@@ -160,6 +172,7 @@ impl JobSink for Jobs {
                             delivery: self.delivery.clone(),
                         })
                         .await;
+                    count(&self.metrics, &report);
                     match report.failed() {
                         0 => Ok(()),
                         failed => Err(format!("{failed} notices could not be delivered")),

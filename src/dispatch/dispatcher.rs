@@ -121,7 +121,7 @@ impl Dispatcher {
                 if inbound.recorded {
                     self.runtime.inbox().finish(&message, State::Answered, None);
                 }
-                report(&self.reports, &message, outcome);
+                report(&self.reports, &self.runtime, &message, outcome, None);
                 continue;
             }
             let interrupt = !inbound.late
@@ -157,7 +157,13 @@ impl Dispatcher {
                 // recorded one is answered at the next start).
                 tracker.end(&key, &run);
                 self.runtime.unanswered(&message).await;
-                report(&self.reports, &message, Outcome::Cancelled);
+                report(
+                    &self.reports,
+                    &self.runtime,
+                    &message,
+                    Outcome::Cancelled,
+                    None,
+                );
                 continue;
             };
             let runtime = self.runtime.clone();
@@ -169,6 +175,7 @@ impl Dispatcher {
                     previous.done.cancelled().await;
                 }
                 runtime.status().started();
+                let began = Instant::now();
                 let recorded = inbound.recorded;
                 let outcome = runtime.process(inbound, run.cancel.clone()).await;
                 let outcome = match (outcome, run.reason()) {
@@ -195,7 +202,7 @@ impl Dispatcher {
                 }
                 runtime.status().finished();
                 tracker.end(&key, &run);
-                report(&reports, &message, outcome);
+                report(&reports, &runtime, &message, outcome, Some(began.elapsed()));
             });
         }
         drop(bus);
@@ -217,10 +224,21 @@ impl Dispatcher {
 
 fn report(
     reports: &Option<mpsc::UnboundedSender<Report>>,
+    runtime: &Runtime,
     message: &ChannelMessage,
     outcome: Outcome,
+    took: Option<Duration>,
 ) {
     tracing::debug!(id = message.id, ?outcome, "message handled");
+    let metrics = runtime.metrics();
+    metrics.message(
+        &message.channel,
+        outcome.label(),
+        took.map(|t| t.as_secs_f64()),
+    );
+    if matches!(outcome, Outcome::Undelivered(_)) {
+        metrics.channel_error(&message.channel, "send");
+    }
     if let Some(tx) = reports {
         let _ = tx.send(Report {
             message_id: message.id.clone(),

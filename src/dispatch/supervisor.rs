@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::channels::{Channel, Intake};
+use crate::metrics::Metrics;
 use crate::pipeline::{ListenerState, StatusBoard};
 
 pub const BACKOFF_START: Duration = Duration::from_secs(2);
@@ -50,6 +51,7 @@ pub async fn supervise(
     channel: Arc<dyn Channel>,
     bus: Intake,
     status: Arc<StatusBoard>,
+    metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
     let name = channel.name().to_string();
@@ -70,6 +72,7 @@ pub async fn supervise(
             Ok(()) => "the listener stopped on its own".to_string(),
             Err(e) => e.to_string(),
         };
+        metrics.channel_error(&name, "listen");
         let wait = backoff.next_wait();
         tracing::warn!(
             channel = name,

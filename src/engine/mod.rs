@@ -46,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use cache::reuse;
 pub use error::EngineError;
+pub use queue::Waiting;
 
 use crate::chat::{ChatRequest, ChatStream, ProviderError, StreamEvent};
 use crate::config::{Config, GpuLayers};
@@ -159,6 +160,7 @@ pub struct Engine {
     /// The loaded model, shared for tokenising only (thread-safe in
     /// llama.cpp); released before the worker, which frees the backend.
     model: Option<Arc<LlamaModel>>,
+    waiting: Arc<Waiting>,
 }
 
 impl Engine {
@@ -170,9 +172,11 @@ impl Engine {
     ) -> Result<Self, EngineError> {
         let (jobs, job_rx) = std_mpsc::channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
+        let waiting = Arc::new(Waiting::default());
+        let taken = waiting.clone();
         let thread = std::thread::Builder::new()
             .name("hearth-engine".into())
-            .spawn(move || worker::run(settings, progress, ready_tx, job_rx))
+            .spawn(move || worker::run(settings, progress, ready_tx, job_rx, taken))
             .map_err(|e| EngineError::Backend(format!("cannot start the engine thread: {e}")))?;
         match ready_rx.recv() {
             Ok(Ok((info, model))) => Ok(Self {
@@ -180,6 +184,7 @@ impl Engine {
                 thread: Some(thread),
                 info,
                 model: Some(model),
+                waiting,
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -237,13 +242,21 @@ impl Engine {
     }
 
     /// Queues a request; its reply streams back on the returned stream.
+    /// Requests submitted and not yet taken up, by priority.
+    pub fn waiting(&self) -> Arc<Waiting> {
+        self.waiting.clone()
+    }
+
     pub fn submit(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let (events, rx) = mpsc::channel(256);
+        let priority = request.priority;
         let job = Job {
             request,
             cancel,
             events,
         };
+        // Counted before it is sent: the worker may take it up at once.
+        self.waiting.add(priority);
         let sent = self
             .jobs
             .as_ref()
@@ -251,6 +264,7 @@ impl Engine {
         if sent {
             ChatStream::new(rx)
         } else {
+            self.waiting.remove(priority);
             ChatStream::failed(ProviderError::Failed(EngineError::WorkerGone.to_string()))
         }
     }

@@ -7,6 +7,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use crate::chat::Priority;
 
@@ -85,6 +86,48 @@ impl<T> PriorityQueue<T> {
 
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
+    }
+}
+
+/// How many requests of each priority wait for the worker: counted up
+/// when submitted, down when the worker takes one up.
+#[derive(Debug, Default)]
+pub struct Waiting {
+    interactive: AtomicUsize,
+    background: AtomicUsize,
+}
+
+impl Waiting {
+    fn counter(&self, priority: Priority) -> &AtomicUsize {
+        match priority {
+            Priority::Interactive => &self.interactive,
+            Priority::Background => &self.background,
+        }
+    }
+
+    pub fn add(&self, priority: Priority) {
+        self.counter(priority).fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    pub fn remove(&self, priority: Priority) {
+        let _ = self.counter(priority).fetch_update(
+            AtomicOrdering::Relaxed,
+            AtomicOrdering::Relaxed,
+            |n| n.checked_sub(1),
+        );
+    }
+
+    pub fn depth(&self) -> Vec<(Priority, usize)> {
+        vec![
+            (
+                Priority::Interactive,
+                self.interactive.load(AtomicOrdering::Relaxed),
+            ),
+            (
+                Priority::Background,
+                self.background.load(AtomicOrdering::Relaxed),
+            ),
+        ]
     }
 }
 

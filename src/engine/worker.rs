@@ -23,7 +23,7 @@ use super::cache::{CHECKPOINT_EVERY, CacheSettings, Fingerprint, SeqCache};
 use super::formats::{self, ModelFamily};
 use super::generate::{Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
-use super::queue::PriorityQueue;
+use super::queue::{PriorityQueue, Waiting};
 use super::template::{self, ChatTemplate};
 use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, model_file};
 
@@ -32,6 +32,7 @@ pub(super) fn run(
     progress: Option<ProgressFn>,
     ready: std_mpsc::SyncSender<Result<(ModelInfo, Arc<LlamaModel>), EngineError>>,
     jobs: std_mpsc::Receiver<Job>,
+    waiting: Arc<Waiting>,
 ) {
     super::log::route_to_tracing();
     let backends = match backends::load(settings.backends_dir.as_deref()) {
@@ -177,6 +178,7 @@ pub(super) fn run(
             let Some(job) = queue.pop_first(|j| !batcher.serves(&j.request.conversation)) else {
                 break;
             };
+            waiting.remove(job.request.priority);
             let busy = batcher.busy();
             if let Some(reply) = generator.start(&mut ctx, &mut cache, job, &busy) {
                 batcher.add(reply);

@@ -7,7 +7,8 @@
 //! feed one task per message, which owns every channel call.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +17,7 @@ use super::sanitize;
 use crate::channels::{Channel, ChannelMessage, SendMessage};
 use crate::chat::{ChatRequest, ChatStream, StreamEvent};
 use crate::inbox::Inbox;
+use crate::metrics::Metrics;
 use crate::providers::Provider;
 
 /// How often "typing…" is refreshed (platforms expire it after ~5 s).
@@ -31,10 +33,32 @@ pub enum Progress {
     Tool(String),
 }
 
-/// A provider whose text also goes to a progress channel.
+/// A provider whose text also goes to a progress channel, and whose
+/// replies are counted: the message's first text, token counts and speed.
 pub struct Tee {
     pub inner: Arc<dyn Provider>,
     pub progress: mpsc::UnboundedSender<Progress>,
+    pub metrics: Arc<Metrics>,
+    /// When the message was taken up.
+    pub began: Instant,
+    /// Whether the message's first text was counted.
+    pub first_text: Arc<AtomicBool>,
+}
+
+impl Tee {
+    pub fn new(
+        inner: Arc<dyn Provider>,
+        progress: mpsc::UnboundedSender<Progress>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            inner,
+            progress,
+            metrics,
+            began: Instant::now(),
+            first_text: Arc::default(),
+        }
+    }
 }
 
 impl Provider for Tee {
@@ -63,10 +87,19 @@ impl Provider for Tee {
         let progress = self.progress.clone();
         let _ = progress.send(Progress::RoundStarted);
         let (tx, rx) = mpsc::channel(64);
+        let (metrics, began, first_text) =
+            (self.metrics.clone(), self.began, self.first_text.clone());
         tokio::spawn(async move {
             while let Some(event) = upstream.next().await {
-                if let StreamEvent::TextDelta(text) = &event {
-                    let _ = progress.send(Progress::Text(text.clone()));
+                match &event {
+                    StreamEvent::TextDelta(text) => {
+                        if !first_text.swap(true, Ordering::Relaxed) {
+                            metrics.first_token(began.elapsed().as_secs_f64());
+                        }
+                        let _ = progress.send(Progress::Text(text.clone()));
+                    }
+                    StreamEvent::Done { usage, .. } => metrics.usage(usage),
+                    _ => {}
                 }
                 if tx.send(event).await.is_err() {
                     return;
@@ -98,6 +131,7 @@ impl Feedback {
         let drafts = policy.stream_drafts && channel.supports_drafts();
         let recipient = message.reply_target.clone();
         let thread = message.thread_ts.clone();
+        let message_id = message.id.clone();
         let done = stop.clone();
         let task = tokio::spawn(async move {
             let mut draft: Option<String> = None;
@@ -122,7 +156,8 @@ impl Feedback {
                         Some(Progress::Tool(name)) if policy.show_tool_calls => {
                             let mut notice = SendMessage::new(recipient.clone(), format!("🔧 {name}…"));
                             notice.thread_ts = thread.clone();
-                            let _ = channel.send(&notice).await;
+                            notice.in_reply_to = Some(message_id.clone());
+                            let _ = channel.tool_notice(&notice, &name).await;
                         }
                         Some(Progress::Tool(_)) => {}
                         Some(Progress::Text(delta)) if drafts => {
@@ -135,6 +170,7 @@ impl Feedback {
                                 None => {
                                     let mut first = SendMessage::new(recipient.clone(), visible.clone());
                                     first.thread_ts = thread.clone();
+                                    first.in_reply_to = Some(message_id.clone());
                                     if let Ok(id) = channel.send_draft(&first).await {
                                         if let Some((inbox, message)) = &record {
                                             inbox.draft(message, &id);

@@ -50,6 +50,7 @@ use crate::config::Config;
 use crate::history::{HistoryError, HistoryStore};
 use crate::inbox::{Inbound, Inbox, InboxError, State};
 use crate::memory::{NoMemory, TurnMemory};
+use crate::metrics::Metrics;
 use crate::tools::{ToolContext, ToolRegistry};
 
 const RECEIVED: &str = "👀";
@@ -72,6 +73,7 @@ pub struct Runtime {
     /// `/model` choices by history key.
     chosen: Mutex<HashMap<String, String>>,
     status: Arc<StatusBoard>,
+    metrics: Arc<Metrics>,
 }
 
 /// Why a runtime could not be built.
@@ -96,6 +98,7 @@ pub struct RuntimeBuilder {
     tools: Arc<ToolRegistry>,
     hooks: Vec<Arc<dyn Hook>>,
     watcher: Option<ConfigWatcher>,
+    metrics: Arc<Metrics>,
 }
 
 impl RuntimeBuilder {
@@ -109,7 +112,14 @@ impl RuntimeBuilder {
             tools: Arc::new(ToolRegistry::core()),
             hooks: Vec::new(),
             watcher: None,
+            metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// Where this runtime counts what it does (shared with `/metrics`).
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub fn channel(mut self, channel: Arc<dyn Channel>) -> Self {
@@ -170,6 +180,7 @@ impl RuntimeBuilder {
             inbox,
             chosen: Mutex::default(),
             status: Arc::new(StatusBoard::new()),
+            metrics: self.metrics,
         }))
     }
 }
@@ -181,6 +192,11 @@ impl Runtime {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// What this runtime counts.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The durable inbox of this runtime's data dir.

@@ -30,6 +30,21 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// A short name, for counting outcomes.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Replied => "replied",
+            Self::Command => "command",
+            Self::HookCancelled(_) => "hook_cancelled",
+            Self::Cancelled => "cancelled",
+            Self::Superseded => "superseded",
+            Self::Overflow => "overflow",
+            Self::Failed => "failed",
+            Self::TimedOut => "timed_out",
+            Self::Undelivered(_) => "undelivered",
+        }
+    }
+
     /// Whether the message ended with nothing sent for it.
     pub fn sent_nothing(&self) -> bool {
         matches!(

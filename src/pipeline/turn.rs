@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::feedback::{Feedback, Progress, Tee};
 use super::send::Reply;
 use super::{Outcome, Runtime, budget, normalize, outcome, prompt, routing, sanitize};
+use crate::agent::ConversationMessage;
 use crate::agent::context::ContextLimits;
 use crate::agent::dispatch;
 use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
@@ -154,10 +155,7 @@ impl Runtime {
             .recorded
             .then(|| (self.inbox.clone(), message.clone()));
         let feedback = Feedback::start(channel.clone(), message, progress_rx, record);
-        let tee = Tee {
-            inner: provider,
-            progress: progress_tx.clone(),
-        };
+        let tee = Tee::new(provider, progress_tx.clone(), self.metrics().clone());
         let notices = progress_tx;
         let (approvals, asking, turn) = (self.approvals.clone(), channel.clone(), message.clone());
         let settings = config.clone();
@@ -217,6 +215,7 @@ impl Runtime {
 
         match result {
             Ok(done) => {
+                self.count_tool_calls(&done.history);
                 if let Some(kept) = &done.rewritten_history {
                     // Context management summarised or dropped old turns:
                     // store what the model now sees, so it is not redone.
@@ -278,6 +277,23 @@ impl Runtime {
                     turn: Some((key.to_string(), vec![outcome::timed_out_turn(secs)])),
                 };
                 self.reply(channel, inbound, reply).await
+            }
+        }
+    }
+
+    /// Counts the turn's tool calls by tool and outcome.
+    fn count_tool_calls(&self, history: &[ConversationMessage]) {
+        for message in history {
+            let ConversationMessage::ToolResults(results) = message else {
+                continue;
+            };
+            for r in results {
+                let outcome = match (r.is_error, r.content.starts_with("not run:")) {
+                    (false, _) => "ok",
+                    (true, true) => "refused",
+                    (true, false) => "error",
+                };
+                self.metrics().tool_call(&r.name, outcome);
             }
         }
     }

@@ -9,8 +9,24 @@ pub mod pipeline;
 pub mod slow_model;
 pub mod telegram_bot;
 pub mod telegram_fake;
+pub mod typist;
 
 #[allow(unused_imports)]
 pub use parrot::*;
 #[allow(unused_imports)]
 pub use pipeline::*;
+#[allow(unused_imports)]
+pub use typist::*;
+
+/// Whether a file named `name` lies anywhere under `dir`.
+pub fn file_under(dir: &std::path::Path, name: &str) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let path = e.path();
+            path.file_name().is_some_and(|n| n == name)
+                || (path.is_dir() && file_under(&path, name))
+        })
+}

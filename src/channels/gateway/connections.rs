@@ -1,6 +1,7 @@
 //! Accepting connections without letting slow clients take them all.
 //!
-//! Each connection carries one request (no keep-alive). Its headers must
+//! Each connection carries one request (no keep-alive), or becomes one
+//! WebSocket, which keeps its slot while open. Its headers must
 //! arrive within the request timeout (hyper's header timer) and its body
 //! within the same time again (the handler's). At most `max` connections
 //! are open: when one more arrives, the oldest connection whose request is
@@ -136,11 +137,27 @@ pub async fn serve(
                     request
                 },
             );
+            // One request per connection: every answer but an upgrade says
+            // `Connection: close` (hyper's own keep-alive switch would put
+            // it on the upgrade too, which then fails).
+            let service = tower::ServiceExt::map_response(
+                service,
+                |mut response: axum::response::Response| {
+                    if response.status() != hyper::StatusCode::SWITCHING_PROTOCOLS {
+                        response.headers_mut().insert(
+                            hyper::header::CONNECTION,
+                            hyper::header::HeaderValue::from_static("close"),
+                        );
+                    }
+                    response
+                },
+            );
             let http = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(header_timeout)
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+                .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
+                // `/ws/chat` turns its connection into a WebSocket.
+                .with_upgrades();
             tokio::select! {
                 _ = http => {}
                 _ = closed.cancelled() => {}

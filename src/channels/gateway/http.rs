@@ -15,9 +15,11 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::connections::{self, ConnectionHandle};
+use super::guard::Refusal;
 use super::{Event, Parked, Shared};
 use crate::channels::approval::{Answer, Delivered};
 use crate::channels::{Accepted, ChannelError, Intake};
+use crate::metrics::Metrics;
 
 /// The largest request body.
 const BODY_LIMIT: usize = 64 * 1024;
@@ -42,10 +44,13 @@ struct ApprovalAnswer {
 }
 
 #[derive(Clone)]
-struct App {
-    shared: Arc<Shared>,
-    bus: Intake,
-    local: SocketAddr,
+pub(super) struct App {
+    pub shared: Arc<Shared>,
+    pub bus: Intake,
+    pub local: SocketAddr,
+    /// When the gateway started listening (Unix seconds).
+    pub started: i64,
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// Listens on `addr` until the bus closes (the daemon stops).
@@ -53,6 +58,7 @@ pub(super) async fn serve(
     addr: SocketAddr,
     shared: Arc<Shared>,
     bus: Intake,
+    metrics: Option<Arc<Metrics>>,
 ) -> Result<(), ChannelError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -76,7 +82,17 @@ pub(super) async fn serve(
         .route("/api/chat", post(message))
         .route("/v1/approval", post(approval))
         .route("/health", get(health))
-        .with_state(App { shared, bus, local });
+        .route("/ws/chat", get(super::ws::chat))
+        .route("/v1/chat/completions", post(super::openai::completions))
+        .route("/v1/models", get(super::openai::models))
+        .route("/metrics", get(metrics_text))
+        .with_state(App {
+            shared,
+            bus,
+            local,
+            started: chrono::Utc::now().timestamp(),
+            metrics,
+        });
     connections::serve(listener, app, max, timeout, stop).await;
     Ok(())
 }
@@ -85,11 +101,23 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({ "error": message.into() }))).into_response()
 }
 
+fn refusal(r: Refusal) -> Response {
+    error(r.status, r.message)
+}
+
+/// `Ok` when the request may pass the guard; else why not (logged).
+pub(super) fn guarded(app: &App, method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+    app.shared
+        .guard
+        .check(method, headers, app.local)
+        .inspect_err(|r| {
+            tracing::info!(status = %r.status, why = r.message, "a gateway request was refused");
+        })
+}
+
 /// `None` when the request may pass; else the answer refusing it.
 fn refused(app: &App, method: &Method, headers: &HeaderMap) -> Option<Response> {
-    let refusal = app.shared.guard.check(method, headers, app.local).err()?;
-    tracing::info!(status = %refusal.status, why = refusal.message, "a gateway request was refused");
-    Some(error(refusal.status, refusal.message))
+    guarded(app, method, headers).err().map(refusal)
 }
 
 async fn health(State(app): State<App>, method: Method, headers: HeaderMap) -> Response {
@@ -99,8 +127,22 @@ async fn health(State(app): State<App>, method: Method, headers: HeaderMap) -> R
     axum::Json(json!({ "status": "ok" })).into_response()
 }
 
+async fn metrics_text(State(app): State<App>, method: Method, headers: HeaderMap) -> Response {
+    if let Some(refusal) = refused(&app, &method, &headers) {
+        return refusal;
+    }
+    match &app.metrics {
+        Some(metrics) => (
+            [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+            metrics.render(),
+        )
+            .into_response(),
+        None => error(StatusCode::NOT_FOUND, "this gateway keeps no metrics"),
+    }
+}
+
 /// A chat name: what was given, trimmed, or `default`; or why it cannot be one.
-fn name(given: Option<String>, default: &str, key: &str) -> Result<String, String> {
+pub(super) fn name(given: Option<String>, default: &str, key: &str) -> Result<String, String> {
     let name = given
         .map(|n| n.trim().to_string())
         .filter(|n| !n.is_empty())
@@ -121,13 +163,13 @@ fn name(given: Option<String>, default: &str, key: &str) -> Result<String, Strin
 /// Removes a message's waiter however its request's handler ends (a
 /// client that hangs up included), unless the message waits for an
 /// answer to a question.
-struct Pending<'a> {
-    shared: &'a Shared,
-    id: String,
-    parked: bool,
+pub(super) struct Pending {
+    pub shared: Arc<Shared>,
+    pub id: String,
+    pub parked: bool,
 }
 
-impl Drop for Pending<'_> {
+impl Drop for Pending {
     fn drop(&mut self) {
         if !self.parked {
             self.shared.forget(&self.id);
@@ -144,25 +186,20 @@ async fn outcome(
     mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
 ) -> Response {
     let mut pending = Pending {
-        shared: &app.shared,
+        shared: app.shared.clone(),
         id: id.clone(),
         parked: false,
     };
     let wait = app.shared.reply_timeout;
-    match tokio::time::timeout(wait, events.recv()).await {
+    match tokio::time::timeout(wait, settled(&mut events)).await {
         Ok(Some(Event::Reply(text))) => {
             axum::Json(json!({ "reply": text, "chat": chat })).into_response()
         }
+        Ok(Some(Event::Stopped)) => {
+            axum::Json(json!({ "reply": "(stopped)", "chat": chat })).into_response()
+        }
         Ok(Some(Event::Question(q))) => {
-            let body = json!({
-                "approval": {
-                    "id": q.id,
-                    "tool": q.tool,
-                    "arguments": q.arguments,
-                    "expires_in_secs": q.timeout.as_secs(),
-                },
-                "chat": chat,
-            });
+            let body = json!({ "approval": super::question(&q), "chat": chat });
             pending.parked = true;
             app.shared.parked().insert(
                 q.id,
@@ -174,7 +211,7 @@ async fn outcome(
             );
             axum::Json(body).into_response()
         }
-        Ok(None) => error(StatusCode::BAD_GATEWAY, "the message ended without a reply"),
+        Ok(_) => error(StatusCode::BAD_GATEWAY, "the message ended without a reply"),
         Err(_) => error(
             StatusCode::GATEWAY_TIMEOUT,
             format!(
@@ -185,10 +222,23 @@ async fn outcome(
     }
 }
 
+/// The next event a plain request answers with: drafts and tool notices
+/// are for streaming clients.
+pub(super) async fn settled(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
+) -> Option<Event> {
+    loop {
+        match events.recv().await? {
+            Event::Draft(_) | Event::Tool(_) => continue,
+            event => return Some(event),
+        }
+    }
+}
+
 /// The body, read within the request timeout and the size limit.
-async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, Response> {
+async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, Refusal> {
     let too_large = || {
-        error(
+        Refusal::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the body is over {} KiB", BODY_LIMIT / 1024),
         )
@@ -204,11 +254,11 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>
     match tokio::time::timeout(wait, axum::body::to_bytes(body, BODY_LIMIT)).await {
         Ok(Ok(bytes)) => Ok(bytes.to_vec()),
         Ok(Err(e)) if e.to_string().contains("length limit") => Err(too_large()),
-        Ok(Err(e)) => Err(error(
+        Ok(Err(e)) => Err(Refusal::new(
             StatusCode::BAD_REQUEST,
             format!("cannot read the body: {e}"),
         )),
-        Err(_) => Err(error(
+        Err(_) => Err(Refusal::new(
             StatusCode::REQUEST_TIMEOUT,
             format!(
                 "the body did not arrive within {} s (`[channels.gateway] request_timeout_secs`)",
@@ -219,7 +269,27 @@ async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>
 }
 
 /// A request that passed the guard, its body read in time and parsed as
-/// `T`; or the answer refusing it (`shape` tells the client what to send).
+/// `T`; or why it is refused (`shape` tells the client what to send).
+pub(super) async fn admitted<T: serde::de::DeserializeOwned>(
+    app: &App,
+    connection: &ConnectionHandle,
+    method: &Method,
+    headers: &HeaderMap,
+    body: Body,
+    shape: &str,
+) -> Result<T, Refusal> {
+    guarded(app, method, headers)?;
+    let body = read_body(app, headers, body).await?;
+    connection.0.request_read();
+    serde_json::from_slice(&body).map_err(|e| {
+        Refusal::new(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not the expected JSON ({e}); send {shape}"),
+        )
+    })
+}
+
+/// [`admitted`], refused in the gateway's own error shape.
 async fn accept<T: serde::de::DeserializeOwned>(
     app: &App,
     connection: &ConnectionHandle,
@@ -228,17 +298,9 @@ async fn accept<T: serde::de::DeserializeOwned>(
     body: Body,
     shape: &str,
 ) -> Result<T, Response> {
-    if let Some(refusal) = refused(app, method, headers) {
-        return Err(refusal);
-    }
-    let body = read_body(app, headers, body).await?;
-    connection.0.request_read();
-    serde_json::from_slice(&body).map_err(|e| {
-        error(
-            StatusCode::BAD_REQUEST,
-            format!("the body is not the expected JSON ({e}); send {shape}"),
-        )
-    })
+    admitted(app, connection, method, headers, body, shape)
+        .await
+        .map_err(refusal)
 }
 
 async fn message(

@@ -15,6 +15,10 @@
 //! `{"id": "...", "chat": "...", "answer": "once" | "always" | "deny"}`,
 //! whose response is the reply (or the next question), as the first
 //! request's would have been. No answer in time is Deny.
+//! `GET /ws/chat` streams a conversation over a WebSocket ([`ws`]);
+//! `POST /v1/chat/completions` and `GET /v1/models` are the
+//! OpenAI-compatible API ([`openai`]); `GET /metrics` is what hearth
+//! counts, in the OpenMetrics text format, when the daemon shares it.
 //! [`guard`] checks every request before its body is read (host, origin,
 //! token, content type); [`connections`] keeps slow clients from holding
 //! every connection.
@@ -27,6 +31,8 @@
 mod connections;
 mod guard;
 mod http;
+mod openai;
+mod ws;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -38,14 +44,21 @@ use tokio::sync::{mpsc, watch};
 use super::approval::{Answer, ApprovalRequest, Questions};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
 use crate::config::GatewayConfig;
+use crate::metrics::Metrics;
 use futures::future::BoxFuture;
 
 pub const NAME: &str = "gateway";
 
-/// What the request behind a message hears about it.
+/// What the client behind a message hears about it.
 enum Event {
-    Reply(String),
+    /// The reply so far (the whole text of the model's current round).
+    Draft(String),
+    /// A tool is about to run.
+    Tool(String),
     Question(ApprovalRequest),
+    Reply(String),
+    /// The message ended without a reply (`/stop`, a hook, shutdown).
+    Stopped,
 }
 
 /// A message whose client waits for what happens to it.
@@ -139,12 +152,23 @@ impl Shared {
     }
 }
 
+/// A question as clients read it.
+fn question(q: &ApprovalRequest) -> serde_json::Value {
+    serde_json::json!({
+        "id": q.id,
+        "tool": q.tool,
+        "arguments": q.arguments,
+        "expires_in_secs": q.timeout.as_secs(),
+    })
+}
+
 /// The id prefix of messages whose request named an `Idempotency-Key`.
 const KEYED: &str = "gw-key-";
 
 pub struct GatewayChannel {
     listen: SocketAddr,
     shared: Arc<Shared>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl GatewayChannel {
@@ -162,7 +186,14 @@ impl GatewayChannel {
                 questions: Questions::default(),
                 bound: watch::Sender::new(None),
             }),
+            metrics: None,
         })
+    }
+
+    /// Serves `metrics` at `GET /metrics` (behind the same guard).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The address it listens on, once it does (port 0 picks a free one).
@@ -215,13 +246,18 @@ impl Channel for GatewayChannel {
     }
 
     fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(http::serve(self.listen, self.shared.clone(), intake))
+        Box::pin(http::serve(
+            self.listen,
+            self.shared.clone(),
+            intake,
+            self.metrics.clone(),
+        ))
     }
 
     fn unanswered<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             if let Some(w) = self.shared.waiting().remove(&message.id) {
-                let _ = w.events.send(Event::Reply("(stopped)".to_string()));
+                let _ = w.events.send(Event::Stopped);
             }
             self.shared
                 .parked()
@@ -257,9 +293,74 @@ impl Channel for GatewayChannel {
         ChannelPolicy {
             // Requests queue: each client waits for its own answer.
             interrupt_on_new_message: false,
-            show_tool_calls: false,
-            stream_drafts: false,
+            // Notices and drafts go to the message's own client as events:
+            // a WebSocket or a streamed completion shows them, a plain
+            // request waits for the reply alone.
+            show_tool_calls: true,
+            stream_drafts: true,
         }
+    }
+
+    fn tool_notice<'a>(
+        &'a self,
+        notice: &'a SendMessage,
+        tool: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            if let Some(id) = &notice.in_reply_to {
+                self.shared.tell(id, Event::Tool(tool.to_string()));
+            }
+            Ok(())
+        })
+    }
+
+    fn supports_drafts(&self) -> bool {
+        true
+    }
+
+    /// A draft is the message's own client: its id is the message's.
+    fn send_draft<'a>(
+        &'a self,
+        message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async move {
+            let id = message.in_reply_to.as_deref().unwrap_or("");
+            if self.shared.tell(id, Event::Draft(message.content.clone())) {
+                Ok(id.to_string())
+            } else {
+                Err(ChannelError::Unsupported("drafts without a waiting client"))
+            }
+        })
+    }
+
+    fn update_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        draft_id: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.shared.tell(draft_id, Event::Draft(text.to_string()));
+            Ok(())
+        })
+    }
+
+    fn finalize_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+        message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        self.send(message)
+    }
+
+    /// Nothing to remove: the client hears `Stopped` from `unanswered`.
+    fn cancel_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
     }
 }
 

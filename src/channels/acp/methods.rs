@@ -1,0 +1,195 @@
+//! The requests and notifications an editor sends: `initialize`,
+//! `session/new`, `session/prompt` (put on the bus, answered when the
+//! reply is sent) and `session/cancel` (`/stop` for the session's turn).
+
+use serde_json::{Value, json};
+
+use super::rpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
+use super::{AcpChannel, NAME, PROTOCOL_VERSION, SENDER, STOP_ID, Turn};
+use crate::channels::{Accepted, ChannelMessage, Deltas, Intake};
+
+impl AcpChannel {
+    pub(super) async fn call(
+        &self,
+        intake: &Intake,
+        id: Option<Value>,
+        method: &str,
+        params: Value,
+    ) {
+        let answer = match method {
+            "initialize" => Ok(json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "agentCapabilities": {
+                    "loadSession": false,
+                    "promptCapabilities": { "image": false, "audio": false, "embeddedContext": false },
+                },
+                "authMethods": [],
+                "agentInfo": { "name": "hearth", "version": env!("CARGO_PKG_VERSION") },
+            })),
+            "authenticate" => Ok(json!({})),
+            "session/new" => self.new_session(&params),
+            "session/prompt" => match &id {
+                Some(id) => match self.prompt(intake, id.clone(), &params).await {
+                    // Answered when the reply is sent.
+                    Ok(()) => return,
+                    Err(e) => Err(e),
+                },
+                None => return,
+            },
+            "session/cancel" => {
+                self.cancel(intake, &params).await;
+                return;
+            }
+            other => Err((METHOD_NOT_FOUND, format!("hearth does not offer `{other}`"))),
+        };
+        // Notifications are never answered.
+        let Some(id) = id else { return };
+        match answer {
+            Ok(result) => self.peer.answer(id, result).await,
+            Err((code, message)) => self.peer.fail(id, code, &message).await,
+        };
+    }
+
+    fn new_session(&self, params: &Value) -> Result<Value, (i64, String)> {
+        if !params.get("cwd").is_some_and(Value::is_string) {
+            return Err((INVALID_PARAMS, "`cwd` must be a path".into()));
+        }
+        let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
+        self.state().sessions.insert(id.clone());
+        Ok(json!({ "sessionId": id }))
+    }
+
+    /// Puts a prompt on the bus; its answer comes with the reply.
+    async fn prompt(
+        &self,
+        intake: &Intake,
+        request: Value,
+        params: &Value,
+    ) -> Result<(), (i64, String)> {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let text = prompt_text(params.get("prompt"));
+        let id = format!("acp-{}", uuid::Uuid::new_v4().simple());
+        {
+            let mut state = self.state();
+            if !state.sessions.contains(&session) {
+                return Err((
+                    INVALID_PARAMS,
+                    format!("no session `{session}`; start one with session/new"),
+                ));
+            }
+            if state.turns.values().any(|t| t.session == session) {
+                return Err((
+                    INVALID_REQUEST,
+                    "a prompt is still being answered in this session; send session/cancel first"
+                        .into(),
+                ));
+            }
+            if text.is_empty() {
+                return Err((INVALID_PARAMS, "`prompt` holds no text".into()));
+            }
+            state.turns.insert(
+                id.clone(),
+                Turn {
+                    request,
+                    session: session.clone(),
+                    deltas: Deltas::default(),
+                    running: Vec::new(),
+                    cancelled: false,
+                },
+            );
+        }
+        match intake.accept(message(&id, &session, &text)).await {
+            Ok(Accepted::Queued) => Ok(()),
+            Ok(Accepted::Known { .. }) | Err(_) => {
+                self.state().turns.remove(&id);
+                self.changed.notify_waiters();
+                Err((INVALID_REQUEST, "hearth is shutting down".into()))
+            }
+        }
+    }
+
+    /// `session/cancel`: `/stop` for the session's turn.
+    async fn cancel(&self, intake: &Intake, params: &Value) {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let running = self
+            .state()
+            .turns
+            .values_mut()
+            .find(|t| t.session == session && !t.cancelled)
+            .map(|t| t.cancelled = true)
+            .is_some();
+        if running {
+            let id = format!("{STOP_ID}{}", uuid::Uuid::new_v4().simple());
+            let _ = intake.accept(message(&id, session, "/stop")).await;
+        }
+    }
+}
+
+/// The text of a prompt's content blocks: text as is, links and embedded
+/// resources by their address and text.
+fn prompt_text(prompt: Option<&Value>) -> String {
+    let blocks = prompt
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let parts: Vec<String> = blocks
+        .iter()
+        .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+            Some("text") => b.get("text").and_then(Value::as_str).map(str::to_string),
+            Some("resource_link") => b
+                .get("uri")
+                .and_then(Value::as_str)
+                .map(|u| format!("<{u}>")),
+            Some("resource") => {
+                let r = b.get("resource")?;
+                let uri = r.get("uri").and_then(Value::as_str).unwrap_or("");
+                r.get("text")
+                    .and_then(Value::as_str)
+                    .map(|t| format!("<{uri}>\n{t}"))
+            }
+            _ => None,
+        })
+        .collect();
+    parts.join("\n\n").trim().to_string()
+}
+
+fn message(id: &str, session: &str, text: &str) -> ChannelMessage {
+    ChannelMessage {
+        id: id.to_string(),
+        sender: SENDER.to_string(),
+        reply_target: session.to_string(),
+        content: text.to_string(),
+        channel: NAME.to_string(),
+        timestamp: chrono::Utc::now().timestamp().max(0) as u64,
+        thread_ts: None,
+        interruption_scope_id: None,
+        initiator: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_read_text_links_and_resources() {
+        let prompt = json!([
+            { "type": "text", "text": "look at" },
+            { "type": "resource_link", "uri": "file:///a.rs", "name": "a.rs" },
+            { "type": "resource", "resource": { "uri": "file:///b.rs", "text": "fn b() {}" } },
+            { "type": "image", "data": "", "mimeType": "image/png" },
+        ]);
+        assert_eq!(
+            prompt_text(Some(&prompt)),
+            "look at\n\n<file:///a.rs>\n\n<file:///b.rs>\nfn b() {}"
+        );
+        assert_eq!(prompt_text(Some(&json!("not blocks"))), "");
+    }
+}

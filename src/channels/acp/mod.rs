@@ -1,0 +1,393 @@
+//! ACP, the Agent Client Protocol, over stdio: an editor runs `hearth acp`
+//! and uses hearth as its agent.
+//!
+//! The editor (the client) sends JSON-RPC 2.0 lines on stdin: `initialize`,
+//! `session/new` (a new conversation), `session/prompt` (a user message),
+//! and the `session/cancel` notification. hearth answers on stdout, and
+//! streams each reply as `session/update` notifications
+//! (`agent_message_chunk`, and `tool_call` / `tool_call_update` as tools
+//! run) before it answers the prompt with its `stopReason`: `end_turn`, or
+//! `cancelled` after `session/cancel`. A tool call that needs approval is
+//! asked with `session/request_permission`. Protocol version 1; sessions
+//! are not loaded again (`loadSession: false`), and the session's `cwd` is
+//! not where tools run: hearth's own workspace is.
+//!
+//! Messages go through the same dispatcher and pipeline as every channel's
+//! (history per session, commands, memory, tools).
+
+mod methods;
+mod rpc;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio_util::sync::CancellationToken;
+
+use super::approval::{Answer, ApprovalRequest};
+use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Deltas, Intake, SendMessage};
+use rpc::{Incoming, Peer};
+
+pub const NAME: &str = "acp";
+/// The protocol version spoken.
+const PROTOCOL_VERSION: u64 = 1;
+/// Everyone at the other end of stdio is one person: the editor's user.
+const SENDER: &str = "editor";
+/// How the ids of the `/stop` messages a cancel sends begin.
+const STOP_ID: &str = "acp-stop-";
+
+/// A prompt being answered.
+struct Turn {
+    /// The `session/prompt` request to answer.
+    request: Value,
+    session: String,
+    deltas: Deltas,
+    /// Tool calls reported running.
+    running: Vec<String>,
+    cancelled: bool,
+}
+
+#[derive(Default)]
+struct State {
+    sessions: HashSet<String>,
+    /// By message id.
+    turns: HashMap<String, Turn>,
+    next_call: u64,
+}
+
+pub struct AcpChannel {
+    peer: Arc<Peer>,
+    input: Mutex<Option<Box<dyn AsyncBufRead + Send + Unpin>>>,
+    state: Mutex<State>,
+    /// The client closed its end.
+    ended: CancellationToken,
+    changed: tokio::sync::Notify,
+}
+
+impl AcpChannel {
+    /// A channel reading `input` and writing `output` (stdin and stdout).
+    pub fn new(
+        input: Box<dyn AsyncBufRead + Send + Unpin>,
+        output: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    ) -> Self {
+        Self {
+            peer: Arc::new(Peer::new(output)),
+            input: Mutex::new(Some(input)),
+            state: Mutex::default(),
+            ended: CancellationToken::new(),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves once the client has closed its end and every prompt it
+    /// sent is answered.
+    pub async fn finished(&self) {
+        loop {
+            let changed = self.changed.notified();
+            if self.ended.is_cancelled() && self.state().turns.is_empty() {
+                return;
+            }
+            tokio::select! {
+                _ = changed => {}
+                _ = self.ended.cancelled(), if !self.ended.is_cancelled() => {}
+            }
+        }
+    }
+
+    /// Tells the session of `message_id` about `update`, after closing the
+    /// tool calls still shown running (something came after them).
+    async fn update(&self, message_id: &str, update: impl FnOnce(&mut Turn) -> Option<Value>) {
+        let (session, finished, update) = {
+            let mut state = self.state();
+            let Some(turn) = state.turns.get_mut(message_id) else {
+                return;
+            };
+            let Some(update) = update(turn) else { return };
+            (
+                turn.session.clone(),
+                std::mem::take(&mut turn.running),
+                update,
+            )
+        };
+        for call in finished {
+            self.session_update(
+                &session,
+                json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": call,
+                    "status": "completed",
+                }),
+            )
+            .await;
+        }
+        self.session_update(&session, update).await;
+    }
+
+    async fn session_update(&self, session: &str, update: Value) {
+        self.peer
+            .notify(
+                "session/update",
+                json!({ "sessionId": session, "update": update }),
+            )
+            .await;
+    }
+
+    /// Streams what `whole` adds to the turn's text.
+    async fn draft(&self, message_id: &str, whole: &str) {
+        self.update(message_id, |turn| turn.deltas.next(whole).map(chunk))
+            .await;
+    }
+
+    /// Ends the turn of `message_id`: the rest of its text, then the answer
+    /// to its prompt.
+    async fn end(&self, message_id: &str, text: Option<&str>) {
+        if let Some(text) = text {
+            self.draft(message_id, text).await;
+        }
+        let turn = self.state().turns.remove(message_id);
+        self.changed.notify_waiters();
+        if let Some(turn) = turn {
+            for call in turn.running {
+                self.session_update(
+                    &turn.session,
+                    json!({
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": call,
+                        "status": "completed",
+                    }),
+                )
+                .await;
+            }
+            let reason = if turn.cancelled || text.is_none() {
+                "cancelled"
+            } else {
+                "end_turn"
+            };
+            self.peer
+                .answer(turn.request, json!({ "stopReason": reason }))
+                .await;
+        }
+    }
+}
+
+fn chunk(text: String) -> Value {
+    json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": text } })
+}
+
+/// ACP's tool kind for one of hearth's tools.
+fn kind(tool: &str) -> &'static str {
+    match tool {
+        "file_read" | "memory_recall" => "read",
+        "file_write" | "file_edit" => "edit",
+        "shell" => "execute",
+        "http_request" => "fetch",
+        _ => "other",
+    }
+}
+
+impl Channel for AcpChannel {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn durable(&self) -> bool {
+        // The editor's session ends with this process.
+        false
+    }
+
+    fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let id = message.in_reply_to.as_deref().unwrap_or("");
+            if self.state().turns.contains_key(id) {
+                self.end(id, Some(&message.content)).await;
+            } else if !id.starts_with(STOP_ID) && self.state().sessions.contains(&message.recipient)
+            {
+                // Unprompted (a reminder): a message of its own in the session.
+                self.session_update(&message.recipient, chunk(message.content.clone()))
+                    .await;
+            }
+            Ok(())
+        })
+    }
+
+    fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let Some(mut input) = self.input.lock().unwrap_or_else(|e| e.into_inner()).take()
+            else {
+                self.ended.cancelled().await;
+                return Ok(());
+            };
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match input.read_line(&mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if line.trim().is_empty() => continue,
+                    Ok(_) => {}
+                }
+                match Incoming::parse(line.trim()) {
+                    Incoming::Call { id, method, params } => {
+                        self.call(&intake, id, &method, params).await
+                    }
+                    Incoming::Answer { id, result } => {
+                        if !self.peer.answered(&id, result) {
+                            tracing::debug!(%id, "an ACP answer to no open request");
+                        }
+                    }
+                    Incoming::Bad { id, code, message } => {
+                        self.peer.fail(id, code, &message).await;
+                    }
+                }
+            }
+            self.peer.close();
+            self.ended.cancel();
+            Ok(())
+        })
+    }
+
+    fn unanswered<'a>(&'a self, message: &'a ChannelMessage) -> BoxFuture<'a, ()> {
+        Box::pin(self.end(&message.id, None))
+    }
+
+    fn tool_notice<'a>(
+        &'a self,
+        notice: &'a SendMessage,
+        tool: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let id = notice.in_reply_to.as_deref().unwrap_or("");
+            let call = {
+                let mut state = self.state();
+                state.next_call += 1;
+                format!("call_{}", state.next_call)
+            };
+            let started = json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": call,
+                "title": tool,
+                "kind": kind(tool),
+                "status": "in_progress",
+            });
+            self.update(id, |_| Some(started)).await;
+            if let Some(turn) = self.state().turns.get_mut(id) {
+                turn.running.push(call);
+            }
+            Ok(())
+        })
+    }
+
+    fn ask_approval<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<Option<Answer>, ChannelError>> {
+        Box::pin(async move {
+            let Some(session) = self
+                .state()
+                .turns
+                .get(&request.message_id)
+                .map(|t| t.session.clone())
+            else {
+                return Err(ChannelError::Rejected(
+                    "the prompt is no longer being answered".into(),
+                ));
+            };
+            let params = json!({
+                "sessionId": session,
+                "toolCall": {
+                    "toolCallId": format!("approval_{}", request.id),
+                    "title": request.question(),
+                    "kind": kind(&request.tool),
+                    "status": "pending",
+                    "rawInput": serde_json::from_str::<Value>(&request.arguments).unwrap_or(Value::Null),
+                },
+                "options": [
+                    { "optionId": "once", "name": "Allow once", "kind": "allow_once" },
+                    { "optionId": "always", "name": "Always allow in this chat", "kind": "allow_always" },
+                    { "optionId": "deny", "name": "Deny", "kind": "reject_once" },
+                ],
+            });
+            let asked = self.peer.request("session/request_permission", params);
+            let Ok(answer) = tokio::time::timeout(request.timeout, asked).await else {
+                return Ok(None);
+            };
+            let chosen = answer
+                .and_then(Result::ok)
+                .filter(|r| {
+                    r.pointer("/outcome/outcome").and_then(Value::as_str) == Some("selected")
+                })
+                .and_then(|r| {
+                    r.pointer("/outcome/optionId")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                });
+            // Cancelled, refused or gone: the call does not run.
+            Ok(Some(
+                chosen
+                    .as_deref()
+                    .and_then(Answer::parse)
+                    .unwrap_or(Answer::Deny),
+            ))
+        })
+    }
+
+    fn policy(&self) -> ChannelPolicy {
+        ChannelPolicy {
+            interrupt_on_new_message: false,
+            show_tool_calls: true,
+            stream_drafts: true,
+        }
+    }
+
+    fn supports_drafts(&self) -> bool {
+        true
+    }
+
+    fn send_draft<'a>(
+        &'a self,
+        message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async move {
+            let id = message.in_reply_to.clone().unwrap_or_default();
+            if !self.state().turns.contains_key(&id) {
+                return Err(ChannelError::Unsupported("drafts without a prompt"));
+            }
+            self.draft(&id, &message.content).await;
+            Ok(id)
+        })
+    }
+
+    fn update_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        draft_id: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.draft(draft_id, text).await;
+            Ok(())
+        })
+    }
+
+    fn finalize_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+        message: &'a SendMessage,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        self.send(message)
+    }
+
+    fn cancel_draft<'a>(
+        &'a self,
+        _recipient: &'a str,
+        _draft_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
+    }
+}

@@ -1,0 +1,315 @@
+//! `GET /ws/chat?chat=NAME`: one WebSocket per conversation, the reply
+//! streamed as it is made.
+//!
+//! The client sends `{"type":"message","text":"..."}`; the server answers
+//! with `{"type":"chunk","text":"..."}` pieces (appended in order),
+//! `{"type":"tool","name":"..."}` when a tool is about to run, and ends the
+//! turn with `{"type":"done","text":"<the whole reply>"}`; a turn that was
+//! stopped ends with `{"type":"done","text":"","stopped":true}`.
+//! `{"type":"stop"}` cancels the turn (`/stop`). A tool call that needs
+//! the person's approval arrives as `{"type":"approval","id",...}`, answered
+//! with `{"type":"approval","id":"...","answer":"once"|"always"|"deny"}`.
+//! A frame the server cannot take gets `{"type":"error","error":"..."}` and
+//! the socket stays open.
+//!
+//! The upgrade request passes the same guard as every request (host,
+//! origin, token). Browsers cannot set `Authorization` on a WebSocket, so
+//! the token may also come as a subprotocol, `bearer.<token>`, beside
+//! `hearth` (the one the server picks). The server pings every
+//! [`PING_EVERY`]; a client silent for two of them is closed.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use axum::extract::ws::{
+    Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+};
+use axum::extract::{Extension, Query, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::connections::ConnectionHandle;
+use super::http::{App, guarded, name};
+use super::{Event, question};
+use crate::channels::Accepted;
+use crate::channels::Deltas;
+use crate::channels::approval::{Answer, Delivered};
+
+/// How often the server pings an idle client.
+const PING_EVERY: Duration = Duration::from_secs(20);
+/// The largest frame a client may send.
+const FRAME_LIMIT: usize = 64 * 1024;
+/// The subprotocol the server speaks.
+const PROTOCOL: &str = "hearth";
+
+#[derive(Deserialize)]
+pub(super) struct Params {
+    chat: Option<String>,
+}
+
+/// What a client sends.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+enum Frame {
+    Message { text: String },
+    Stop,
+    Approval { id: String, answer: String },
+}
+
+pub(super) async fn chat(
+    State(app): State<App>,
+    Extension(connection): Extension<ConnectionHandle>,
+    Query(params): Query<Params>,
+    method: Method,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if let Err(r) = guarded(&app, &method, &with_protocol_token(&headers)) {
+        return (r.status, axum::Json(json!({ "error": r.message }))).into_response();
+    }
+    let upgrade = match upgrade {
+        Ok(u) => u,
+        Err(e) => return e.into_response(),
+    };
+    let chat = match name(params.chat, "default", "chat") {
+        Ok(c) => c,
+        Err(why) => {
+            return (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": why }))).into_response();
+        }
+    };
+    connection.0.request_read();
+    upgrade
+        .protocols([PROTOCOL])
+        .max_message_size(FRAME_LIMIT)
+        .on_upgrade(move |socket| async move {
+            // The connection's slot stays taken while the socket is open.
+            let _connection = connection;
+            Session::new(app, chat).run(socket).await;
+        })
+}
+
+/// `headers` with a `bearer.<token>` subprotocol as `Authorization`, when
+/// the request carries no `Authorization` of its own.
+fn with_protocol_token(headers: &HeaderMap) -> HeaderMap {
+    let mut headers = headers.clone();
+    if headers.contains_key(header::AUTHORIZATION) {
+        return headers;
+    }
+    let token = headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|p| p.trim().strip_prefix("bearer.").map(str::to_string));
+    if let Some(value) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
+        headers.insert(header::AUTHORIZATION, value);
+    }
+    headers
+}
+
+/// The turn in progress on a socket.
+struct Turn {
+    id: String,
+    events: UnboundedReceiver<Event>,
+    deltas: Deltas,
+}
+
+/// One socket's conversation.
+struct Session {
+    app: App,
+    chat: String,
+    turn: Option<Turn>,
+    /// Questions asked on this socket, the only ones it may answer.
+    asked: HashSet<String>,
+}
+
+impl Session {
+    fn new(app: App, chat: String) -> Self {
+        Self {
+            app,
+            chat,
+            turn: None,
+            asked: HashSet::new(),
+        }
+    }
+
+    async fn run(mut self, mut socket: WebSocket) {
+        let mut ping = tokio::time::interval(PING_EVERY);
+        ping.tick().await;
+        let mut silent_ticks = 0u32;
+        loop {
+            let out = tokio::select! {
+                frame = socket.recv() => {
+                    silent_ticks = 0;
+                    match frame {
+                        Some(Ok(Message::Text(text))) => self.frame(text.as_str()).await,
+                        Some(Ok(Message::Binary(_))) => vec![error("send frames as text")],
+                        Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                        // Pings are answered by the socket; pongs only show life.
+                        Some(Ok(_)) => Vec::new(),
+                    }
+                }
+                event = next_event(&mut self.turn) => self.event(event),
+                _ = ping.tick() => {
+                    silent_ticks += 1;
+                    if silent_ticks > 2 {
+                        tracing::info!(chat = self.chat, "a WebSocket client stopped answering pings");
+                        break;
+                    }
+                    if socket.send(Message::Ping(Default::default())).await.is_err() {
+                        break;
+                    }
+                    Vec::new()
+                }
+            };
+            for frame in out {
+                if socket
+                    .send(Message::Text(frame.to_string().into()))
+                    .await
+                    .is_err()
+                {
+                    self.end_turn();
+                    return;
+                }
+            }
+        }
+        self.end_turn();
+    }
+
+    /// A client's frame; what to answer it with.
+    async fn frame(&mut self, text: &str) -> Vec<Value> {
+        let shape = r#"{"type":"message","text":"..."}, {"type":"stop"} or {"type":"approval","id":"...","answer":"once"|"always"|"deny"}"#;
+        let frame = match serde_json::from_str::<Frame>(text) {
+            Ok(f) => f,
+            Err(e) => return vec![error(&format!("cannot read the frame ({e}); send {shape}"))],
+        };
+        match frame {
+            Frame::Message { text } => self.message(text.trim()).await,
+            Frame::Stop => {
+                if self.turn.is_some() {
+                    self.stop().await;
+                }
+                Vec::new()
+            }
+            Frame::Approval { id, answer } => self.answer(&id, &answer),
+        }
+    }
+
+    async fn message(&mut self, text: &str) -> Vec<Value> {
+        if text.is_empty() {
+            return vec![error("`text` is empty")];
+        }
+        if self.turn.is_some() {
+            return vec![error(
+                "a reply is still being made; wait for `done` or send {\"type\":\"stop\"}",
+            )];
+        }
+        let shared = &self.app.shared;
+        let (message, events) = shared.admit(&self.chat, text, None);
+        let id = message.id.clone();
+        match self.app.bus.accept(message).await {
+            Ok(Accepted::Queued) => {
+                self.turn = Some(Turn {
+                    id,
+                    events,
+                    deltas: Deltas::default(),
+                });
+                Vec::new()
+            }
+            Ok(Accepted::Known { .. }) => {
+                shared.forget(&id);
+                vec![error("this message was already taken")]
+            }
+            Err(_) => {
+                shared.forget(&id);
+                vec![error("hearth is shutting down")]
+            }
+        }
+    }
+
+    /// Puts `/stop` for this chat on the bus; the turn ends with `Stopped`.
+    async fn stop(&self) {
+        let shared = self.app.shared.clone();
+        let (stop, mut said) = shared.admit(&self.chat, "/stop", None);
+        let id = stop.id.clone();
+        if self.app.bus.accept(stop).await.is_err() {
+            shared.forget(&id);
+            return;
+        }
+        // The command's own answer ("Stopped.") is not this client's turn.
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(30), said.recv()).await;
+            shared.forget(&id);
+        });
+    }
+
+    fn answer(&mut self, id: &str, answer: &str) -> Vec<Value> {
+        let Some(answer) = Answer::parse(answer.trim()) else {
+            return vec![error("`answer` must be \"once\", \"always\" or \"deny\"")];
+        };
+        if !self.asked.remove(id) {
+            return vec![error("no open question with this id on this socket")];
+        }
+        let shared = &self.app.shared;
+        match shared.questions.answer(id, shared.sender(), answer) {
+            Delivered::Taken => Vec::new(),
+            Delivered::Expired | Delivered::NotYours => {
+                vec![error("the question was closed before the answer came")]
+            }
+        }
+    }
+
+    /// What the client hears of an event of its turn.
+    fn event(&mut self, event: Option<Event>) -> Vec<Value> {
+        let Some(turn) = &mut self.turn else {
+            return Vec::new();
+        };
+        match event {
+            Some(Event::Draft(text)) => turn
+                .deltas
+                .next(&text)
+                .map(|piece| json!({ "type": "chunk", "text": piece }))
+                .into_iter()
+                .collect(),
+            Some(Event::Tool(name)) => vec![json!({ "type": "tool", "name": name })],
+            Some(Event::Question(q)) => {
+                self.asked.insert(q.id.clone());
+                let mut asked = question(&q);
+                asked["type"] = json!("approval");
+                vec![asked]
+            }
+            Some(Event::Reply(text)) => {
+                self.end_turn();
+                vec![json!({ "type": "done", "text": text })]
+            }
+            Some(Event::Stopped) | None => {
+                self.end_turn();
+                vec![json!({ "type": "done", "text": "", "stopped": true })]
+            }
+        }
+    }
+
+    /// Forgets the turn in progress: its reply, if it still comes, is kept
+    /// in the history but reaches no client.
+    fn end_turn(&mut self) {
+        if let Some(turn) = self.turn.take() {
+            self.app.shared.forget(&turn.id);
+        }
+        self.asked.clear();
+    }
+}
+
+/// The turn's next event; never, without a turn.
+async fn next_event(turn: &mut Option<Turn>) -> Option<Event> {
+    match turn {
+        Some(turn) => turn.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn error(message: &str) -> Value {
+    json!({ "type": "error", "error": message })
+}

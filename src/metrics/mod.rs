@@ -1,0 +1,332 @@
+//! What hearth counts for a home-server user to graph: one [`Metrics`] per
+//! daemon, handed to the parts that record, and read by the gateway's
+//! `GET /metrics` in the OpenMetrics text format (which Prometheus
+//! scrapes).
+//!
+//! - `hearth_messages_total{channel,outcome}`: messages handled;
+//! - `hearth_reply_seconds` and `hearth_first_token_seconds`: how long a
+//!   message took, and until its reply's first text;
+//! - `hearth_prompt_tokens_total{kind,tier}`: prompt tokens `decoded` or
+//!   `reused` from the KV cache, by where the conversation was found
+//!   (`fresh`, `slot`, `ram`, `disk`);
+//! - `hearth_decode_tokens_per_second`: the last local reply's speed;
+//! - `hearth_queue_depth{priority}`: requests waiting for the model;
+//! - `hearth_tool_calls_total{tool,outcome}`: `ok`, `error` or `refused`;
+//! - `hearth_lms_polls_total{source,outcome}`, `hearth_lms_notices_total{source}`;
+//! - `hearth_channel_errors_total{channel,operation}`: a platform's API
+//!   failing (Telegram's included), on `listen` or `send`.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::chat::{CacheOrigin, Priority, Usage};
+
+/// The content type of [`Metrics::render`]'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MessageLabels {
+    channel: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PromptLabels {
+    kind: &'static str,
+    tier: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    tool: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PollLabels {
+    source: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChannelErrorLabels {
+    channel: String,
+    operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PriorityLabels {
+    priority: &'static str,
+}
+
+/// How many requests of each priority wait for the model now.
+pub type QueueDepth = dyn Fn() -> Vec<(Priority, usize)> + Send + Sync;
+
+pub struct Metrics {
+    registry: Registry,
+    messages: Family<MessageLabels, Counter>,
+    reply: Histogram,
+    first_token: Histogram,
+    prompt_tokens: Family<PromptLabels, Counter>,
+    decode_rate: Gauge<f64, AtomicU64>,
+    queue: Family<PriorityLabels, Gauge>,
+    queue_depth: Mutex<Option<Arc<QueueDepth>>>,
+    tool_calls: Family<ToolLabels, Counter>,
+    lms_polls: Family<PollLabels, Counter>,
+    lms_notices: Family<SourceLabels, Counter>,
+    channel_errors: Family<ChannelErrorLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("hearth");
+        let messages = Family::default();
+        registry.register(
+            "messages",
+            "Messages handled, by channel and outcome",
+            messages.clone(),
+        );
+        // 50 ms to about 7 minutes.
+        let reply = Histogram::new(exponential_buckets(0.05, 2.0, 14));
+        registry.register(
+            "reply_seconds",
+            "Time from taking a message up to its outcome",
+            reply.clone(),
+        );
+        let first_token = Histogram::new(exponential_buckets(0.025, 2.0, 12));
+        registry.register(
+            "first_token_seconds",
+            "Time from taking a message up to its reply's first text",
+            first_token.clone(),
+        );
+        let prompt_tokens = Family::default();
+        registry.register(
+            "prompt_tokens",
+            "Prompt tokens decoded, or reused from the KV cache, by where the conversation was found",
+            prompt_tokens.clone(),
+        );
+        let decode_rate = Gauge::default();
+        registry.register(
+            "decode_tokens_per_second",
+            "Decode speed of the last reply of the local model",
+            decode_rate.clone(),
+        );
+        let queue = Family::default();
+        registry.register(
+            "queue_depth",
+            "Requests waiting for the local model, by priority",
+            queue.clone(),
+        );
+        let tool_calls = Family::default();
+        registry.register(
+            "tool_calls",
+            "Tool calls by tool and outcome",
+            tool_calls.clone(),
+        );
+        let lms_polls = Family::default();
+        registry.register(
+            "lms_polls",
+            "LMS polls by source and outcome",
+            lms_polls.clone(),
+        );
+        let lms_notices = Family::default();
+        registry.register(
+            "lms_notices",
+            "LMS notices queued for delivery, by source",
+            lms_notices.clone(),
+        );
+        let channel_errors = Family::default();
+        registry.register(
+            "channel_errors",
+            "Failures of a platform's API, by channel and operation",
+            channel_errors.clone(),
+        );
+        Self {
+            registry,
+            messages,
+            reply,
+            first_token,
+            prompt_tokens,
+            decode_rate,
+            queue,
+            queue_depth: Mutex::new(None),
+            tool_calls,
+            lms_polls,
+            lms_notices,
+            channel_errors,
+        }
+    }
+
+    /// A message handled, with its outcome and how long it took.
+    pub fn message(&self, channel: &str, outcome: &str, seconds: Option<f64>) {
+        self.messages
+            .get_or_create(&MessageLabels {
+                channel: channel.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
+        if let Some(s) = seconds {
+            self.reply.observe(s);
+        }
+    }
+
+    pub fn first_token(&self, seconds: f64) {
+        self.first_token.observe(seconds);
+    }
+
+    /// One model reply's token counts and speed.
+    pub fn usage(&self, usage: &Usage) {
+        let tier = match usage.cache_origin {
+            CacheOrigin::Fresh => "fresh",
+            CacheOrigin::Resident => "slot",
+            CacheOrigin::Ram => "ram",
+            CacheOrigin::Disk => "disk",
+        };
+        let reused = u64::from(usage.cached_tokens.min(usage.prompt_tokens));
+        let decoded = u64::from(usage.prompt_tokens) - reused;
+        self.prompt_tokens
+            .get_or_create(&PromptLabels {
+                kind: "reused",
+                tier,
+            })
+            .inc_by(reused);
+        self.prompt_tokens
+            .get_or_create(&PromptLabels {
+                kind: "decoded",
+                tier,
+            })
+            .inc_by(decoded);
+        if usage.completion_tokens > 0 && usage.generation_ms > 0.0 {
+            self.decode_rate
+                .set(f64::from(usage.completion_tokens) * 1000.0 / usage.generation_ms);
+        }
+    }
+
+    /// Where the queue depth is read from at each scrape.
+    pub fn queue_source(&self, depth: Arc<QueueDepth>) {
+        *self.queue_depth.lock().unwrap_or_else(|e| e.into_inner()) = Some(depth);
+    }
+
+    /// A tool call's outcome: `ok`, `error` or `refused`.
+    pub fn tool_call(&self, tool: &str, outcome: &'static str) {
+        self.tool_calls
+            .get_or_create(&ToolLabels {
+                tool: tool.to_string(),
+                outcome,
+            })
+            .inc();
+    }
+
+    pub fn lms_poll(&self, source: &str, ok: bool) {
+        let outcome = if ok { "ok" } else { "failed" };
+        self.lms_polls
+            .get_or_create(&PollLabels {
+                source: source.to_string(),
+                outcome,
+            })
+            .inc();
+    }
+
+    pub fn lms_notices(&self, source: &str, n: u64) {
+        self.lms_notices
+            .get_or_create(&SourceLabels {
+                source: source.to_string(),
+            })
+            .inc_by(n);
+    }
+
+    /// A platform's API failed on `operation` (`listen` or `send`).
+    pub fn channel_error(&self, channel: &str, operation: &'static str) {
+        self.channel_errors
+            .get_or_create(&ChannelErrorLabels {
+                channel: channel.to_string(),
+                operation,
+            })
+            .inc();
+    }
+
+    /// Everything, in the OpenMetrics text format.
+    pub fn render(&self) -> String {
+        let source = self
+            .queue_depth
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(depth) = source {
+            for (priority, n) in depth() {
+                let priority = match priority {
+                    Priority::Interactive => "interactive",
+                    Priority::Background => "background",
+                };
+                self.queue
+                    .get_or_create(&PriorityLabels { priority })
+                    .set(n as i64);
+            }
+        }
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::error!(error = %e, "cannot write the metrics");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_show_in_the_text() {
+        let m = Metrics::new();
+        m.message("gateway", "replied", Some(0.2));
+        m.usage(&Usage {
+            prompt_tokens: 100,
+            cached_tokens: 80,
+            cache_origin: CacheOrigin::Ram,
+            completion_tokens: 50,
+            prompt_ms: 10.0,
+            generation_ms: 500.0,
+        });
+        m.queue_source(Arc::new(|| vec![(Priority::Interactive, 2)]));
+        let text = m.render();
+        assert!(
+            text.contains(r#"hearth_messages_total{channel="gateway",outcome="replied"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"hearth_prompt_tokens_total{kind="reused",tier="ram"} 80"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"hearth_prompt_tokens_total{kind="decoded",tier="ram"} 20"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("hearth_decode_tokens_per_second 100"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"hearth_queue_depth{priority="interactive"} 2"#),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
