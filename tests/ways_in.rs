@@ -619,7 +619,7 @@ async fn metrics_change_as_messages_flow_and_parse_as_prometheus_text() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_daemon_binary_serves_smollm2_to_the_openai_client_and_counts_it() {
+async fn the_daemon_binary_serves_smollm2_to_every_way_in_and_counts_it() {
     common::model(common::SMOLLM2);
     let sandbox = common::Sandbox::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -628,7 +628,7 @@ async fn the_daemon_binary_serves_smollm2_to_the_openai_client_and_counts_it() {
         .unwrap()
         .port();
     let config = sandbox.config(&format!(
-        "[generation]\ntemperature = 0.0\nmax_tokens = 64\n[channels.gateway]\nlisten = \"127.0.0.1:{port}\"\ntoken = \"{TOKEN}\"\n"
+        "[generation]\ntemperature = 0.0\nmax_tokens = 400\n[channels.gateway]\nlisten = \"127.0.0.1:{port}\"\ntoken = \"{TOKEN}\"\n"
     ));
     let mut daemon = tokio::process::Command::from(sandbox.hearth_process())
         .arg("--config")
@@ -660,11 +660,48 @@ async fn the_daemon_binary_serves_smollm2_to_the_openai_client_and_counts_it() {
     assert_eq!(seen["stream_finish"], "stop");
     assert!(!seen["ada_again"].as_str().unwrap().trim().is_empty());
     assert_eq!(seen["wrong_key"]["status"], 401);
+    // The same daemon over a WebSocket: a streamed turn, then a long
+    // one stopped part way.
+    let mut socket = open(addr, "ws-desk").await;
+    send(
+        &mut socket,
+        json!({"type": "message", "text": "What is the capital of France?"}),
+    )
+    .await;
+    let frames = turn(&mut socket).await;
+    let done = frames.last().unwrap();
+    assert!(!chunks(&frames).is_empty(), "{frames:?}");
+    assert!(!done["text"].as_str().unwrap().trim().is_empty(), "{done}");
+    assert!(!done["text"].as_str().unwrap().contains("<|im_end|>"));
+    send(
+        &mut socket,
+        json!({"type": "message", "text": "Write a very long story about a dragon."}),
+    )
+    .await;
+    assert_eq!(frame(&mut socket).await["type"], "chunk");
+    send(&mut socket, json!({"type": "stop"})).await;
+    let done = turn(&mut socket).await.pop().unwrap();
+    assert_eq!(done["stopped"], true, "{done}");
+    // And the seeds' HTTP endpoint.
+    let answer: Value = client
+        .post(format!("http://{addr}/api/chat"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"text": "Say hello.", "chat": "http-desk"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        !answer["reply"].as_str().unwrap().trim().is_empty(),
+        "{answer}"
+    );
     let samples = scrape(addr).await;
     let replied = json!({"channel": "gateway", "outcome": "replied"});
     assert_eq!(
         sample(&samples, "hearth_messages_total", replied),
-        3.0,
+        5.0,
         "{samples:?}"
     );
     assert!(
