@@ -173,23 +173,26 @@ pub trait Channel: Send + Sync {
         Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
     }
 
-    /// Puts the whole final reply in place of the draft (splitting if needed).
+    /// Puts the whole final reply in place of the draft (splitting if
+    /// needed). The default sends it as a message, which is right where
+    /// drafts are streamed pieces rather than a message edited in place.
     fn finalize_draft<'a>(
         &'a self,
         _recipient: &'a str,
         _draft_id: &'a str,
-        _message: &'a SendMessage,
+        message: &'a SendMessage,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
+        self.send(message)
     }
 
-    /// Removes a draft whose reply was cancelled.
+    /// Removes a draft whose reply was cancelled; by default there is
+    /// nothing to remove.
     fn cancel_draft<'a>(
         &'a self,
         _recipient: &'a str,
         _draft_id: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
+        Box::pin(async { Ok(()) })
     }
 
     /// Adds `emoji` to a received message.

@@ -103,21 +103,12 @@ impl CliChannel {
     }
 
     fn message(&self, content: String, n: usize) -> ChannelMessage {
-        ChannelMessage {
-            // Unique across restarts: memories are saved under message ids.
-            id: match n {
-                0 => format!("{STOP_ID}{}", uuid::Uuid::new_v4().simple()),
-                n => format!("cli-{n}-{}", uuid::Uuid::new_v4().simple()),
-            },
-            sender: SENDER.to_string(),
-            reply_target: self.session.clone(),
-            content,
-            channel: "cli".to_string(),
-            timestamp: chrono::Utc::now().timestamp().max(0) as u64,
-            thread_ts: None,
-            interruption_scope_id: None,
-            initiator: Default::default(),
-        }
+        // Unique across restarts: memories are saved under message ids.
+        let id = match n {
+            0 => format!("{STOP_ID}{}", uuid::Uuid::new_v4().simple()),
+            n => format!("cli-{n}-{}", uuid::Uuid::new_v4().simple()),
+        };
+        ChannelMessage::now("cli", id, SENDER, &self.session, &content)
     }
 
     /// Hands `line` to the open question, if there is one.

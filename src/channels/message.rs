@@ -23,6 +23,24 @@ pub struct ChannelMessage {
     pub initiator: Initiator,
 }
 
+impl ChannelMessage {
+    /// What `sender` wrote in chat `reply_target` of `channel` just now,
+    /// outside any thread.
+    pub fn now(channel: &str, id: String, sender: &str, reply_target: &str, content: &str) -> Self {
+        Self {
+            id,
+            sender: sender.to_string(),
+            reply_target: reply_target.to_string(),
+            content: content.to_string(),
+            channel: channel.to_string(),
+            timestamp: chrono::Utc::now().timestamp().max(0) as u64,
+            thread_ts: None,
+            interruption_scope_id: None,
+            initiator: Initiator::Person,
+        }
+    }
+}
+
 /// Who started a message's turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Initiator {

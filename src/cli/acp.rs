@@ -9,28 +9,14 @@ use std::sync::Arc;
 
 use crate::channels::AcpChannel;
 use crate::config::{Config, Environment};
-use crate::daemon::{Daemon, LocalModels, Providers};
-use crate::pipeline::RuntimeBuilder;
+use crate::daemon::Daemon;
 
 pub async fn run(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
-    let models = Arc::new(LocalModels::new(config.clone()));
-    if let Err(e) = models.ensure(&config.model.path).await {
-        if config.routing.fallback.is_empty() {
-            return Err(e.into());
-        }
-        tracing::warn!(error = %e, "answering with the fallback provider");
-    }
     let channel = Arc::new(AcpChannel::new(
         Box::new(tokio::io::BufReader::new(tokio::io::stdin())),
         Box::new(tokio::io::stdout()),
     ));
-    let tool_context = super::tools_cmd::context(config, env)?;
-    let providers = Arc::new(Providers::new(config, models.clone())?);
-    let tools = crate::tools::ToolRegistry::for_config(&config.agent, &tool_context.sandbox);
-    let runtime = RuntimeBuilder::new(config.clone(), providers, tool_context)
-        .channel(channel.clone())
-        .tools(Arc::new(tools))
-        .build()?;
+    let (runtime, models) = super::one_channel::runtime(config, env, channel.clone()).await?;
     let daemon = Daemon::start(runtime, None);
     tokio::select! {
         _ = channel.finished() => {}

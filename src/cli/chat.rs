@@ -15,8 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::channels::CliChannel;
 use crate::config::{Config, Environment};
-use crate::daemon::{Daemon, LocalModels, Providers};
-use crate::pipeline::RuntimeBuilder;
+use crate::daemon::Daemon;
 
 pub async fn run(
     config: &Config,
@@ -24,25 +23,12 @@ pub async fn run(
     session: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     let interactive = std::io::stdin().is_terminal();
-    let models = Arc::new(LocalModels::new(config.clone()));
     if interactive {
         eprintln!("loading {}…", config.model.path);
     }
-    if let Err(e) = models.ensure(&config.model.path).await {
-        if config.routing.fallback.is_empty() {
-            return Err(e.into());
-        }
-        eprintln!("hearth: {e}; answering with the fallback provider");
-    }
     let session = session.unwrap_or_else(|| "default".to_string());
     let channel = Arc::new(CliChannel::new(&session, interactive));
-    let tool_context = super::tools_cmd::context(config, env)?;
-    let providers = Arc::new(Providers::new(config, models.clone())?);
-    let tools = crate::tools::ToolRegistry::for_config(&config.agent, &tool_context.sandbox);
-    let runtime = RuntimeBuilder::new(config.clone(), providers, tool_context)
-        .channel(channel.clone())
-        .tools(Arc::new(tools))
-        .build()?;
+    let (runtime, models) = super::one_channel::runtime(config, env, channel.clone()).await?;
     if interactive {
         eprintln!("hearth chat — session `{session}`. /help for commands.");
     }

@@ -16,6 +16,7 @@ mod inbox_cmd;
 mod logging;
 mod memory_cmd;
 mod models_cmd;
+mod one_channel;
 mod service;
 mod startup;
 pub mod tools_cmd;

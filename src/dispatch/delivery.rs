@@ -51,16 +51,11 @@ impl Delivery {
         // Unique across restarts: memories and records use message ids.
         let id = format!("job-{}-{}", job.id, uuid::Uuid::new_v4().simple());
         let message = ChannelMessage {
-            id: id.clone(),
-            sender: job.owner.to_string(),
-            reply_target: job.to.to_string(),
-            content: job.prompt.to_string(),
-            channel: job.channel.to_string(),
-            timestamp: chrono::Utc::now().timestamp().max(0) as u64,
             thread_ts: job.thread.map(str::to_string),
             // Jobs never interrupt each other, nor their owner's replies.
-            interruption_scope_id: Some(id),
+            interruption_scope_id: Some(id.clone()),
             initiator: Initiator::Schedule,
+            ..ChannelMessage::now(job.channel, id, job.owner, job.to, job.prompt)
         };
         self.bus
             .accept(message)

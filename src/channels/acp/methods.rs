@@ -161,17 +161,7 @@ fn prompt_text(prompt: Option<&Value>) -> String {
 }
 
 fn message(id: &str, session: &str, text: &str) -> ChannelMessage {
-    ChannelMessage {
-        id: id.to_string(),
-        sender: SENDER.to_string(),
-        reply_target: session.to_string(),
-        content: text.to_string(),
-        channel: NAME.to_string(),
-        timestamp: chrono::Utc::now().timestamp().max(0) as u64,
-        thread_ts: None,
-        interruption_scope_id: None,
-        initiator: Default::default(),
-    }
+    ChannelMessage::now(NAME, id.to_string(), SENDER, session, text)
 }
 
 #[cfg(test)]

@@ -373,21 +373,4 @@ impl Channel for AcpChannel {
             Ok(())
         })
     }
-
-    fn finalize_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _draft_id: &'a str,
-        message: &'a SendMessage,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        self.send(message)
-    }
-
-    fn cancel_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _draft_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
-    }
 }

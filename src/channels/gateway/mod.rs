@@ -126,17 +126,7 @@ impl Shared {
         let id = id.unwrap_or_else(|| format!("gw-{}", uuid::Uuid::new_v4().simple()));
         let (events, rx) = mpsc::unbounded_channel();
         self.waiting().insert(id.clone(), Waiter { events });
-        let message = ChannelMessage {
-            id,
-            sender: self.sender().to_string(),
-            reply_target: chat.to_string(),
-            content: text.to_string(),
-            channel: NAME.to_string(),
-            timestamp: chrono::Utc::now().timestamp().max(0) as u64,
-            thread_ts: None,
-            interruption_scope_id: None,
-            initiator: Default::default(),
-        };
+        let message = ChannelMessage::now(NAME, id, self.sender(), chat, text);
         (message, rx)
     }
 
@@ -343,24 +333,6 @@ impl Channel for GatewayChannel {
             self.shared.tell(draft_id, Event::Draft(text.to_string()));
             Ok(())
         })
-    }
-
-    fn finalize_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _draft_id: &'a str,
-        message: &'a SendMessage,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        self.send(message)
-    }
-
-    /// Nothing to remove: the client hears `Stopped` from `unanswered`.
-    fn cancel_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _draft_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
     }
 }
 
