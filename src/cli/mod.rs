@@ -13,6 +13,7 @@ mod cron_cmd;
 mod daemon;
 mod doctor;
 mod inbox_cmd;
+mod lms_cmd;
 mod logging;
 mod memory_cmd;
 mod models_cmd;
@@ -108,6 +109,11 @@ pub enum Command {
         /// Also list answered, superseded and cancelled messages (kept 30 days).
         #[arg(long)]
         all: bool,
+    },
+    /// The LMS notifier's sources: last poll, items tracked, errors and their fixes.
+    Lms {
+        #[command(subcommand)]
+        command: lms_cmd::LmsCommand,
     },
     /// What hearth remembers: list, search, forget.
     Memory {
@@ -206,6 +212,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
             inbox_cmd::run(&config, all)
+        }
+        Command::Lms { command } => {
+            let config = Config::load(cli.config.as_deref(), &env)?;
+            logging::init(cli.verbose, &config.log_level);
+            lms_cmd::run(&config, command)
         }
         Command::Memory { command } => {
             let config = Config::load(cli.config.as_deref(), &env)?;

@@ -22,6 +22,8 @@ pub struct RawLms {
     pub time_zone: Option<String>,
     pub summarise: Option<bool>,
     pub summary_timeout_secs: Option<u64>,
+    pub recurrence_horizon_days: Option<u64>,
+    pub announce_past: Option<bool>,
     pub deliver: Option<RawLmsDeliver>,
     pub sources: Option<Vec<RawLmsSource>>,
 }
@@ -54,6 +56,11 @@ pub struct LmsConfig {
     /// Ask the model for a one-line summary of each notice.
     pub summarise: bool,
     pub summary_timeout: Duration,
+    /// How far ahead a recurring calendar event is expanded into occurrences.
+    pub recurrence_horizon: Duration,
+    /// On a source's first poll, send a notice for every item already past
+    /// too (off: they are recorded silently, with one summary line).
+    pub announce_past: bool,
     /// Where notices go; `None` leaves the choice to the daemon.
     pub deliver: Option<LmsTarget>,
     pub sources: Vec<LmsSourceConfig>,
@@ -67,6 +74,8 @@ impl Default for LmsConfig {
             time_zone: chrono_tz::UTC,
             summarise: false,
             summary_timeout: Duration::from_secs(30),
+            recurrence_horizon: Duration::from_secs(14 * 86_400),
+            announce_past: false,
             deliver: None,
             sources: Vec::new(),
         }
@@ -219,6 +228,15 @@ impl LmsConfig {
                 "must be between 1 and 600",
             ));
         }
+        let horizon_days = raw
+            .recurrence_horizon_days
+            .unwrap_or(d.recurrence_horizon.as_secs() / 86_400);
+        if !(1..=366).contains(&horizon_days) {
+            return Err(ConfigError::invalid(
+                "lms.recurrence_horizon_days",
+                "must be between 1 and 366",
+            ));
+        }
         let deliver = match raw.deliver {
             None => None,
             Some(t) => {
@@ -295,6 +313,8 @@ impl LmsConfig {
             time_zone,
             summarise: raw.summarise.unwrap_or(d.summarise),
             summary_timeout: Duration::from_secs(summary_secs),
+            recurrence_horizon: Duration::from_secs(horizon_days * 86_400),
+            announce_past: raw.announce_past.unwrap_or(d.announce_past),
             deliver,
             sources,
         })
@@ -309,12 +329,14 @@ impl LmsConfig {
             .collect();
         let _ = writeln!(
             out,
-            "[lms]\npoll_interval_mins = {}\nremind_before = [{}]\ntime_zone = {}\nsummarise = {}\nsummary_timeout_secs = {}",
+            "[lms]\npoll_interval_mins = {}\nremind_before = [{}]\ntime_zone = {}\nsummarise = {}\nsummary_timeout_secs = {}\nrecurrence_horizon_days = {}\nannounce_past = {}",
             self.poll_interval.as_secs() / 60,
             spans.join(", "),
             quote(self.time_zone.name()),
             self.summarise,
-            self.summary_timeout.as_secs()
+            self.summary_timeout.as_secs(),
+            self.recurrence_horizon.as_secs() / 86_400,
+            self.announce_past
         );
         match &self.deliver {
             Some(t) => {

@@ -2,6 +2,7 @@
 //! scheduler and the LMS notifier, each on when its config says so.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -114,19 +115,57 @@ impl Services {
             tokio::spawn(async move { s.run(sink, stop).await });
         }
         if let Some(n) = &self.notifier {
-            let n = n.clone();
+            let poller = n.clone();
+            let (poll_metrics, poll_stop) = (metrics.clone(), stop.clone());
             tokio::spawn(async move {
-                let sink = Notices { delivery };
                 loop {
-                    let report = n.poll_once(&sink).await;
-                    count(&metrics, &report);
-                    tracing::info!(sent = report.sent(), failed = report.failed(), "LMS poll");
+                    let report = poller.poll().await;
+                    count_polls(&poll_metrics, &report);
                     tokio::select! {
-                        _ = tokio::time::sleep(n.poll_interval()) => {}
-                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(poller.poll_interval()) => {}
+                        _ = poll_stop.cancelled() => return,
                     }
                 }
             });
+            tokio::spawn(courier(n.clone(), Notices { delivery }, metrics, stop));
+        }
+    }
+}
+
+/// The first pause after a delivery pass that left notices refused.
+const COURIER_FIRST_RETRY: Duration = Duration::from_secs(10);
+/// The longest pause between passes while the channel refuses.
+const COURIER_MAX_RETRY: Duration = Duration::from_secs(600);
+
+/// The LMS delivery loop: a pass whenever a poll recorded something, and
+/// while notices are refused (the chat is down), again after a pause that
+/// doubles up to [`COURIER_MAX_RETRY`]. Polls never wait for it.
+async fn courier(n: Arc<Notifier>, sink: Notices, metrics: Arc<Metrics>, stop: CancellationToken) {
+    let woken = n.queued_notices();
+    let mut retry = COURIER_FIRST_RETRY;
+    loop {
+        let mut report = PollReport::default();
+        n.deliver(&sink, &mut report).await;
+        for source in &report.sources {
+            metrics.lms_notices(&source.source, source.sent as u64);
+        }
+        let pause = if report.failed() > 0 {
+            tracing::info!(sent = report.sent(), failed = report.failed(), "LMS notices; retrying in {} s", retry.as_secs());
+            let pause = retry;
+            retry = (retry * 2).min(COURIER_MAX_RETRY);
+            pause
+        } else {
+            if report.sent() > 0 {
+                tracing::info!(sent = report.sent(), "LMS notices");
+            }
+            retry = COURIER_FIRST_RETRY;
+            // Reminders come due with time: look again at least each poll interval.
+            n.poll_interval()
+        };
+        tokio::select! {
+            _ = woken.notified() => {}
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.cancelled() => return,
         }
     }
 }
@@ -139,11 +178,10 @@ struct Jobs {
     metrics: Arc<Metrics>,
 }
 
-/// Counts a poll's sources and notices for `/metrics`.
-fn count(metrics: &Metrics, report: &PollReport) {
+/// Counts a poll's sources for `/metrics`.
+fn count_polls(metrics: &Metrics, report: &PollReport) {
     for source in &report.sources {
         metrics.lms_poll(&source.source, source.error.is_none());
-        metrics.lms_notices(&source.source, source.sent as u64);
     }
 }
 
@@ -167,15 +205,18 @@ impl JobSink for Jobs {
                     let Some(n) = &self.notifier else {
                         return Err("no [[lms.sources]] are configured".into());
                     };
-                    let report = n
-                        .poll_once(&Notices {
-                            delivery: self.delivery.clone(),
-                        })
-                        .await;
-                    count(&self.metrics, &report);
-                    match report.failed() {
-                        0 => Ok(()),
-                        failed => Err(format!("{failed} notices could not be delivered")),
+                    // The courier delivers what the poll recorded.
+                    let report = n.poll().await;
+                    count_polls(&self.metrics, &report);
+                    let failed: Vec<String> = report
+                        .sources
+                        .iter()
+                        .filter_map(|s| Some(format!("{}: {}", s.source, s.error.as_ref()?)))
+                        .collect();
+                    if failed.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(failed.join("; "))
                     }
                 }
             }

@@ -6,6 +6,7 @@
 //! site's own origin so the token never travels elsewhere.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use reqwest::Url;
@@ -25,6 +26,8 @@ const LOOKBACK_DAYS: i64 = 14;
 pub struct Canvas {
     config: LmsSourceConfig,
     http: reqwest::Client,
+    /// What the last poll skipped, for `hearth lms status`.
+    notes: Mutex<Vec<String>>,
 }
 
 struct Course {
@@ -34,7 +37,11 @@ struct Course {
 
 impl Canvas {
     pub fn new(config: LmsSourceConfig, http: reqwest::Client) -> Self {
-        Self { config, http }
+        Self {
+            config,
+            http,
+            notes: Mutex::default(),
+        }
     }
 
     fn base(&self) -> &str {
@@ -87,34 +94,27 @@ impl Canvas {
             }
         }
         let mut items = Vec::new();
-        if !courses.is_empty() {
-            let mut ids: Vec<&String> = courses.keys().collect();
-            ids.sort();
-            let contexts: String = ids
-                .iter()
-                .map(|id| format!("&context_codes[]=course_{id}"))
-                .collect();
-            let path = format!("/api/v1/announcements?per_page=50&start_date={since}{contexts}");
-            for a in self.list(&path).await? {
-                let Some(id) = id_of(&a, "id") else { continue };
-                let course_id = str_of(&a, "context_code")
-                    .and_then(|c| c.strip_prefix("course_"))
-                    .unwrap_or_default();
-                let mut item = LmsItem::new(
-                    &self.config.name,
-                    format!("announcement:{id}"),
-                    ItemKind::Announcement,
-                    str_of(&a, "title").unwrap_or("(untitled announcement)"),
-                );
-                item.course = courses.get(course_id).map(|c| c.name.clone());
-                item.url = str_of(&a, "html_url").map(|u| self.absolute(u));
-                item.updated = iso_of(&a, "posted_at");
-                item.detail = str_of(&a, "message")
-                    .map(plain_text)
-                    .filter(|t| !t.is_empty());
-                items.push(item);
-            }
+        let mut notes = Vec::new();
+        for a in self.announcements(&courses, &since, &mut notes).await? {
+            let Some(id) = id_of(&a, "id") else { continue };
+            let course_id = str_of(&a, "context_code")
+                .and_then(|c| c.strip_prefix("course_"))
+                .unwrap_or_default();
+            let mut item = LmsItem::new(
+                &self.config.name,
+                format!("announcement:{id}"),
+                ItemKind::Announcement,
+                str_of(&a, "title").unwrap_or("(untitled announcement)"),
+            );
+            item.course = courses.get(course_id).map(|c| c.name.clone());
+            item.url = str_of(&a, "html_url").map(|u| self.absolute(u));
+            item.updated = iso_of(&a, "posted_at");
+            item.detail = str_of(&a, "message")
+                .map(plain_text)
+                .filter(|t| !t.is_empty());
+            items.push(item);
         }
+        *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
         let path = format!("/api/v1/planner/items?per_page=100&start_date={since}");
         for p in self.list(&path).await? {
             let kind = match str_of(&p, "plannable_type").unwrap_or("") {
@@ -149,9 +149,52 @@ impl Canvas {
             item.url = str_of(&p, "html_url").map(|u| self.absolute(u));
             item.due = iso_of(&plannable, "due_at").or_else(|| iso_of(&p, "plannable_date"));
             item.updated = iso_of(&plannable, "updated_at");
+            item.done = done(&p);
             items.push(item);
         }
         Ok(items)
+    }
+
+    /// The announcements of every course: one call for all of them, and if
+    /// that is refused (401/403: a course the user may not read), one call
+    /// per course, so a closed course loses only itself.
+    async fn announcements(
+        &self,
+        courses: &HashMap<String, Course>,
+        since: &str,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<Value>, LmsError> {
+        let mut ids: Vec<&String> = courses.keys().collect();
+        ids.sort();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let path = |ids: &[&String]| {
+            let contexts: String = ids
+                .iter()
+                .map(|id| format!("&context_codes[]=course_{id}"))
+                .collect();
+            format!("/api/v1/announcements?per_page=50&start_date={since}{contexts}")
+        };
+        match self.list(&path(&ids)).await {
+            Err(LmsError::Auth(_)) if ids.len() > 1 => {}
+            other => return other,
+        }
+        let mut all = Vec::new();
+        for id in ids {
+            match self.list(&path(&[id])).await {
+                Ok(list) => all.extend(list),
+                Err(LmsError::Auth(why)) => {
+                    let name = courses.get(id).map_or(id.as_str(), |c| c.name.as_str());
+                    tracing::warn!(source = %self.config.name, course = %name, "Canvas refuses its announcements: {why}");
+                    notes.push(format!(
+                        "skipped the announcements of {name}: Canvas refuses them ({why})"
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(all)
     }
 
     /// Planner URLs are relative to the site.
@@ -172,6 +215,23 @@ impl LmsSource for Canvas {
     fn poll(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<LmsItem>, LmsError>> {
         Box::pin(self.fetch(now))
     }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Handed in, excused, or marked done in the planner: no reminders.
+fn done(planner_item: &Value) -> bool {
+    let submissions = planner_item.get("submissions");
+    let flag = |v: Option<&Value>, key: &str| {
+        v.and_then(|v| v.get(key))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    flag(submissions, "submitted")
+        || flag(submissions, "excused")
+        || flag(planner_item.get("planner_override"), "marked_complete")
 }
 
 /// The `rel="next"` target of a `Link` header value.
@@ -209,6 +269,16 @@ mod tests {
             Some("https://c.example/api/v1/courses?page=2&per_page=10")
         );
         assert_eq!(next_link("<https://c.example/x>; rel=\"last\""), None);
+    }
+
+    #[test]
+    fn submitted_excused_or_marked_complete_is_done() {
+        let item = |v: serde_json::Value| done(&v);
+        assert!(item(serde_json::json!({"submissions": {"submitted": true}})));
+        assert!(item(serde_json::json!({"submissions": {"excused": true}})));
+        assert!(item(serde_json::json!({"submissions": false, "planner_override": {"marked_complete": true}})));
+        assert!(!item(serde_json::json!({"submissions": {"submitted": false, "missing": true}, "planner_override": null})));
+        assert!(!item(serde_json::json!({"submissions": false})));
     }
 
     #[test]

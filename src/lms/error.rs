@@ -29,6 +29,25 @@ pub enum LmsError {
 }
 
 impl LmsError {
+    /// The message with what the user can do about it, for `hearth lms
+    /// status`: the store and auth errors carry theirs already.
+    pub fn with_fix(&self) -> String {
+        let fix = match self {
+            Self::Auth(_) | Self::Store { .. } => return self.to_string(),
+            Self::RateLimited { .. } => "nothing; hearth waits as asked and tries again",
+            Self::Http { status, .. } if *status >= 500 => {
+                "nothing; the site is down and hearth tries again with a growing pause"
+            }
+            Self::Http { .. } => "check the source's url in the config",
+            Self::Remote(_) => "ask the site's admin to enable the web service function",
+            Self::Network(_) => "check the source's url and this machine's network",
+            Self::Malformed(_) => {
+                "check that the url points at the feed or the site itself, not a login page"
+            }
+        };
+        format!("{self}; fix: {fix}")
+    }
+
     /// The delay the site asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

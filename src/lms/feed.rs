@@ -1,11 +1,12 @@
-//! An RSS 2.0 or Atom feed: department news, a course blog, Moodle's own
-//! forum RSS.
+//! An RSS (0.9x, 1.0, 2.0), Atom or JSON feed: department news, a course
+//! blog, Moodle's own forum RSS, parsed by the `feed-rs` crate.
 //!
-//! Each `<item>` (RSS) or `<entry>` (Atom) becomes a news item: its guid or
-//! id identifies it, falling back to the link and then the title.
+//! Each entry becomes a news item: its guid or id identifies it, falling
+//! back to the link and then the title. A feed's categories are tags, not
+//! courses, so no course is set.
 
 use chrono::{DateTime, Utc};
-use quick_xml::events::{BytesStart, Event};
+use feed_rs::model::{Link, Text};
 
 use super::item::plain_text;
 use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
@@ -42,159 +43,58 @@ impl LmsSource for Feed {
     }
 }
 
-/// The fields of one entry as read.
-#[derive(Default)]
-struct Entry {
-    id: Option<String>,
-    title: Option<String>,
-    link: Option<String>,
-    date: Option<DateTime<Utc>>,
-    body: Option<String>,
-    category: Option<String>,
+/// An entry without a guid or id: its alternate link, else its title, so
+/// the id stays the same from poll to poll (feed-rs would hash them).
+fn fallback_id(links: &[Link], title: &Option<Text>, _base: Option<&str>) -> String {
+    links
+        .iter()
+        .find(|l| matches!(l.rel.as_deref(), None | Some("alternate")))
+        .map(|l| l.href.clone())
+        .or_else(|| title.as_ref().map(|t| t.content.trim().to_string()))
+        .unwrap_or_default()
 }
 
-/// The entries of an RSS 2.0 or Atom document.
+/// The entries of a feed.
 pub fn parse(text: &str, source: &str) -> Result<Vec<LmsItem>, LmsError> {
-    let mut reader = quick_xml::Reader::from_str(text);
-    reader.config_mut().trim_text(true);
-    let mut root: Option<String> = None;
-    let mut entry: Option<Entry> = None;
-    let mut field: Option<String> = None; // the element whose text is read
-    let mut items = Vec::new();
-    loop {
-        let event = reader.read_event().map_err(|e| {
-            LmsError::Malformed(format!("bad XML at byte {}: {e}", reader.buffer_position()))
-        })?;
-        match event {
-            Event::Start(e) => {
-                let name = local(&e);
-                if root.is_none() {
-                    root = Some(name.clone());
-                    if !matches!(name.as_str(), "rss" | "feed" | "RDF") {
-                        return Err(LmsError::Malformed(format!(
-                            "not an RSS or Atom feed (root element <{name}>)"
-                        )));
-                    }
-                }
-                if name == "item" || name == "entry" {
-                    entry = Some(Entry::default());
-                } else if let Some(en) = entry.as_mut() {
-                    if name == "link" {
-                        atom_link(&e, en);
-                    }
-                    field = Some(name);
-                }
-            }
-            Event::Empty(e) => {
-                if let Some(en) = entry.as_mut()
-                    && local(&e) == "link"
-                {
-                    atom_link(&e, en);
-                }
-            }
-            Event::Text(t) => {
-                if let (Some(en), Some(f)) = (entry.as_mut(), field.as_deref()) {
-                    let text = match t.unescape() {
-                        Ok(s) => s.into_owned(),
-                        // HTML entities such as &nbsp; are not XML's.
-                        Err(_) => String::from_utf8_lossy(&t).into_owned(),
-                    };
-                    take(en, f, text);
-                }
-            }
-            Event::CData(c) => {
-                if let (Some(en), Some(f)) = (entry.as_mut(), field.as_deref()) {
-                    take(en, f, String::from_utf8_lossy(&c.into_inner()).into_owned());
-                }
-            }
-            Event::End(e) => {
-                let name = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
-                if name == "item" || name == "entry" {
-                    if let Some(en) = entry.take() {
-                        items.extend(item(en, source));
-                    }
-                } else {
-                    field = None;
-                }
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    if root.is_none() {
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.is_empty() {
         return Err(LmsError::Malformed("an empty document".into()));
     }
-    Ok(items)
-}
-
-fn local(e: &BytesStart<'_>) -> String {
-    String::from_utf8_lossy(e.local_name().as_ref()).into_owned()
-}
-
-/// Atom's `<link href="…" rel="alternate"/>`; other rels are ignored.
-fn atom_link(e: &BytesStart<'_>, entry: &mut Entry) {
-    let mut href = None;
-    let mut rel = None;
-    for a in e.attributes().flatten() {
-        let value = a.unescape_value().map(|v| v.into_owned()).ok();
-        match a.key.local_name().as_ref() {
-            b"href" => href = value,
-            b"rel" => rel = value,
-            _ => {}
-        }
-    }
-    if let Some(href) = href
-        && matches!(rel.as_deref(), None | Some("alternate"))
-        && entry.link.is_none()
-    {
-        entry.link = Some(href);
-    }
-}
-
-fn take(entry: &mut Entry, field: &str, text: String) {
-    let text = text.trim().to_string();
-    if text.is_empty() {
-        return;
-    }
-    match field {
-        "guid" | "id" => entry.id = Some(text),
-        "title" => entry.title = Some(text),
-        "link" if entry.link.is_none() => entry.link = Some(text),
-        "pubDate" | "updated" | "published" | "date" => {
-            let parsed = DateTime::parse_from_rfc2822(&text)
-                .or_else(|_| DateTime::parse_from_rfc3339(&text))
-                .ok()
-                .map(|d| d.with_timezone(&Utc));
-            // Atom's `updated` wins over `published`.
-            if parsed.is_some() && (entry.date.is_none() || field == "updated") {
-                entry.date = parsed;
-            }
-        }
-        "description" | "summary" | "content" | "encoded" if entry.body.is_none() => {
-            entry.body = Some(plain_text(&text))
-        }
-        "category" if entry.category.is_none() => entry.category = Some(text),
-        _ => {}
-    }
-}
-
-fn item(entry: Entry, source: &str) -> Option<LmsItem> {
-    let id = entry
-        .id
-        .clone()
-        .or_else(|| entry.link.clone())
-        .or_else(|| entry.title.clone())?;
-    let mut item = LmsItem::new(
-        source,
-        id,
-        ItemKind::News,
-        entry.title.unwrap_or_else(|| "(untitled)".into()),
-    );
-    item.url = entry.link;
-    item.updated = entry.date;
-    item.detail = entry.body.filter(|b| !b.is_empty());
-    item.course = entry.category;
-    Some(item)
+    let feed = feed_rs::parser::Builder::new()
+        .id_generator(fallback_id)
+        .build()
+        .parse(trimmed.as_bytes())
+        .map_err(|e| LmsError::Malformed(format!("not an RSS or Atom feed: {e}")))?;
+    Ok(feed
+        .entries
+        .into_iter()
+        .filter(|e| !e.id.is_empty())
+        .map(|e| {
+            let title = e
+                .title
+                .map(|t| t.content.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|t| !t.is_empty());
+            let mut item = LmsItem::new(
+                source,
+                e.id,
+                ItemKind::News,
+                title.unwrap_or_else(|| "(untitled)".into()),
+            );
+            item.url = e
+                .links
+                .iter()
+                .find(|l| matches!(l.rel.as_deref(), None | Some("alternate")))
+                .map(|l| l.href.clone());
+            item.updated = e.updated.or(e.published);
+            item.detail = e
+                .summary
+                .map(|s| s.content)
+                .or_else(|| e.content.and_then(|c| c.body))
+                .map(|b| plain_text(&b))
+                .filter(|b| !b.is_empty());
+            item
+        })
+        .collect())
 }
 
 #[cfg(test)]

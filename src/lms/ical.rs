@@ -1,16 +1,22 @@
 //! An iCalendar (RFC 5545) feed: Moodle's calendar export, a university
 //! timetable, any `.ics` URL.
 //!
-//! The parser reads what a notifier needs and nothing more: lines are
-//! unfolded, then each `VEVENT`/`VTODO` gives UID, SUMMARY, DESCRIPTION,
-//! DTSTART/DUE/DTEND (UTC, `TZID=`, floating, or date-only), URL,
-//! LAST-MODIFIED and CATEGORIES (taken as the course). Recurrence rules are
-//! not expanded: a recurring event is one item, at its first start.
+//! The `icalendar` crate parses (unfolding, TEXT unescaping); this module
+//! reads what a notifier needs from each `VEVENT`/`VTODO`: UID, SUMMARY,
+//! DESCRIPTION, DTSTART/DUE/DTEND (UTC, `TZID=`, floating, or a whole day),
+//! URL, LAST-MODIFIED and CATEGORIES (taken as the course). A recurring
+//! event (RRULE, RDATE, EXDATE) becomes one item per occurrence within the
+//! configured horizon, id `UID@<start in UTC>`; a `RECURRENCE-ID` component
+//! replaces the occurrence it names.
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
+use icalendar::parser::{Component, Property, read_calendar, unfold};
 
 use super::item::course_allowed;
+use super::recurrence::{self, Series, Window};
 use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
 use crate::config::LmsSourceConfig;
 use futures::future::BoxFuture;
@@ -19,24 +25,32 @@ pub struct Ical {
     config: LmsSourceConfig,
     http: reqwest::Client,
     time_zone: Tz,
+    horizon: std::time::Duration,
 }
 
 impl Ical {
-    pub fn new(config: LmsSourceConfig, http: reqwest::Client, time_zone: Tz) -> Self {
+    pub fn new(
+        config: LmsSourceConfig,
+        http: reqwest::Client,
+        time_zone: Tz,
+        horizon: std::time::Duration,
+    ) -> Self {
         Self {
             config,
             http,
             time_zone,
+            horizon,
         }
     }
 
-    async fn fetch(&self) -> Result<Vec<LmsItem>, LmsError> {
+    async fn fetch(&self, now: DateTime<Utc>) -> Result<Vec<LmsItem>, LmsError> {
         let mut request = self.http.get(&self.config.url);
         if let Some(token) = &self.config.token {
             request = request.bearer_auth(token.expose());
         }
         let body = http::text(http::send(request).await?).await?;
-        let items = parse(&body, &self.config.name, self.time_zone)?;
+        let window = Window::around(now, self.horizon);
+        let items = parse(&body, &self.config.name, self.time_zone, &window)?;
         Ok(items
             .into_iter()
             .filter(|i| {
@@ -52,199 +66,238 @@ impl LmsSource for Ical {
         &self.config.name
     }
 
-    fn poll(&self, _now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<LmsItem>, LmsError>> {
-        Box::pin(self.fetch())
+    fn poll(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<LmsItem>, LmsError>> {
+        Box::pin(self.fetch(now))
     }
 }
 
-/// One content line: `NAME;PARAM=VALUE:value`.
-struct Property<'a> {
-    name: String,
-    params: Vec<(String, &'a str)>,
-    value: &'a str,
+/// A DATE or DATE-TIME as read: the instant, the zone it was written in
+/// (for recurrence), and whether it is a whole day.
+#[derive(Debug, Clone, Copy)]
+struct When {
+    at: DateTime<Utc>,
+    zone: Tz,
+    all_day: bool,
 }
 
-impl Property<'_> {
-    fn param(&self, name: &str) -> Option<&str> {
-        self.params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.trim_matches('"'))
-    }
+fn param<'a>(p: &'a Property<'_>, name: &str) -> Option<&'a str> {
+    p.params
+        .iter()
+        .find(|q| q.key.as_str().eq_ignore_ascii_case(name))
+        .and_then(|q| q.val.as_ref())
+        .map(|v| v.as_str().trim_matches('"'))
 }
 
-/// Joins folded lines: a line starting with a space or tab continues the
-/// previous one, without that first character.
-fn unfold(text: &str) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for raw in text.trim_start_matches('\u{feff}').split('\n') {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        match line.chars().next() {
-            Some(' ' | '\t') if !lines.is_empty() => {
-                if let Some(last) = lines.last_mut() {
-                    last.push_str(&line[1..]);
-                }
-            }
-            _ if line.is_empty() => {}
-            _ => lines.push(line.to_string()),
-        }
-    }
-    lines
-}
-
-fn property(line: &str) -> Option<Property<'_>> {
-    // The value starts at the first ':' outside double quotes.
-    let mut quoted = false;
-    let colon = line.char_indices().find_map(|(i, c)| match c {
-        '"' => {
-            quoted = !quoted;
-            None
-        }
-        ':' if !quoted => Some(i),
-        _ => None,
-    })?;
-    let (head, value) = (&line[..colon], &line[colon + 1..]);
-    let mut parts = head.split(';');
-    let name = parts.next()?.trim().to_ascii_uppercase();
-    let params = parts
-        .filter_map(|p| {
-            let (k, v) = p.split_once('=')?;
-            Some((k.trim().to_ascii_uppercase(), v))
-        })
-        .collect();
-    Some(Property {
-        name,
-        params,
-        value,
-    })
-}
-
-/// TEXT values escape `\n`, `\,`, `\;` and `\\`.
-fn unescape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    let mut chars = value.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('n' | 'N') => out.push('\n'),
-            Some(other) => out.push(other),
-            None => {}
-        }
-    }
-    out
-}
-
-/// A DATE or DATE-TIME value: `…Z` is UTC, `TZID=` names the zone (an
-/// unknown zone, such as a Windows name, falls back to the user's), anything
-/// else is floating and read in the user's zone; a date is its midnight.
-fn date_time(p: &Property<'_>, user_tz: Tz) -> Option<DateTime<Utc>> {
-    let value = p.value.trim();
-    let zone = p
-        .param("TZID")
+/// The values of a DATE or DATE-TIME property (EXDATE may list several):
+/// `…Z` is UTC, `TZID=` names the zone (an unknown zone, such as a Windows
+/// name, falls back to the user's), anything else is floating and read in
+/// the user's zone; a date is its midnight.
+fn when_all(p: &Property<'_>, user_tz: Tz) -> Vec<When> {
+    let zone = param(p, "TZID")
         .and_then(|z| z.trim_start_matches('/').parse::<Tz>().ok())
         .unwrap_or(user_tz);
-    let local = if p.param("VALUE") == Some("DATE") || value.len() == 8 {
-        NaiveDate::parse_from_str(value, "%Y%m%d")
-            .ok()?
-            .and_hms_opt(0, 0, 0)?
-    } else if let Some(utc) = value.strip_suffix('Z') {
-        let naive = NaiveDateTime::parse_from_str(utc, "%Y%m%dT%H%M%S").ok()?;
-        return Some(Utc.from_utc_datetime(&naive));
-    } else {
-        NaiveDateTime::parse_from_str(value, "%Y%m%dT%H%M%S").ok()?
-    };
-    zone.from_local_datetime(&local)
-        .earliest()
-        .map(|d| d.with_timezone(&Utc))
+    let date_only = param(p, "VALUE").is_some_and(|v| v.eq_ignore_ascii_case("DATE"));
+    p.val
+        .as_str()
+        .split(',')
+        .filter_map(|value| {
+            let value = value.trim();
+            if date_only || value.len() == 8 {
+                let local = NaiveDate::parse_from_str(value, "%Y%m%d")
+                    .ok()?
+                    .and_hms_opt(0, 0, 0)?;
+                let at = zone.from_local_datetime(&local).earliest()?;
+                return Some(When {
+                    at: at.with_timezone(&Utc),
+                    zone,
+                    all_day: true,
+                });
+            }
+            if let Some(utc) = value.strip_suffix('Z') {
+                let naive = NaiveDateTime::parse_from_str(utc, "%Y%m%dT%H%M%S").ok()?;
+                return Some(When {
+                    at: Utc.from_utc_datetime(&naive),
+                    zone: chrono_tz::UTC,
+                    all_day: false,
+                });
+            }
+            let local = NaiveDateTime::parse_from_str(value, "%Y%m%dT%H%M%S").ok()?;
+            let at = zone.from_local_datetime(&local).earliest()?;
+            Some(When {
+                at: at.with_timezone(&Utc),
+                zone,
+                all_day: false,
+            })
+        })
+        .collect()
 }
 
-/// The items of a calendar.
-pub fn parse(text: &str, source: &str, user_tz: Tz) -> Result<Vec<LmsItem>, LmsError> {
-    let lines = unfold(text);
-    if !lines
-        .first()
-        .is_some_and(|l| l.trim().eq_ignore_ascii_case("BEGIN:VCALENDAR"))
+/// One VEVENT or VTODO as read.
+struct Entry {
+    item: LmsItem,
+    uid: String,
+    start: Option<When>,
+    /// The occurrence a RECURRENCE-ID component replaces.
+    replaces: Option<DateTime<Utc>>,
+    rules: Vec<String>,
+    exdates: Vec<DateTime<Utc>>,
+    rdates: Vec<DateTime<Utc>>,
+}
+
+impl Entry {
+    fn read(c: &Component<'_>, kind: ItemKind, source: &str, user_tz: Tz) -> Self {
+        let prop = |name: &str| {
+            c.properties
+                .iter()
+                .find(|p| p.name.as_str().eq_ignore_ascii_case(name))
+        };
+        let all = |name: &str| {
+            c.properties
+                .iter()
+                .filter(|p| p.name.as_str().eq_ignore_ascii_case(name))
+                .flat_map(|p| when_all(p, user_tz))
+                .map(|w| w.at)
+                .collect::<Vec<_>>()
+        };
+        let first = |name: &str| prop(name).and_then(|p| when_all(p, user_tz).into_iter().next());
+        let text = |name: &str| {
+            prop(name)
+                .map(|p| p.val.as_str().trim().to_string())
+                .filter(|t| !t.is_empty())
+        };
+        let summary = text("SUMMARY");
+        let start = first("DTSTART");
+        let uid = text("UID").unwrap_or_else(|| {
+            // No UID breaks RFC 5545; the title and start still identify it.
+            format!(
+                "{}|{}",
+                summary.as_deref().unwrap_or(""),
+                start.map(|s| s.at.timestamp()).unwrap_or(0)
+            )
+        });
+        let due = first("DUE").or(start).or_else(|| first("DTEND"));
+        let mut item = LmsItem::new(
+            source,
+            uid.clone(),
+            kind,
+            summary.unwrap_or_else(|| "(untitled event)".to_string()),
+        );
+        item.due = due.map(|d| d.at);
+        item.all_day = due.is_some_and(|d| d.all_day);
+        item.updated = first("LAST-MODIFIED").map(|w| w.at);
+        item.url = text("URL");
+        // CATEGORIES is a list the parser leaves escaped.
+        item.course = prop("CATEGORIES")
+            .map(|p| p.val.clone().unescape_text().as_str().trim().to_string())
+            .filter(|c| !c.is_empty());
+        item.detail = text("DESCRIPTION");
+        Self {
+            item,
+            uid,
+            start,
+            replaces: first("RECURRENCE-ID").map(|w| w.at),
+            rules: c
+                .properties
+                .iter()
+                .filter(|p| p.name.as_str().eq_ignore_ascii_case("RRULE"))
+                .map(|p| p.val.as_str().trim().to_string())
+                .collect(),
+            exdates: all("EXDATE"),
+            rdates: all("RDATE"),
+        }
+    }
+
+    /// This entry as the occurrence starting at `at`.
+    fn occurrence(&self, at: DateTime<Utc>) -> LmsItem {
+        let mut item = self.item.clone();
+        item.id = format!("{}@{}", self.uid, recurrence::key(at));
+        item.series = Some(self.uid.clone());
+        if let (Some(due), Some(start)) = (item.due, self.start) {
+            item.due = Some(at + (due - start.at));
+        }
+        item
+    }
+}
+
+/// The items of a calendar, recurring events expanded within `window`.
+pub fn parse(
+    text: &str,
+    source: &str,
+    user_tz: Tz,
+    window: &Window,
+) -> Result<Vec<LmsItem>, LmsError> {
+    let text = text.trim_start_matches('\u{feff}').replace("\r\n", "\n");
+    if !text
+        .trim_start()
+        .get(..15)
+        .is_some_and(|h| h.eq_ignore_ascii_case("BEGIN:VCALENDAR"))
     {
         return Err(LmsError::Malformed(
             "not an iCalendar feed (no BEGIN:VCALENDAR)".into(),
         ));
     }
+    let unfolded = unfold(&text);
+    let calendar = read_calendar(&unfolded).map_err(|e| {
+        let first = e.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        LmsError::Malformed(format!("not a valid iCalendar feed (truncated?): {first}"))
+    })?;
+    let mut masters = Vec::new();
+    let mut overrides: HashMap<(String, String), Entry> = HashMap::new();
+    for c in &calendar.components {
+        let kind = match c.name.as_str().to_ascii_uppercase().as_str() {
+            "VEVENT" => ItemKind::Event,
+            "VTODO" => ItemKind::Assignment,
+            _ => continue,
+        };
+        let entry = Entry::read(c, kind, source, user_tz);
+        match entry.replaces {
+            Some(at) => {
+                overrides.insert((entry.uid.clone(), recurrence::key(at)), entry);
+            }
+            None => masters.push(entry),
+        }
+    }
     let mut items = Vec::new();
-    let mut current: Option<(ItemKind, Vec<&str>)> = None;
-    let mut nested = 0usize; // VALARM and the like inside a component
-    for line in &lines {
-        let upper = line.trim().to_ascii_uppercase();
-        match upper.as_str() {
-            "BEGIN:VEVENT" if current.is_none() => current = Some((ItemKind::Event, Vec::new())),
-            "BEGIN:VTODO" if current.is_none() => {
-                current = Some((ItemKind::Assignment, Vec::new()))
-            }
-            "END:VEVENT" | "END:VTODO" if nested == 0 => {
-                if let Some((kind, props)) = current.take() {
-                    items.extend(component(kind, &props, source, user_tz));
+    for master in &masters {
+        let recurs = !master.rules.is_empty() || !master.rdates.is_empty();
+        let Some(start) = master.start.filter(|_| recurs) else {
+            items.push(master.item.clone());
+            continue;
+        };
+        let series = Series {
+            start: start.at,
+            zone: start.zone,
+            rules: &master.rules,
+            exdates: &master.exdates,
+            rdates: &master.rdates,
+        };
+        match recurrence::occurrences(&series, window) {
+            Ok(starts) => {
+                for at in starts {
+                    let key = (master.uid.clone(), recurrence::key(at));
+                    if !overrides.contains_key(&key) {
+                        items.push(master.occurrence(at));
+                    }
                 }
             }
-            _ if upper.starts_with("BEGIN:") && current.is_some() => nested += 1,
-            _ if upper.starts_with("END:") && nested > 0 => nested -= 1,
-            _ => {
-                if let Some((_, props)) = current.as_mut()
-                    && nested == 0
-                {
-                    props.push(line);
-                }
+            Err(e) => {
+                tracing::warn!(source, uid = %master.uid, "iCal: {e}; listed once, at its first start");
+                items.push(master.item.clone());
             }
         }
     }
-    if current.is_some() {
-        return Err(LmsError::Malformed(
-            "the calendar ends inside an event (truncated?)".into(),
-        ));
+    // A moved occurrence is listed while its new or its old time is near.
+    for ((uid, key), entry) in overrides {
+        let near = entry.item.due.is_some_and(|d| window.contains(d))
+            || entry.replaces.is_some_and(|r| window.contains(r));
+        if near {
+            let mut item = entry.item;
+            item.id = format!("{uid}@{key}");
+            item.series = Some(uid);
+            items.push(item);
+        }
     }
     Ok(items)
-}
-
-fn component(kind: ItemKind, lines: &[&str], source: &str, user_tz: Tz) -> Option<LmsItem> {
-    let props: Vec<Property<'_>> = lines.iter().filter_map(|l| property(l)).collect();
-    let get = |name: &str| props.iter().find(|p| p.name == name);
-    let summary = get("SUMMARY")
-        .map(|p| unescape(p.value))
-        .unwrap_or_default();
-    let start = get("DTSTART").and_then(|p| date_time(p, user_tz));
-    let uid = match get("UID") {
-        Some(p) => unescape(p.value),
-        // No UID breaks RFC 5545; the title and start still identify it.
-        None => format!("{summary}|{}", start.map(|s| s.timestamp()).unwrap_or(0)),
-    };
-    let id = match get("RECURRENCE-ID") {
-        Some(r) => format!("{uid}@{}", r.value.trim()),
-        None => uid,
-    };
-    let mut item = LmsItem::new(
-        source,
-        id,
-        kind,
-        if summary.is_empty() {
-            "(untitled event)".to_string()
-        } else {
-            summary
-        },
-    );
-    item.due = get("DUE")
-        .and_then(|p| date_time(p, user_tz))
-        .or(start)
-        .or_else(|| get("DTEND").and_then(|p| date_time(p, user_tz)));
-    item.updated = get("LAST-MODIFIED").and_then(|p| date_time(p, user_tz));
-    item.url = get("URL").map(|p| unescape(p.value.trim()));
-    item.course = get("CATEGORIES")
-        .map(|p| unescape(p.value))
-        .filter(|c| !c.trim().is_empty());
-    item.detail = get("DESCRIPTION")
-        .map(|p| unescape(p.value).trim().to_string())
-        .filter(|d| !d.is_empty());
-    Some(item)
 }
 
 #[cfg(test)]
@@ -255,6 +308,14 @@ mod tests {
 
     fn utc(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn parse(text: &str, source: &str, tz: Tz) -> Result<Vec<LmsItem>, LmsError> {
+        let window = Window {
+            from: utc("2025-01-01T00:00:00Z"),
+            until: utc("2025-12-31T00:00:00Z"),
+        };
+        super::parse(text, source, tz, &window)
     }
 
     #[test]
@@ -281,6 +342,7 @@ mod tests {
             Some(utc("2025-04-01T04:00:00Z")),
             "a date is midnight in the user's zone (New York, EDT)"
         );
+        assert!(items[1].all_day && !e.all_day);
         assert_eq!(items[2].kind, ItemKind::Assignment);
         assert_eq!(
             items[2].due,

@@ -51,6 +51,17 @@ pub struct LmsItem {
     /// Body text (announcement message, description), plain, for summaries.
     #[serde(default)]
     pub detail: Option<String>,
+    /// The due date is a whole day (an iCal `VALUE=DATE`), shown as a date.
+    #[serde(default)]
+    pub all_day: bool,
+    /// Handed in or marked done: no reminders. Not part of the hash, so
+    /// handing in causes no notice.
+    #[serde(default)]
+    pub done: bool,
+    /// The recurring series (iCal UID) an occurrence belongs to: the first
+    /// occurrence is announced, later ones only get their reminders.
+    #[serde(default)]
+    pub series: Option<String>,
 }
 
 impl LmsItem {
@@ -70,6 +81,9 @@ impl LmsItem {
             due: None,
             updated: None,
             detail: None,
+            all_day: false,
+            done: false,
+            series: None,
         }
     }
 

@@ -5,11 +5,14 @@
 //!   and [`feed`] (RSS/Atom) turn their payloads into [`LmsItem`]s.
 //! - [`SeenStore`] (`lms.sqlite3`) remembers what was listed and what was
 //!   delivered, across restarts.
-//! - [`Notifier::poll_once`] ties them together and hands [`Notice`]s to a
-//!   [`NoticeSink`], which the daemon implements over its channels.
+//! - [`Notifier::poll`] fetches and records; [`Notifier::deliver`] (the
+//!   courier) hands what is due to a [`NoticeSink`], which the daemon
+//!   implements over its channels. The daemon runs them apart, so a chat
+//!   outage never delays a poll; [`Notifier::poll_once`] does both.
 //! - [`LmsUpcoming`] is the agent's `lms_upcoming` tool.
 
 pub mod canvas;
+mod courier;
 mod error;
 pub mod feed;
 mod http;
@@ -19,6 +22,8 @@ mod json;
 pub mod moodle;
 mod notice;
 mod notifier;
+mod outbox;
+mod recurrence;
 mod source;
 mod store;
 mod summary;
@@ -28,8 +33,10 @@ pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use error::LmsError;
 pub use item::{ItemKind, LmsItem};
 pub use notice::{Notice, NoticeKind, NoticeSink, format_due};
+pub use courier::GIVE_UP_AFTER;
 pub use notifier::{MAX_BACKOFF, Notifier, PollReport, SourceReport};
+pub use outbox::{Queued, SourceStatus};
 pub use source::{LmsSource, from_config};
-pub use store::{Pending, SeenStore};
+pub use store::{Pending, Recorded, SeenStore};
 pub use summary::summarise;
 pub use tool::LmsUpcoming;

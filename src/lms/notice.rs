@@ -23,6 +23,9 @@ pub enum NoticeKind {
     Changed,
     /// Its due date is at most this far away.
     Reminder { before: Duration },
+    /// A line about the source rather than one item (the first poll's
+    /// "tracking N items"); `item` then only names the source.
+    Source,
 }
 
 #[derive(Debug, Clone)]
@@ -41,11 +44,24 @@ pub trait NoticeSink: Send + Sync {
     fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), String>>;
 }
 
-/// A due date in the user's zone: `Fri 14 Mar 2025 23:59 CET`.
-pub fn format_due(due: DateTime<Utc>, tz: Tz) -> String {
-    due.with_timezone(&tz)
-        .format("%a %-d %b %Y %H:%M %Z")
-        .to_string()
+/// A due date in the user's zone: `Fri 14 Mar 2025 23:59 CET`, or
+/// `Fri 18 Apr 2025` for a whole day.
+pub fn format_due(due: DateTime<Utc>, all_day: bool, tz: Tz) -> String {
+    let format = if all_day {
+        "%a %-d %b %Y"
+    } else {
+        "%a %-d %b %Y %H:%M %Z"
+    };
+    due.with_timezone(&tz).format(format).to_string()
+}
+
+/// The line a first poll sends instead of a notice per past item.
+pub fn tracking(source: &str, items: usize, past: usize) -> String {
+    format!(
+        "Tracking {items} item{} from {source}. {past} already past {} recorded without a notice each; new and changed items and reminders follow as usual.",
+        if items == 1 { "" } else { "s" },
+        if past == 1 { "was" } else { "were" },
+    )
 }
 
 /// The plain notice text.
@@ -55,7 +71,9 @@ pub fn plain(kind: &NoticeKind, item: &LmsItem, previous: Option<&LmsItem>, tz: 
         NoticeKind::New => format!("New {what}"),
         NoticeKind::Changed => format!("Changed {what}"),
         NoticeKind::Reminder { before } => format!("Due in {}: {what}", format_span(*before)),
+        NoticeKind::Source => return item.title.clone(),
     };
+    let due = |d: DateTime<Utc>| format_due(d, item.all_day, tz);
     let mut lines = vec![match &item.course {
         Some(course) => format!("{head} · {course}"),
         None => format!("{head} · {}", item.source),
@@ -65,17 +83,14 @@ pub fn plain(kind: &NoticeKind, item: &LmsItem, previous: Option<&LmsItem>, tz: 
         lines.push(format!("(was: {})", old.title));
     }
     match (item.due, previous.map(|p| p.due)) {
-        (Some(due), Some(old)) if old != Some(due) => lines.push(format!(
+        (Some(new), Some(old)) if old != Some(new) => lines.push(format!(
             "Due {} (was {})",
-            format_due(due, tz),
-            old.map(|o| format_due(o, tz))
+            due(new),
+            old.map(due)
                 .unwrap_or_else(|| "none".into())
         )),
-        (Some(due), _) => lines.push(format!("Due {}", format_due(due, tz))),
-        (None, Some(Some(old))) => lines.push(format!(
-            "No due date any more (was {})",
-            format_due(old, tz)
-        )),
+        (Some(new), _) => lines.push(format!("Due {}", due(new))),
+        (None, Some(Some(old))) => lines.push(format!("No due date any more (was {})", due(old))),
         (None, _) => {}
     }
     if let Some(url) = &item.url {
@@ -123,5 +138,14 @@ mod tests {
             reminder.starts_with("Due in 1h: assignment · CS101"),
             "{reminder}"
         );
+    }
+
+    #[test]
+    fn a_whole_day_shows_as_a_date() {
+        let mut item = LmsItem::new("cal", "h", ItemKind::Event, "Good Friday");
+        item.due = DateTime::from_timestamp(1_744_927_200, 0); // 2025-04-18 00:00 CEST
+        item.all_day = true;
+        let text = plain(&NoticeKind::New, &item, None, chrono_tz::Europe::Berlin);
+        assert_eq!(text, "New event · cal\nGood Friday\nDue Fri 18 Apr 2025");
     }
 }

@@ -1,11 +1,12 @@
-//! The notifier: one poll of every source, turned into delivered notices.
+//! The notifier's poll side: every source fetched and recorded.
 //!
-//! A poll, per source: fetch (unless the source is backing off after errors),
-//! record what it lists, deliver every pending item (new or changed), then
-//! the reminders that came due. Only a confirmed delivery marks anything as
-//! sent. A failing source is logged and reported, backs off (doubling, up to
-//! [`MAX_BACKOFF`], or as long as a rate limit asked), and still has its
-//! earlier pending notices and reminders delivered from the store.
+//! A poll, per source: fetch (unless the source is backing off after errors)
+//! and record what it lists in the store, which is the durable queue: what
+//! is new, changed or due stays there until the courier (`courier.rs`)
+//! delivers it, so a slow or failing chat never holds a poll. A failing
+//! source is logged, reported and remembered for `hearth lms status`, and
+//! backs off (doubling, up to [`MAX_BACKOFF`], or as long as a rate limit
+//! asked); its earlier notices still go out from the store.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,10 +15,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::notice::{self, Notice, NoticeKind, NoticeSink};
+use tokio::sync::Notify;
+
 use super::source::{self, LmsSource};
-use super::store::{Pending, SeenStore};
-use super::{Clock, LmsError, LmsItem, LmsUpcoming, SystemClock, http, summary};
+use super::store::SeenStore;
+use super::{Clock, LmsError, LmsUpcoming, SystemClock, http};
 use crate::config::LmsConfig;
 use crate::providers::Provider;
 
@@ -37,6 +39,8 @@ pub struct SourceReport {
     pub sent: usize,
     /// Notices the sink refused; they are tried again next poll.
     pub failed: usize,
+    /// Past items a first poll recorded without a notice each.
+    pub silenced: usize,
     /// Why the fetch failed or was skipped.
     pub error: Option<String>,
 }
@@ -59,6 +63,21 @@ impl PollReport {
     pub fn source(&self, name: &str) -> Option<&SourceReport> {
         self.sources.iter().find(|s| s.source == name)
     }
+
+    /// The report of `name`, added if the poll did not list it.
+    pub(super) fn source_mut(&mut self, name: &str) -> &mut SourceReport {
+        let at = match self.sources.iter().position(|s| s.source == name) {
+            Some(at) => at,
+            None => {
+                self.sources.push(SourceReport {
+                    source: name.to_string(),
+                    ..SourceReport::default()
+                });
+                self.sources.len() - 1
+            }
+        };
+        &mut self.sources[at]
+    }
 }
 
 /// Consecutive failures of one source.
@@ -70,14 +89,18 @@ struct Backoff {
 }
 
 pub struct Notifier {
-    config: LmsConfig,
+    pub(super) config: LmsConfig,
     sources: Vec<Arc<dyn LmsSource>>,
-    store: Arc<SeenStore>,
-    provider: Option<Arc<dyn Provider>>,
-    clock: Arc<dyn Clock>,
+    pub(super) store: Arc<SeenStore>,
+    pub(super) provider: Option<Arc<dyn Provider>>,
+    pub(super) clock: Arc<dyn Clock>,
     backoff: Mutex<HashMap<String, Backoff>>,
-    /// One poll at a time, so an overlapping tick cannot send twice.
+    /// One poll at a time.
     polling: tokio::sync::Mutex<()>,
+    /// One delivery at a time, so an overlapping pass cannot send twice.
+    pub(super) delivering: tokio::sync::Mutex<()>,
+    /// Told after every poll, so the courier looks at the store.
+    pub(super) queued: Arc<Notify>,
 }
 
 impl Notifier {
@@ -94,7 +117,7 @@ impl Notifier {
         let sources = config
             .sources
             .iter()
-            .map(|s| source::from_config(s, client.clone(), config.time_zone))
+            .map(|s| source::from_config(s, client.clone(), config))
             .collect();
         Ok(Self {
             config: config.clone(),
@@ -104,6 +127,8 @@ impl Notifier {
             clock: Arc::new(SystemClock),
             backoff: Mutex::default(),
             polling: tokio::sync::Mutex::new(()),
+            delivering: tokio::sync::Mutex::new(()),
+            queued: Arc::new(Notify::new()),
         })
     }
 
@@ -128,49 +153,80 @@ impl Notifier {
         )
     }
 
-    /// How often the daemon should call [`Notifier::poll_once`].
+    /// How often the daemon should call [`Notifier::poll`].
     pub fn poll_interval(&self) -> Duration {
         self.config.poll_interval
     }
 
-    /// Polls every source once and delivers what is due through `sink`.
-    /// Never fails: every problem is logged and lands in the report.
+    /// Wakes when a poll has recorded something, for the delivery loop.
+    pub fn queued_notices(&self) -> Arc<Notify> {
+        self.queued.clone()
+    }
+
+    /// The configured source names, in order.
+    pub fn source_names(&self) -> Vec<String> {
+        self.sources.iter().map(|s| s.name().to_string()).collect()
+    }
+
+    /// The store, for `hearth lms status`.
+    pub fn store(&self) -> &SeenStore {
+        &self.store
+    }
+
+    /// Polls every source once, then delivers what is due through `sink`:
+    /// [`Notifier::poll`] and [`Notifier::deliver`] in one report. The
+    /// daemon runs the two apart, so delivery never holds a poll.
     pub async fn poll_once(&self, sink: &dyn NoticeSink) -> PollReport {
-        let _one_at_a_time = self.polling.lock().await;
-        let mut report = PollReport::default();
-        for source in &self.sources {
-            report
-                .sources
-                .push(self.poll_source(source.as_ref(), sink).await);
-        }
+        let mut report = self.poll().await;
+        self.deliver(sink, &mut report).await;
         report
     }
 
-    async fn poll_source(&self, source: &dyn LmsSource, sink: &dyn NoticeSink) -> SourceReport {
+    /// Fetches every source once and records what it lists, sending nothing:
+    /// what is new, changed or due waits in the store for
+    /// [`Notifier::deliver`]. Never fails: every problem is logged and lands
+    /// in the report (and in `hearth lms status`).
+    pub async fn poll(&self) -> PollReport {
+        let _one_at_a_time = self.polling.lock().await;
+        let mut report = PollReport::default();
+        for source in &self.sources {
+            report.sources.push(self.poll_source(source.as_ref()).await);
+        }
+        self.queued.notify_one();
+        report
+    }
+
+    async fn poll_source(&self, source: &dyn LmsSource) -> SourceReport {
         let name = source.name().to_string();
         let mut report = SourceReport {
             source: name.clone(),
             ..SourceReport::default()
         };
         let now = self.clock.now();
-        match self.backing_off(&name, now) {
-            Some(skip) => report.error = Some(skip),
-            None => match source.poll(now).await {
-                Ok(items) => match self.store.record(&name, &items, now) {
-                    Ok(()) => {
-                        report.items = items.len();
-                        self.lock_backoff().remove(&name);
-                    }
-                    Err(e) => report.error = Some(self.failed(&name, &e, now)),
-                },
-                Err(e) => report.error = Some(self.failed(&name, &e, now)),
-            },
+        if let Some(skip) = self.backing_off(&name, now) {
+            report.error = Some(skip);
+            return report;
         }
-        if let Err(e) = self.deliver_pending(&name, sink, &mut report).await {
-            tracing::warn!(source = %name, "LMS store: {e}");
-            report.error.get_or_insert(e.to_string());
-        }
-        if let Err(e) = self.deliver_reminders(&name, sink, &mut report).await {
+        let outcome = match source.poll(now).await {
+            Ok(items) => self
+                .store
+                .record(&name, &items, now, !self.config.announce_past)
+                .map(|recorded| (items.len(), recorded)),
+            Err(e) => Err(e),
+        };
+        let stored = match outcome {
+            Ok((listed, recorded)) => {
+                report.items = listed;
+                report.silenced = recorded.silenced;
+                self.lock_backoff().remove(&name);
+                self.store.polled(&name, now, None, &source.notes())
+            }
+            Err(e) => {
+                report.error = Some(self.failed(&name, &e, now));
+                self.store.polled(&name, now, Some(&e.with_fix()), &[])
+            }
+        };
+        if let Err(e) = stored {
             tracing::warn!(source = %name, "LMS store: {e}");
             report.error.get_or_insert(e.to_string());
         }
@@ -223,116 +279,5 @@ impl Notifier {
             },
         );
         message
-    }
-
-    async fn deliver_pending(
-        &self,
-        source: &str,
-        sink: &dyn NoticeSink,
-        report: &mut SourceReport,
-    ) -> Result<(), LmsError> {
-        for Pending { item, previous } in self.store.pending(source)? {
-            let kind = if previous.is_some() {
-                report.changed += 1;
-                NoticeKind::Changed
-            } else {
-                report.new += 1;
-                NoticeKind::New
-            };
-            let notice = self.notice(kind, item, previous.as_ref()).await;
-            if self.send(sink, &notice, report).await {
-                self.store.mark_notified(&notice.item)?;
-                // The notice showed the due date: reminders already open are moot.
-                let open = self.open_windows(&notice.item);
-                self.store
-                    .mark_reminded(&notice.item, &open, self.clock.now())?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn deliver_reminders(
-        &self,
-        source: &str,
-        sink: &dyn NoticeSink,
-        report: &mut SourceReport,
-    ) -> Result<(), LmsError> {
-        let Some(longest) = self.config.remind_before.first().copied() else {
-            return Ok(());
-        };
-        for item in self.store.due_within(source, self.clock.now(), longest)? {
-            let open = self.open_windows(&item);
-            // The closest open window speaks; the longer ones it supersedes.
-            let Some(before) = open.last().copied() else {
-                continue;
-            };
-            if self.store.reminded(&item, before)? {
-                continue;
-            }
-            report.reminders += 1;
-            let notice = self
-                .notice(NoticeKind::Reminder { before }, item, None)
-                .await;
-            if self.send(sink, &notice, report).await {
-                self.store
-                    .mark_reminded(&notice.item, &open, self.clock.now())?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The reminder spans whose window has opened for `item`, longest first.
-    fn open_windows(&self, item: &LmsItem) -> Vec<Duration> {
-        let Some(due) = item.due else {
-            return Vec::new();
-        };
-        let left = (due - self.clock.now()).to_std().unwrap_or_default();
-        self.config
-            .remind_before
-            .iter()
-            .copied()
-            .filter(|b| left <= *b)
-            .collect()
-    }
-
-    async fn notice(&self, kind: NoticeKind, item: LmsItem, previous: Option<&LmsItem>) -> Notice {
-        let mut text = notice::plain(&kind, &item, previous, self.config.time_zone);
-        let wants_summary = self.config.summarise && !matches!(kind, NoticeKind::Reminder { .. });
-        if let (true, Some(provider)) = (wants_summary, &self.provider)
-            && let Some(line) = summary::summarise(
-                provider.as_ref(),
-                &text,
-                item.detail.as_deref(),
-                self.config.summary_timeout,
-            )
-            .await
-        {
-            text = format!("{text}\n\n{line}");
-        }
-        Notice {
-            kind,
-            item,
-            text,
-            target: self.config.deliver.clone(),
-        }
-    }
-
-    async fn send(
-        &self,
-        sink: &dyn NoticeSink,
-        notice: &Notice,
-        report: &mut SourceReport,
-    ) -> bool {
-        match sink.deliver(notice).await {
-            Ok(()) => {
-                report.sent += 1;
-                true
-            }
-            Err(e) => {
-                tracing::warn!(source = %notice.item.source, item = %notice.item.id, "LMS notice not delivered, will retry: {e}");
-                report.failed += 1;
-                false
-            }
-        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::{LmsError, LmsItem, canvas::Canvas, feed::Feed, ical::Ical, moodle::Moodle};
-use crate::config::{LmsKind, LmsSourceConfig};
+use crate::config::{LmsConfig, LmsKind, LmsSourceConfig};
 use futures::future::BoxFuture;
 
 pub trait LmsSource: Send + Sync {
@@ -17,19 +17,31 @@ pub trait LmsSource: Send + Sync {
 
     /// Everything the site lists now. `now` bounds time-window queries.
     fn poll(&self, now: DateTime<Utc>) -> BoxFuture<'_, Result<Vec<LmsItem>, LmsError>>;
+
+    /// What the last successful poll had to leave out and why (a web-service
+    /// function the site refuses, a course closed to the user), for
+    /// `hearth lms status`.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
-/// The source a config entry describes. `time_zone` places iCal times that
-/// carry no zone.
+/// The source a config entry describes. `lms` gives the time zone that
+/// places iCal times without one, and how far recurring events expand.
 pub fn from_config(
     config: &LmsSourceConfig,
     http: reqwest::Client,
-    time_zone: chrono_tz::Tz,
+    lms: &LmsConfig,
 ) -> Arc<dyn LmsSource> {
     match config.kind {
         LmsKind::Moodle => Arc::new(Moodle::new(config.clone(), http)),
         LmsKind::Canvas => Arc::new(Canvas::new(config.clone(), http)),
-        LmsKind::Ical => Arc::new(Ical::new(config.clone(), http, time_zone)),
+        LmsKind::Ical => Arc::new(Ical::new(
+            config.clone(),
+            http,
+            lms.time_zone,
+            lms.recurrence_horizon,
+        )),
         LmsKind::Rss => Arc::new(Feed::new(config.clone(), http)),
     }
 }

@@ -15,6 +15,15 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{LmsError, LmsItem};
 
+/// What [`SeenStore::record`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    /// This was the source's first successful poll.
+    pub first: bool,
+    /// Items recorded as told without a notice (past, on a first poll).
+    pub silenced: usize,
+}
+
 /// An item whose current form the user has not been told.
 #[derive(Debug, Clone)]
 pub struct Pending {
@@ -44,6 +53,19 @@ const SCHEMA: &str = "
                  before_secs INTEGER NOT NULL,
                  sent_at INTEGER NOT NULL,
                  PRIMARY KEY (source, id, due, before_secs)
+             );
+             CREATE TABLE IF NOT EXISTS outbox (
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 source TEXT NOT NULL,
+                 text TEXT NOT NULL,
+                 queued_at INTEGER NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS sources (
+                 source TEXT PRIMARY KEY,
+                 last_poll INTEGER NOT NULL,
+                 last_ok INTEGER,
+                 last_error TEXT,
+                 notes TEXT NOT NULL DEFAULT ''
              );";
 
 pub struct SeenStore {
@@ -68,48 +90,79 @@ impl SeenStore {
         })
     }
 
-    fn err(&self, e: impl std::fmt::Display) -> LmsError {
+    pub(super) fn err(&self, e: impl std::fmt::Display) -> LmsError {
         LmsError::Store {
             path: self.path.display().to_string(),
             message: e.to_string(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records what `source` lists now. Items it no longer lists stay (their
     /// notice history matters) but drop out of reminders and `upcoming`.
+    ///
+    /// On the source's first poll with `silence_past`, items whose date is
+    /// already past are recorded as told, and one line saying so is queued
+    /// in the outbox, in the same transaction.
     pub fn record(
         &self,
         source: &str,
         items: &[LmsItem],
         now: DateTime<Utc>,
-    ) -> Result<(), LmsError> {
+        silence_past: bool,
+    ) -> Result<Recorded, LmsError> {
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let first: bool = tx
+            .query_row(
+                "SELECT NOT EXISTS (SELECT 1 FROM items WHERE source = ?1)
+                    AND NOT EXISTS (SELECT 1 FROM sources WHERE source = ?1 AND last_ok IS NOT NULL)",
+                [source],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
         tx.execute("UPDATE items SET present = 0 WHERE source = ?1", [source])
             .map_err(|e| self.err(e))?;
+        let mut silenced = 0;
         for item in items {
             let json = serde_json::to_string(item).map_err(|e| self.err(e))?;
+            let hash = item.content_hash();
+            let silent = first && silence_past && item.due.or(item.updated).is_some_and(|d| d < now);
+            silenced += usize::from(silent);
             tx.execute(
-                "INSERT INTO items (source, id, hash, item, due, present, first_seen)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6)
+                "INSERT INTO items (source, id, hash, item, due, present, first_seen, notified_hash, notified_item)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8)
                  ON CONFLICT (source, id) DO UPDATE SET
                      hash = excluded.hash, item = excluded.item, due = excluded.due, present = 1",
                 params![
                     source,
                     item.id,
-                    item.content_hash(),
+                    hash,
                     json,
                     item.due.map(|d| d.timestamp()),
+                    now.timestamp(),
+                    silent.then_some(&hash),
+                    silent.then_some(&json),
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        if silenced > 0 {
+            tx.execute(
+                "INSERT INTO outbox (source, text, queued_at) VALUES (?1, ?2, ?3)",
+                params![
+                    source,
+                    super::notice::tracking(source, items.len(), silenced),
                     now.timestamp()
                 ],
             )
             .map_err(|e| self.err(e))?;
         }
-        tx.commit().map_err(|e| self.err(e))
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(Recorded { first, silenced })
     }
 
     /// Items of `source` whose current form was never delivered, oldest first.
@@ -252,9 +305,9 @@ mod tests {
         let store = SeenStore::open_in(dir.path()).unwrap();
         let mut a = LmsItem::new("s", "1", ItemKind::Assignment, "Essay");
         a.due = Some(at(2_000_000));
-        store.record("s", std::slice::from_ref(&a), at(0)).unwrap();
+        store.record("s", std::slice::from_ref(&a), at(0), false).unwrap();
         assert_eq!(store.pending("s").unwrap().len(), 1);
-        store.record("s", std::slice::from_ref(&a), at(10)).unwrap();
+        store.record("s", std::slice::from_ref(&a), at(10), false).unwrap();
         assert_eq!(store.pending("s").unwrap().len(), 1, "unsent stays pending");
         store.mark_notified(&a).unwrap();
         assert!(store.pending("s").unwrap().is_empty());
@@ -262,7 +315,7 @@ mod tests {
         let mut moved = a.clone();
         moved.due = Some(at(3_000_000));
         store
-            .record("s", std::slice::from_ref(&moved), at(20))
+            .record("s", std::slice::from_ref(&moved), at(20), false)
             .unwrap();
         let p = store.pending("s").unwrap();
         assert_eq!(p.len(), 1);

@@ -48,7 +48,7 @@ impl LmsUpcoming {
                 let due = i.due?;
                 let mut line = format!(
                     "- {}: {} ({}",
-                    format_due(due, self.time_zone),
+                    format_due(due, i.all_day, self.time_zone),
                     i.title,
                     i.kind.as_str()
                 );
@@ -56,6 +56,9 @@ impl LmsUpcoming {
                     line.push_str(&format!(", {course}"));
                 }
                 line.push(')');
+                if i.done {
+                    line.push_str(" [handed in or done]");
+                }
                 if let Some(url) = &i.url {
                     line.push_str(&format!(" {url}"));
                 }

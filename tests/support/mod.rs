@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod hub_fake;
+pub mod lms_fake;
 pub mod parrot;
 pub mod pipeline;
 pub mod slow_model;
