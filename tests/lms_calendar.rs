@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use std::sync::Arc;
 
 use hearth::config::LmsKind;
-use hearth::lms::{ManualClock, NoticeKind};
+use hearth::lms::{ManualClock, Notice, NoticeKind};
 use support::lms_fake::*;
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use hearth::providers::ScriptedProvider;
 use std::sync::Arc;
 
 use hearth::config::LmsKind;
-use hearth::lms::{ManualClock, NoticeKind};
+use hearth::lms::ManualClock;
 use support::lms_fake::*;
 
 #[tokio::test]

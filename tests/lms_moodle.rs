@@ -440,6 +440,7 @@ async fn hearth_lms_status_shows_each_source_and_the_fix_for_its_error() {
     fake.remove("mod_forum_get_forums_by_courses");
     let url = moodle_server(fake.clone()).await;
     let s = Sandbox::new();
+    std::fs::create_dir_all(s.path("data")).unwrap();
     let config_path = s.config(&format!(
         "[lms]\ntime_zone = \"Europe/Berlin\"\n\n[[lms.sources]]\nkind = \"moodle\"\nname = \"uni\"\nurl = \"{url}\"\ntoken = \"{MOODLE_TOKEN}\"\n\n[[lms.sources]]\nkind = \"rss\"\nname = \"news\"\nurl = \"http://127.0.0.1:9/feed\"\n"
     ));
@@ -469,7 +470,7 @@ async fn hearth_lms_status_shows_each_source_and_the_fix_for_its_error() {
     let (ok, out) = status();
     assert!(!ok, "a failing source fails the command: {out}");
     assert!(out.contains("last poll Mon 10 Mar 2025 13:00 CET: ok"), "{out}");
-    assert!(out.contains("5 items tracked"), "{out}");
+    assert!(out.contains("3 items tracked, 3 notices waiting"), "{out}");
     assert!(out.contains("note: skipped mod_forum_get_forums_by_courses"), "{out}");
     assert!(out.contains("FAILED: network error") && out.contains("fix: check the source's url"), "{out}");
     assert!(!out.contains(MOODLE_TOKEN), "the token never shows");

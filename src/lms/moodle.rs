@@ -139,9 +139,14 @@ impl Moodle {
                 Err(LmsError::Auth(format!("Moodle {}: {}", r.code, r.message)))
             }
             Err(r) => {
+                // Moodle's access message runs to seven numbered reasons.
+                let mut why: String = r.message.chars().take(80).collect();
+                if why.len() < r.message.len() {
+                    why.push('…');
+                }
                 let note = format!(
-                    "skipped {function}: the site refuses it ({}: {}); fix: ask the site's admin to add it to the web service",
-                    r.code, r.message
+                    "skipped {function}: the site refuses it ({}: {why}); fix: ask the site's admin to add it to the web service",
+                    r.code
                 );
                 let first = self
                     .warned
@@ -263,7 +268,9 @@ impl Moodle {
                     a.done = !with_event.contains(instance) && a.due.is_some_and(|d| d > from);
                 }
         }
-        items.splice(0..0, assignments.into_iter().map(|(_, a)| a));
+        let mut all: Vec<LmsItem> = assignments.into_iter().map(|(_, a)| a).collect();
+        all.append(&mut items);
+        let mut items = all;
         self.announcements(&courses, &mut items, &mut notes).await?;
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes.into_iter().collect();
         Ok(items)

@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 
 use tokio::sync::Notify;
 
+use super::notice::NoticeSink;
 use super::source::{self, LmsSource};
 use super::store::SeenStore;
 use super::{Clock, LmsError, LmsUpcoming, SystemClock, http};

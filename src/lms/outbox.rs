@@ -44,25 +44,22 @@ impl SeenStore {
         error: Option<&str>,
         notes: &[String],
     ) -> Result<(), LmsError> {
-        let sql = match error {
-            None => {
+        let conn = self.lock();
+        let done = match error {
+            None => conn.execute(
                 "INSERT INTO sources (source, last_poll, last_ok, last_error, notes)
-                 VALUES (?1, ?2, ?2, NULL, ?4)
+                 VALUES (?1, ?2, ?2, NULL, ?3)
                  ON CONFLICT (source) DO UPDATE SET last_poll = ?2, last_ok = ?2,
-                     last_error = NULL, notes = ?4"
-            }
-            Some(_) => {
+                     last_error = NULL, notes = ?3",
+                params![source, now.timestamp(), notes.join("\n")],
+            ),
+            Some(error) => conn.execute(
                 "INSERT INTO sources (source, last_poll, last_error) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (source) DO UPDATE SET last_poll = ?2, last_error = ?3"
-            }
+                 ON CONFLICT (source) DO UPDATE SET last_poll = ?2, last_error = ?3",
+                params![source, now.timestamp(), error],
+            ),
         };
-        self.lock()
-            .execute(
-                sql,
-                params![source, now.timestamp(), error, notes.join("\n")],
-            )
-            .map(drop)
-            .map_err(|e| self.err(e))
+        done.map(drop).map_err(|e| self.err(e))
     }
 
     /// Each named source as the store knows it, in the order given.
