@@ -178,29 +178,33 @@ async fn a_weekly_series_yields_its_occurrences_and_a_reminder_for_each() {
     let n = notifier(&cfg, dir.path(), &clock);
     n.poll_once(&sink).await;
     let notices = sink.take();
-    assert_eq!(notices.len(), 1, "one notice for the series: {:?}", notices.iter().map(|n| &n.item.id).collect::<Vec<_>>());
-    assert_eq!(notices[0].item.id, "lecture-la@example.edu@20250310T090000Z");
-
-    let tool = n.upcoming_tool();
-    let ctx = hearth::tools::ToolContext::new(
-        hearth::security::SecurityPolicy::new(
-            &dir.path().join("ws"),
-            hearth::security::Autonomy::ReadOnly,
-            None,
-        )
-        .unwrap(),
-        Duration::from_secs(5),
+    assert_eq!(
+        notices.len(),
+        1,
+        "one notice for the series: {:?}",
+        notices.iter().map(|n| &n.item.id).collect::<Vec<_>>()
     );
-    use hearth::tools::Tool;
-    let weeks = tool.execute(serde_json::json!({"days": 21}), &ctx).await.content;
+    assert_eq!(
+        notices[0].item.id,
+        "lecture-la@example.edu@20250310T090000Z"
+    );
+
+    let weeks = upcoming(&n, dir.path(), 21).await.content;
     let lines: Vec<&str> = weeks.lines().filter(|l| l.starts_with("- ")).collect();
     assert_eq!(
         lines.len(),
         2,
         "17 March is cancelled, 24 March moved to the 25th, 31 March is 21 days out: {weeks}"
     );
-    assert!(lines[0].starts_with("- Tue 25 Mar 2025 14:00 CET: Linear Algebra lecture (moved, room H2)"), "{weeks}");
-    assert!(lines[1].starts_with("- Mon 31 Mar 2025 10:00 CEST: Linear Algebra lecture"), "after the clocks change: {weeks}");
+    assert!(
+        lines[0]
+            .starts_with("- Tue 25 Mar 2025 14:00 CET: Linear Algebra lecture (moved, room H2)"),
+        "{weeks}"
+    );
+    assert!(
+        lines[1].starts_with("- Mon 31 Mar 2025 10:00 CEST: Linear Algebra lecture"),
+        "after the clocks change: {weeks}"
+    );
 
     // Nothing on the cancelled Monday.
     clock.set(at("2025-03-16T12:00:00Z"));
@@ -211,9 +215,23 @@ async fn a_weekly_series_yields_its_occurrences_and_a_reminder_for_each() {
     clock.set(at("2025-03-24T14:00:00Z"));
     n.poll_once(&sink).await;
     let notices = sink.take();
-    assert_eq!(notices.len(), 1, "{:?}", notices.iter().map(|n| &n.text).collect::<Vec<_>>());
-    assert_eq!(notices[0].kind, NoticeKind::Reminder { before: Duration::from_secs(86_400) });
-    assert!(notices[0].text.contains("Due Tue 25 Mar 2025 14:00 CET"), "{}", notices[0].text);
+    assert_eq!(
+        notices.len(),
+        1,
+        "{:?}",
+        notices.iter().map(|n| &n.text).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        notices[0].kind,
+        NoticeKind::Reminder {
+            before: Duration::from_secs(86_400)
+        }
+    );
+    assert!(
+        notices[0].text.contains("Due Tue 25 Mar 2025 14:00 CET"),
+        "{}",
+        notices[0].text
+    );
 
     // The next Monday's lecture gets its reminders too, once each.
     clock.set(at("2025-03-30T09:00:00Z"));
@@ -226,8 +244,12 @@ async fn a_weekly_series_yields_its_occurrences_and_a_reminder_for_each() {
     assert_eq!(
         kinds,
         [
-            NoticeKind::Reminder { before: Duration::from_secs(86_400) },
-            NoticeKind::Reminder { before: Duration::from_secs(3_600) },
+            NoticeKind::Reminder {
+                before: Duration::from_secs(86_400)
+            },
+            NoticeKind::Reminder {
+                before: Duration::from_secs(3_600)
+            },
         ]
     );
 }
@@ -246,7 +268,11 @@ async fn a_whole_day_event_is_shown_as_a_date() {
         .into_iter()
         .find(|n| n.item.id.starts_with("holiday"))
         .unwrap();
-    assert!(holiday.text.ends_with("\nDue Fri 18 Apr 2025"), "{}", holiday.text);
+    assert!(
+        holiday.text.ends_with("\nDue Fri 18 Apr 2025"),
+        "{}",
+        holiday.text
+    );
 }
 
 #[tokio::test]
@@ -261,5 +287,9 @@ async fn a_feed_category_is_not_taken_for_a_course() {
     notifier(&cfg, dir.path(), &clock).poll_once(&sink).await;
     let notices = sink.take();
     assert_eq!(notices.len(), 2);
-    assert!(notices.iter().all(|n| n.item.course.is_none() && n.text.starts_with("New news · news\n")));
+    assert!(
+        notices
+            .iter()
+            .all(|n| n.item.course.is_none() && n.text.starts_with("New news · news\n"))
+    );
 }

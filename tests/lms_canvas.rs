@@ -97,7 +97,12 @@ async fn one_closed_course_loses_only_its_own_announcements() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
     let sink = Recorder::default();
-    let cfg = config(vec![source(LmsKind::Canvas, "canvas", &url, Some(CANVAS_TOKEN))]);
+    let cfg = config(vec![source(
+        LmsKind::Canvas,
+        "canvas",
+        &url,
+        Some(CANVAS_TOKEN),
+    )]);
     let n = notifier(&cfg, dir.path(), &clock);
     let report = n.poll_once(&sink).await;
     assert_eq!(report.source("canvas").unwrap().error, None);
@@ -109,7 +114,10 @@ async fn one_closed_course_loses_only_its_own_announcements() {
     assert!(fake.hits().iter().any(|h| h == "announcements refused"));
     let status = n.store().status(&["canvas"]).unwrap();
     assert!(
-        status[0].notes.iter().any(|n| n.contains("Ethics in Computing")),
+        status[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("Ethics in Computing")),
         "{:?}",
         status[0].notes
     );
@@ -122,13 +130,22 @@ async fn submitted_or_marked_done_work_gets_no_reminder() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
     let sink = Recorder::default();
-    let cfg = config(vec![source(LmsKind::Canvas, "canvas", &url, Some(CANVAS_TOKEN))]);
+    let cfg = config(vec![source(
+        LmsKind::Canvas,
+        "canvas",
+        &url,
+        Some(CANVAS_TOKEN),
+    )]);
     let n = notifier(&cfg, dir.path(), &clock);
     n.poll_once(&sink).await;
     sink.take();
 
     // The homework (due 14 March 23:59 UTC) is handed in.
-    fake.edit("planner1", "\"submissions\": {\"submitted\": false", "\"submissions\": {\"submitted\": true");
+    fake.edit(
+        "planner1",
+        "\"submissions\": {\"submitted\": false",
+        "\"submissions\": {\"submitted\": true",
+    );
     clock.set(at("2025-03-14T01:00:00Z"));
     n.poll_once(&sink).await;
     let reminders: Vec<String> = sink
@@ -137,14 +154,22 @@ async fn submitted_or_marked_done_work_gets_no_reminder() {
         .filter(|n| matches!(n.kind, NoticeKind::Reminder { .. }))
         .map(|n| n.item.id)
         .collect();
-    assert!(!reminders.contains(&"assignment:5001".to_string()), "{reminders:?}");
+    assert!(
+        !reminders.contains(&"assignment:5001".to_string()),
+        "{reminders:?}"
+    );
 
     // Positive control: not handed in after all, the reminder comes.
-    fake.edit("planner1", "\"submissions\": {\"submitted\": true", "\"submissions\": {\"submitted\": false");
+    fake.edit(
+        "planner1",
+        "\"submissions\": {\"submitted\": true",
+        "\"submissions\": {\"submitted\": false",
+    );
     clock.advance(chrono::Duration::minutes(30));
     n.poll_once(&sink).await;
     assert!(
-        sink.take().iter().any(|n| n.item.id == "assignment:5001"
-            && matches!(n.kind, NoticeKind::Reminder { .. })),
+        sink.take().iter().any(
+            |n| n.item.id == "assignment:5001" && matches!(n.kind, NoticeKind::Reminder { .. })
+        ),
     );
 }

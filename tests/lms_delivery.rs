@@ -216,13 +216,20 @@ async fn a_telegram_outage_never_delays_a_poll_of_another_source() {
 
     // While the chat is down (two hours of polls), every poll of every
     // source runs and records what changed; none waits for the chat.
-    cal.edit("feed", "SUMMARY:Quiz 2: Sorting closes", "SUMMARY:Quiz 2: Sorting closes (room H1)");
+    cal.edit(
+        "feed",
+        "SUMMARY:Quiz 2: Sorting closes",
+        "SUMMARY:Quiz 2: Sorting closes (room H1)",
+    );
     for _ in 0..4 {
         clock.advance(chrono::Duration::minutes(30));
         let report = tokio::time::timeout(Duration::from_secs(30), n.poll())
             .await
             .expect("a poll never waits for the chat");
-        assert!(report.sources.iter().all(|s| s.error.is_none()), "{report:?}");
+        assert!(
+            report.sources.iter().all(|s| s.error.is_none()),
+            "{report:?}"
+        );
     }
     assert_eq!(cal.hits().len(), 5, "every poll reached the calendar");
     assert_eq!(news.hits().len(), 5, "and the news feed");

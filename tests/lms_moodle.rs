@@ -5,10 +5,7 @@
 mod common;
 mod support;
 
-use std::time::Duration;
-
 use common::Sandbox;
-use hearth::tools::Tool;
 use std::sync::Arc;
 
 use hearth::config::LmsKind;
@@ -176,17 +173,7 @@ async fn lms_upcoming_answers_what_is_due_this_week() {
     let n = notifier(&cfg, dir.path(), &clock);
     n.poll_once(&Recorder::default()).await;
 
-    let tool = n.upcoming_tool();
-    let ctx = hearth::tools::ToolContext::new(
-        hearth::security::SecurityPolicy::new(
-            &dir.path().join("ws"),
-            hearth::security::Autonomy::ReadOnly,
-            None,
-        )
-        .unwrap(),
-        Duration::from_secs(5),
-    );
-    let week = tool.execute(serde_json::json!({"days": 7}), &ctx).await;
+    let week = upcoming(&n, dir.path(), 7).await;
     assert!(!week.is_error);
     let quiz = week.content.find("Quiz 2: Sorting").expect(&week.content);
     let essay = week.content.find("Essay 1").expect(&week.content);
@@ -201,7 +188,7 @@ async fn lms_upcoming_answers_what_is_due_this_week() {
         "{}",
         week.content
     );
-    let two_weeks = tool.execute(serde_json::json!({"days": 14}), &ctx).await;
+    let two_weeks = upcoming(&n, dir.path(), 14).await;
     assert!(
         two_weeks.content.contains("Problem set 3"),
         "{}",
@@ -253,7 +240,12 @@ async fn an_extension_moves_the_due_date_and_its_reminders() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(LmsKind::Moodle, "uni", &url, Some(MOODLE_TOKEN))]);
+    let cfg = config(vec![source(
+        LmsKind::Moodle,
+        "uni",
+        &url,
+        Some(MOODLE_TOKEN),
+    )]);
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();
     n.poll_once(&sink).await;
@@ -275,7 +267,11 @@ async fn an_extension_moves_the_due_date_and_its_reminders() {
     n.poll_once(&sink).await;
     let notices = sink.take();
     assert_eq!(reminded(&notices), ["assign:31"]);
-    assert!(notices[0].text.contains("Due Mon 17 Mar 2025 23:59 CET"), "{}", notices[0].text);
+    assert!(
+        notices[0].text.contains("Due Mon 17 Mar 2025 23:59 CET"),
+        "{}",
+        notices[0].text
+    );
     clock.advance(chrono::Duration::minutes(30));
     n.poll_once(&sink).await;
     assert!(sink.take().is_empty());
@@ -311,7 +307,12 @@ async fn all_120_action_events_are_read_page_by_page() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(LmsKind::Moodle, "uni", &url, Some(MOODLE_TOKEN))]);
+    let cfg = config(vec![source(
+        LmsKind::Moodle,
+        "uni",
+        &url,
+        Some(MOODLE_TOKEN),
+    )]);
     let sink = Recorder::default();
     let report = notifier(&cfg, dir.path(), &clock).poll_once(&sink).await;
     let quizzes = sink
@@ -338,7 +339,12 @@ async fn a_site_without_forum_functions_still_delivers_assignments() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(LmsKind::Moodle, "uni", &url, Some(MOODLE_TOKEN))]);
+    let cfg = config(vec![source(
+        LmsKind::Moodle,
+        "uni",
+        &url,
+        Some(MOODLE_TOKEN),
+    )]);
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();
     let report = n.poll_once(&sink).await;
@@ -357,7 +363,10 @@ async fn a_site_without_forum_functions_still_delivers_assignments() {
     clock.advance(chrono::Duration::minutes(30));
     let report = n.poll_once(&sink).await;
     let error = report.source("uni").unwrap().error.clone().unwrap();
-    assert!(error.contains("authentication failed") && error.contains("accessexception"), "{error}");
+    assert!(
+        error.contains("authentication failed") && error.contains("accessexception"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -366,7 +375,12 @@ async fn a_submitted_assignment_gets_no_reminder() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(LmsKind::Moodle, "uni", &url, Some(MOODLE_TOKEN))]);
+    let cfg = config(vec![source(
+        LmsKind::Moodle,
+        "uni",
+        &url,
+        Some(MOODLE_TOKEN),
+    )]);
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();
     n.poll_once(&sink).await;
@@ -375,8 +389,14 @@ async fn a_submitted_assignment_gets_no_reminder() {
     // Problem set 3 is handed in: Moodle stops listing its action event.
     let events = fake.body("core_calendar_get_action_events_by_timesort");
     let mut parsed: serde_json::Value = serde_json::from_str(&events).unwrap();
-    parsed["events"].as_array_mut().unwrap().retain(|e| e["id"] != 902);
-    fake.set("core_calendar_get_action_events_by_timesort", parsed.to_string());
+    parsed["events"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| e["id"] != 902);
+    fake.set(
+        "core_calendar_get_action_events_by_timesort",
+        parsed.to_string(),
+    );
     clock.advance(chrono::Duration::minutes(30));
     n.poll_once(&sink).await;
     assert!(sink.take().is_empty(), "handing in is no news");
@@ -385,18 +405,14 @@ async fn a_submitted_assignment_gets_no_reminder() {
     clock.set(at("2025-03-19T12:00:00Z"));
     n.poll_once(&sink).await;
     assert!(reminded(&sink.take()).is_empty());
-    let tool = n.upcoming_tool();
-    let ctx = hearth::tools::ToolContext::new(
-        hearth::security::SecurityPolicy::new(
-            &dir.path().join("ws"),
-            hearth::security::Autonomy::ReadOnly,
-            None,
-        )
-        .unwrap(),
-        Duration::from_secs(5),
+    let week = upcoming(&n, dir.path(), 7).await;
+    assert!(
+        week.content.contains(
+            "Problem set 3 (assignment, Introduction to Computer Science) [handed in or done]"
+        ),
+        "{}",
+        week.content
     );
-    let week = tool.execute(json!({"days": 7}), &ctx).await;
-    assert!(week.content.contains("Problem set 3 (assignment, Introduction to Computer Science) [handed in or done]"), "{}", week.content);
 
     // Reverted to draft: the event is back, and so is the reminder.
     fake.set("core_calendar_get_action_events_by_timesort", events);
@@ -412,16 +428,31 @@ async fn a_first_run_sends_one_line_for_the_past_not_a_notice_each() {
     let dir = tempfile::tempdir().unwrap();
     // Mid-term: the essay and the quiz are past, the announcements old.
     let clock = Arc::new(ManualClock::new(at("2025-03-16T12:00:00Z")));
-    let mut cfg = config(vec![source(LmsKind::Moodle, "uni", &url, Some(MOODLE_TOKEN))]);
+    let mut cfg = config(vec![source(
+        LmsKind::Moodle,
+        "uni",
+        &url,
+        Some(MOODLE_TOKEN),
+    )]);
     cfg.announce_past = false;
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();
     let report = n.poll_once(&sink).await;
     let notices = sink.take();
-    assert_eq!(notices.len(), 2, "{:?}", notices.iter().map(|n| &n.text).collect::<Vec<_>>());
-    let line = notices.iter().find(|n| n.kind == NoticeKind::Source).unwrap();
+    assert_eq!(
+        notices.len(),
+        2,
+        "{:?}",
+        notices.iter().map(|n| &n.text).collect::<Vec<_>>()
+    );
+    let line = notices
+        .iter()
+        .find(|n| n.kind == NoticeKind::Source)
+        .unwrap();
     assert!(
-        line.text.starts_with("Tracking 5 items from uni. 4 already past were recorded without a notice each"),
+        line.text.starts_with(
+            "Tracking 5 items from uni. 4 already past were recorded without a notice each"
+        ),
         "{}",
         line.text
     );
@@ -451,11 +482,17 @@ async fn hearth_lms_status_shows_each_source_and_the_fix_for_its_error() {
             .output()
             .unwrap();
         common::assert_no_panic(&String::from_utf8_lossy(&out.stderr));
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
     };
     let (ok, out) = status();
     assert!(ok, "{out}");
-    assert!(out.contains("uni (moodle,") && out.contains("not polled yet"), "{out}");
+    assert!(
+        out.contains("uni (moodle,") && out.contains("not polled yet"),
+        "{out}"
+    );
 
     let mut cfg = config(vec![
         source(LmsKind::Moodle, "uni", &url, Some(MOODLE_TOKEN)),
@@ -469,9 +506,18 @@ async fn hearth_lms_status_shows_each_source_and_the_fix_for_its_error() {
 
     let (ok, out) = status();
     assert!(!ok, "a failing source fails the command: {out}");
-    assert!(out.contains("last poll Mon 10 Mar 2025 13:00 CET: ok"), "{out}");
+    assert!(
+        out.contains("last poll Mon 10 Mar 2025 13:00 CET: ok"),
+        "{out}"
+    );
     assert!(out.contains("3 items tracked, 3 notices waiting"), "{out}");
-    assert!(out.contains("note: skipped mod_forum_get_forums_by_courses"), "{out}");
-    assert!(out.contains("FAILED: network error") && out.contains("fix: check the source's url"), "{out}");
+    assert!(
+        out.contains("note: skipped mod_forum_get_forums_by_courses"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAILED: network error") && out.contains("fix: check the source's url"),
+        "{out}"
+    );
     assert!(!out.contains(MOODLE_TOKEN), "the token never shows");
 }

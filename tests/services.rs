@@ -92,7 +92,10 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
     // The first poll runs at once. The feed's items are all past (March
     // 2025), so a new source sends one line instead of a notice each.
     let tracking = |t: &String| t.starts_with("Tracking 2 items from news. 2 already past");
-    until("the tracking line", || texts(&channel, "ada").iter().any(tracking)).await;
+    until("the tracking line", || {
+        texts(&channel, "ada").iter().any(tracking)
+    })
+    .await;
     until("the poll counted", || {
         metrics.render().contains("hearth_lms_polls_total{")
             && metrics.render().contains("hearth_lms_notices_total{")
@@ -104,7 +107,11 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
         metrics.render()
     );
     let notices = texts(&channel, "ada");
-    assert_eq!(notices.iter().filter(|t| tracking(t)).count(), 1, "{notices:?}");
+    assert_eq!(
+        notices.iter().filter(|t| tracking(t)).count(),
+        1,
+        "{notices:?}"
+    );
     assert!(
         !notices.iter().any(|n| n.contains("Library opening hours")),
         "no notice per past item: {notices:?}"

@@ -21,7 +21,9 @@ pub fn run(config: &Config, command: LmsCommand) -> anyhow::Result<ExitCode> {
     let LmsCommand::Status = command;
     let lms = &config.lms;
     if lms.sources.is_empty() {
-        println!("No LMS sources are configured: add [[lms.sources]] to the config (see config.example.toml).");
+        println!(
+            "No LMS sources are configured: add [[lms.sources]] to the config (see config.example.toml)."
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let path = config.data_dir.join("lms.sqlite3");
@@ -59,8 +61,12 @@ pub fn run(config: &Config, command: LmsCommand) -> anyhow::Result<ExitCode> {
 /// The lines shown under one source.
 fn describe(s: &SourceStatus, tz: chrono_tz::Tz) -> Vec<String> {
     let when = |t: Option<DateTime<Utc>>| {
-        t.map(|t| t.with_timezone(&tz).format("%a %-d %b %Y %H:%M %Z").to_string())
-            .unwrap_or_else(|| "never".into())
+        t.map(|t| {
+            t.with_timezone(&tz)
+                .format("%a %-d %b %Y %H:%M %Z")
+                .to_string()
+        })
+        .unwrap_or_else(|| "never".into())
     };
     let mut lines = vec![match &s.last_error {
         None => format!("last poll {}: ok", when(s.last_poll)),

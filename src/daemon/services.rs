@@ -150,7 +150,12 @@ async fn courier(n: Arc<Notifier>, sink: Notices, metrics: Arc<Metrics>, stop: C
             metrics.lms_notices(&source.source, source.sent as u64);
         }
         let pause = if report.failed() > 0 {
-            tracing::info!(sent = report.sent(), failed = report.failed(), "LMS notices; retrying in {} s", retry.as_secs());
+            tracing::info!(
+                sent = report.sent(),
+                failed = report.failed(),
+                "LMS notices; retrying in {} s",
+                retry.as_secs()
+            );
             let pause = retry;
             retry = (retry * 2).min(COURIER_MAX_RETRY);
             pause

@@ -275,10 +275,16 @@ mod tests {
     #[test]
     fn submitted_excused_or_marked_complete_is_done() {
         let item = |v: serde_json::Value| done(&v);
-        assert!(item(serde_json::json!({"submissions": {"submitted": true}})));
+        assert!(item(
+            serde_json::json!({"submissions": {"submitted": true}})
+        ));
         assert!(item(serde_json::json!({"submissions": {"excused": true}})));
-        assert!(item(serde_json::json!({"submissions": false, "planner_override": {"marked_complete": true}})));
-        assert!(!item(serde_json::json!({"submissions": {"submitted": false, "missing": true}, "planner_override": null})));
+        assert!(item(
+            serde_json::json!({"submissions": false, "planner_override": {"marked_complete": true}})
+        ));
+        assert!(!item(
+            serde_json::json!({"submissions": {"submitted": false, "missing": true}, "planner_override": null})
+        ));
         assert!(!item(serde_json::json!({"submissions": false})));
     }
 

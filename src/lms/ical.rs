@@ -238,7 +238,11 @@ pub fn parse(
     }
     let unfolded = unfold(&text);
     let calendar = read_calendar(&unfolded).map_err(|e| {
-        let first = e.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let first = e
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
         LmsError::Malformed(format!("not a valid iCalendar feed (truncated?): {first}"))
     })?;
     let mut masters = Vec::new();

@@ -170,10 +170,7 @@ impl Moodle {
     }
 
     async fn fetch(&self, now: DateTime<Utc>) -> Result<Vec<LmsItem>, LmsError> {
-        if let Err(r) = self
-            .call_raw("core_webservice_get_site_info", &[])
-            .await?
-        {
+        if let Err(r) = self.call_raw("core_webservice_get_site_info", &[]).await? {
             let what = format!("Moodle {}: {}", r.code, r.message);
             return Err(if AUTH_CODES.contains(&r.code.as_str()) {
                 LmsError::Auth(what)
@@ -223,50 +220,50 @@ impl Moodle {
 
         let from = now - Duration::days(EVENTS_LOOKBACK_DAYS);
         if let Some(events) = self.action_events(from, &mut notes).await? {
-                let mut with_event = BTreeSet::new();
-                for e in &events {
-                    let course = e.get("course").map(Course::of);
-                    if let Some(c) = &course {
-                        if !self.allowed(c) {
-                            continue;
-                        }
-                        courses.entry(c.id.clone()).or_insert_with(|| c.clone());
+            let mut with_event = BTreeSet::new();
+            for e in &events {
+                let course = e.get("course").map(Course::of);
+                if let Some(c) = &course {
+                    if !self.allowed(c) {
+                        continue;
                     }
-                    let module = str_of(e, "modulename").unwrap_or("");
-                    let instance = id_of(e, "instance").unwrap_or_default();
-                    let due = unix_of(e, "timesort").or_else(|| unix_of(e, "timestart"));
-                    if module == "assign" {
-                        with_event.insert(instance.clone());
-                        if let Some((_, a)) = assignments.iter_mut().find(|(i, _)| *i == instance) {
-                            // The user's own date: an extension or an override.
-                            a.due = due.or(a.due);
-                            continue;
-                        }
+                    courses.entry(c.id.clone()).or_insert_with(|| c.clone());
+                }
+                let module = str_of(e, "modulename").unwrap_or("");
+                let instance = id_of(e, "instance").unwrap_or_default();
+                let due = unix_of(e, "timesort").or_else(|| unix_of(e, "timestart"));
+                if module == "assign" {
+                    with_event.insert(instance.clone());
+                    if let Some((_, a)) = assignments.iter_mut().find(|(i, _)| *i == instance) {
+                        // The user's own date: an extension or an override.
+                        a.due = due.or(a.due);
+                        continue;
                     }
-                    let Some(id) = id_of(e, "id") else { continue };
-                    let (id, kind) = match module {
-                        "assign" => (format!("assign:{instance}"), ItemKind::Assignment),
-                        "quiz" => (format!("event:{id}"), ItemKind::Quiz),
-                        _ => (format!("event:{id}"), ItemKind::Event),
-                    };
-                    let mut item = LmsItem::new(
-                        &self.config.name,
-                        id,
-                        kind,
-                        str_of(e, "activityname")
-                            .or_else(|| str_of(e, "name"))
-                            .unwrap_or("(untitled event)"),
-                    );
-                    item.course = course.map(|c| c.full).filter(|f| !f.is_empty());
-                    item.url = str_of(e, "url").map(str::to_string);
-                    item.due = due;
-                    item.updated = unix_of(e, "timemodified");
-                    items.push(item);
                 }
-                for (instance, a) in &mut assignments {
-                    // Submitted: Moodle lists no action event for it any more.
-                    a.done = !with_event.contains(instance) && a.due.is_some_and(|d| d > from);
-                }
+                let Some(id) = id_of(e, "id") else { continue };
+                let (id, kind) = match module {
+                    "assign" => (format!("assign:{instance}"), ItemKind::Assignment),
+                    "quiz" => (format!("event:{id}"), ItemKind::Quiz),
+                    _ => (format!("event:{id}"), ItemKind::Event),
+                };
+                let mut item = LmsItem::new(
+                    &self.config.name,
+                    id,
+                    kind,
+                    str_of(e, "activityname")
+                        .or_else(|| str_of(e, "name"))
+                        .unwrap_or("(untitled event)"),
+                );
+                item.course = course.map(|c| c.full).filter(|f| !f.is_empty());
+                item.url = str_of(e, "url").map(str::to_string);
+                item.due = due;
+                item.updated = unix_of(e, "timemodified");
+                items.push(item);
+            }
+            for (instance, a) in &mut assignments {
+                // Submitted: Moodle lists no action event for it any more.
+                a.done = !with_event.contains(instance) && a.due.is_some_and(|d| d > from);
+            }
         }
         let mut all: Vec<LmsItem> = assignments.into_iter().map(|(_, a)| a).collect();
         all.append(&mut items);

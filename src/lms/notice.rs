@@ -86,8 +86,7 @@ pub fn plain(kind: &NoticeKind, item: &LmsItem, previous: Option<&LmsItem>, tz: 
         (Some(new), Some(old)) if old != Some(new) => lines.push(format!(
             "Due {} (was {})",
             due(new),
-            old.map(due)
-                .unwrap_or_else(|| "none".into())
+            old.map(due).unwrap_or_else(|| "none".into())
         )),
         (Some(new), _) => lines.push(format!("Due {}", due(new))),
         (None, Some(Some(old))) => lines.push(format!("No due date any more (was {})", due(old))),

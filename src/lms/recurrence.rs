@@ -54,9 +54,8 @@ pub fn occurrences(series: &Series<'_>, window: &Window) -> Result<Vec<DateTime<
     let mut set = RRuleSet::new(start);
     for rule in series.rules {
         let text = utc_until(rule, series.zone);
-        let parsed: RRule<Unvalidated> = text
-            .parse()
-            .map_err(|e| format!("RRULE `{rule}`: {e}"))?;
+        let parsed: RRule<Unvalidated> =
+            text.parse().map_err(|e| format!("RRULE `{rule}`: {e}"))?;
         let valid = parsed
             .validate(start)
             .map_err(|e| format!("RRULE `{rule}`: {e}"))?;
@@ -99,11 +98,13 @@ fn utc_until(rule: &str, zone: Tz) -> String {
             if value.ends_with('Z') {
                 return part.to_string();
             }
-            let local = NaiveDateTime::parse_from_str(value, "%Y%m%dT%H%M%S").ok().or_else(|| {
-                NaiveDate::parse_from_str(value, "%Y%m%d")
-                    .ok()
-                    .and_then(|d| d.and_hms_opt(23, 59, 59))
-            });
+            let local = NaiveDateTime::parse_from_str(value, "%Y%m%dT%H%M%S")
+                .ok()
+                .or_else(|| {
+                    NaiveDate::parse_from_str(value, "%Y%m%d")
+                        .ok()
+                        .and_then(|d| d.and_hms_opt(23, 59, 59))
+                });
             match local.and_then(|l| zone.from_local_datetime(&l).latest()) {
                 Some(t) => format!("UNTIL={}", key(t.with_timezone(&Utc))),
                 None => part.to_string(),
@@ -148,7 +149,10 @@ mod tests {
             ],
             "24 March is excluded; 10:00 CEST is 08:00 UTC; UNTIL a date includes that day"
         );
-        let near = Window::around(utc("2025-04-02T12:00:00Z"), std::time::Duration::from_secs(7 * 86_400));
+        let near = Window::around(
+            utc("2025-04-02T12:00:00Z"),
+            std::time::Duration::from_secs(7 * 86_400),
+        );
         assert_eq!(
             occurrences(&series, &near).unwrap(),
             [utc("2025-04-07T08:00:00Z")]
@@ -166,7 +170,10 @@ mod tests {
             exdates: &[],
             rdates: &[],
         };
-        let window = Window::around(utc("2025-03-17T00:00:00Z"), std::time::Duration::from_secs(86_400));
+        let window = Window::around(
+            utc("2025-03-17T00:00:00Z"),
+            std::time::Duration::from_secs(86_400),
+        );
         let e = occurrences(&series, &window).unwrap_err();
         assert!(e.contains("FREQ=SOMETIMES"), "{e}");
     }

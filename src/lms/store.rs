@@ -130,7 +130,8 @@ impl SeenStore {
         for item in items {
             let json = serde_json::to_string(item).map_err(|e| self.err(e))?;
             let hash = item.content_hash();
-            let silent = first && silence_past && item.due.or(item.updated).is_some_and(|d| d < now);
+            let silent =
+                first && silence_past && item.due.or(item.updated).is_some_and(|d| d < now);
             silenced += usize::from(silent);
             tx.execute(
                 "INSERT INTO items (source, id, hash, item, due, present, first_seen, notified_hash, notified_item)
@@ -305,9 +306,13 @@ mod tests {
         let store = SeenStore::open_in(dir.path()).unwrap();
         let mut a = LmsItem::new("s", "1", ItemKind::Assignment, "Essay");
         a.due = Some(at(2_000_000));
-        store.record("s", std::slice::from_ref(&a), at(0), false).unwrap();
+        store
+            .record("s", std::slice::from_ref(&a), at(0), false)
+            .unwrap();
         assert_eq!(store.pending("s").unwrap().len(), 1);
-        store.record("s", std::slice::from_ref(&a), at(10), false).unwrap();
+        store
+            .record("s", std::slice::from_ref(&a), at(10), false)
+            .unwrap();
         assert_eq!(store.pending("s").unwrap().len(), 1, "unsent stays pending");
         store.mark_notified(&a).unwrap();
         assert!(store.pending("s").unwrap().is_empty());

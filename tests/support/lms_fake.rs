@@ -10,7 +10,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-
 use axum::Router;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -161,7 +160,9 @@ pub async fn moodle_server(fake: Arc<Fake>) -> String {
         {
             return (StatusCode::BAD_REQUEST, "only the news forum is read").into_response();
         }
-        if function == "core_calendar_get_action_events_by_timesort" && f.fault.lock().unwrap().is_none() {
+        if function == "core_calendar_get_action_events_by_timesort"
+            && f.fault.lock().unwrap().is_none()
+        {
             f.hits.lock().unwrap().push(function.clone());
             return action_events_page(&f, &form);
         }
@@ -177,7 +178,10 @@ fn json_response(body: String) -> Response {
 
 /// One page of the action events fixture, as Moodle's paging gives it.
 fn action_events_page(f: &Fake, form: &HashMap<String, String>) -> Response {
-    let limit: usize = form.get("limitnum").and_then(|l| l.parse().ok()).unwrap_or(20);
+    let limit: usize = form
+        .get("limitnum")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(20);
     if !(1..=50).contains(&limit) {
         return json_response(serde_json::json!({
             "exception": "invalid_parameter_exception",
@@ -188,7 +192,10 @@ fn action_events_page(f: &Fake, form: &HashMap<String, String>) -> Response {
     let body = f.bodies.lock().unwrap()["core_calendar_get_action_events_by_timesort"].clone();
     let all: serde_json::Value = serde_json::from_str(&body).unwrap();
     let mut events = all["events"].as_array().cloned().unwrap_or_default();
-    let from: i64 = form.get("timesortfrom").and_then(|t| t.parse().ok()).unwrap_or(0);
+    let from: i64 = form
+        .get("timesortfrom")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
     events.retain(|e| e["timesort"].as_i64().unwrap_or(0) >= from);
     events.sort_by_key(|e| (e["timesort"].as_i64(), e["id"].as_i64()));
     if let Some(after) = form.get("aftereventid").and_then(|a| a.parse::<i64>().ok()) {
@@ -242,7 +249,8 @@ pub async fn canvas_server(fake: Arc<Fake>) -> String {
         let closed = f.closed.lock().unwrap().clone();
         if q.iter().any(|(k, v)| {
             k == "context_codes[]"
-                && v.strip_prefix("course_").is_some_and(|id| closed.contains(id))
+                && v.strip_prefix("course_")
+                    .is_some_and(|id| closed.contains(id))
         }) {
             f.hits.lock().unwrap().push("announcements refused".into());
             return (
@@ -382,3 +390,19 @@ pub fn moodle_fake() -> Arc<Fake> {
     ])
 }
 
+/// What the `lms_upcoming` tool of `n` answers for the next `days`.
+pub async fn upcoming(n: &Notifier, dir: &Path, days: u32) -> hearth::tools::ToolResult {
+    use hearth::tools::Tool;
+    let ctx = hearth::tools::ToolContext::new(
+        hearth::security::SecurityPolicy::new(
+            &dir.join("ws"),
+            hearth::security::Autonomy::ReadOnly,
+            None,
+        )
+        .unwrap(),
+        std::time::Duration::from_secs(5),
+    );
+    n.upcoming_tool()
+        .execute(serde_json::json!({ "days": days }), &ctx)
+        .await
+}
