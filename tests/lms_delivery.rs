@@ -256,3 +256,72 @@ async fn a_telegram_outage_never_delays_a_poll_of_another_source() {
         ]
     );
 }
+
+/// The same through the daemon: the notices go to Telegram (the fake Bot
+/// API, down and answering 502 as a broken proxy does, while the client
+/// retries), and the LMS services poll on their own schedule meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_daemon_polls_go_on_while_telegram_is_down() {
+    use hearth::config::{LmsTarget, StreamMode};
+    use support::telegram_bot::{WAIT, sent_to, telegram_config};
+    use support::telegram_fake::FakeTelegram;
+
+    let news = Fake::with(&[("feed", "news.rss")]);
+    let news_url = feed_server(news.clone(), "application/rss+xml").await;
+    let cal = Fake::with(&[("feed", "calendar.ics")]);
+    let cal_url = feed_server(cal.clone(), "text/calendar").await;
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = support::config(home.path());
+    telegram_config(&mut cfg, &fake, &["42"], StreamMode::Off);
+    cfg.lms = config(vec![
+        source(LmsKind::Rss, "news", &news_url, None),
+        source(LmsKind::Ical, "calendar", &cal_url, None),
+    ]);
+    cfg.lms.deliver = Some(LmsTarget {
+        channel: "telegram".into(),
+        to: "42".into(),
+    });
+    cfg.lms.poll_interval = Duration::from_millis(300);
+    fake.set_down(true);
+
+    let provider = Arc::new(ScriptedProvider::new(["unused"]));
+    let services = hearth::daemon::Services::open(&cfg, provider.clone()).unwrap();
+    let bot = support::telegram_bot::start(fake, home, cfg, support::local(provider), |b| b);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let metrics = Arc::new(hearth::metrics::Metrics::new());
+    services.spawn(bot.daemon.delivery(), metrics, stop.clone());
+
+    // Down: the first notice is being retried, and both sources are polled
+    // again and again meanwhile.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while news.hits().len() < 10 || cal.hits().len() < 10 {
+        assert!(tokio::time::Instant::now() < deadline, "polls stalled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tried = bot
+        .fake
+        .calls()
+        .iter()
+        .filter(|c| c.method == "sendMessage")
+        .count();
+    assert!(tried >= 1, "delivery was tried during the outage");
+    assert!(sent_to(&bot.fake, 42).is_empty());
+
+    // Back up: every notice arrives, once.
+    bot.fake.set_down(false);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while sent_to(&bot.fake, 42).len() < 5 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            sent_to(&bot.fake, 42)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let sent = sent_to(&bot.fake, 42);
+    assert_eq!(sent.len(), 5, "nothing twice: {sent:?}");
+    stop.cancel();
+    bot.daemon.stop().await;
+}
