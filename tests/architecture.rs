@@ -48,19 +48,44 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The production part of a file: test files and `#[cfg(test)]` modules
-/// (at the end of a file, by this code's convention) left out.
+/// The production part of a file: test files left out, and in the others
+/// every top-level `#[cfg(test)]` item (a `mod tests { … }` wherever it
+/// stands, a test-only function or `mod x;`), so that production code after
+/// a test module is still read. The code is rustfmt's: a top-level item ends
+/// at a `}` or `;` in the first column. A `#[cfg(test)]` inside an item is
+/// counted as production, which errs on the strict side.
 fn production(path: &Path) -> Option<String> {
     if path.file_name().is_some_and(|n| n == "tests.rs")
         || path.components().any(|c| c.as_os_str() == "tests")
     {
         return None;
     }
-    let text = std::fs::read_to_string(path).expect("a readable source file");
-    Some(match text.find("#[cfg(test)]") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    })
+    Some(without_tests(
+        &std::fs::read_to_string(path).expect("a readable source file"),
+    ))
+}
+
+fn without_tests(text: &str) -> String {
+    let mut kept = String::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim_end() != "#[cfg(test)]" {
+            kept.push_str(line);
+            kept.push('\n');
+            continue;
+        }
+        // Skip the item: its other attributes, then up to its end.
+        for line in lines.by_ref() {
+            let line = line.trim_end();
+            if line.starts_with("#[") {
+                continue;
+            }
+            if line == "}" || (line.ends_with(';') && !line.starts_with(' ')) {
+                break;
+            }
+        }
+    }
+    kept
 }
 
 /// The top-level module a file under `src/` belongs to.
@@ -193,6 +218,28 @@ fn the_check_sees_an_import_where_there_is_one() {
         )
         .is_some()
     );
+}
+
+#[test]
+fn test_code_is_left_out_wherever_it_stands_and_nothing_else_is() {
+    let text = "use crate::chat::ChatMessage;\n\
+                #[cfg(test)]\n\
+                mod tests {\n    use crate::pipeline::Hook;\n\n    fn f() {\n        g();\n    }\n}\n\
+                #[cfg(test)]\n\
+                #[allow(dead_code)]\n\
+                fn helper() -> crate::agent::Agent {\n    todo!()\n}\n\
+                #[cfg(test)]\n\
+                mod fixtures;\n\
+                pub fn after() -> crate::engine::Engine {\n    todo!()\n}\n";
+    let kept = without_tests(text);
+    assert!(kept.contains("crate::chat"), "{kept}");
+    assert!(
+        kept.contains("crate::engine"),
+        "code after the tests: {kept}"
+    );
+    assert!(!kept.contains("crate::pipeline"), "{kept}");
+    assert!(!kept.contains("crate::agent"), "{kept}");
+    assert!(!kept.contains("mod fixtures"), "{kept}");
 }
 
 #[test]
