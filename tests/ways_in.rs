@@ -44,12 +44,17 @@ struct Running {
 /// A daemon with the tools `hearth daemon` builds, the typist, and a
 /// gateway on a free port that lets `http://allowed.example` in.
 async fn start() -> Running {
+    start_with("").await
+}
+
+/// [`start`] with more `[channels.gateway]` settings.
+async fn start_with(gateway: &str) -> Running {
     let home = tempfile::tempdir().unwrap();
     let path = home.path().join("hearth.toml");
     std::fs::write(
         &path,
         format!(
-            "[agent]\napproval_timeout_secs = 10\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\nallowed_origins = [\"http://allowed.example\"]\n"
+            "[agent]\napproval_timeout_secs = 10\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\nallowed_origins = [\"http://allowed.example\"]\n{gateway}"
         ),
     )
     .unwrap();
@@ -373,6 +378,47 @@ async fn the_websocket_upgrade_passes_the_same_guard() {
     assert_eq!(response.headers()["sec-websocket-protocol"], "hearth");
     send(&mut socket, json!({"type": "message", "text": "hello"})).await;
     assert_eq!(turn(&mut socket).await.last().unwrap()["type"], "done");
+    run.daemon.stop().await;
+}
+
+/// A client gone without closing (it reads nothing, so it answers no ping)
+/// loses its socket after three ping intervals; the positive control reads,
+/// so its library answers every ping, and keeps its socket and its chat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_answers_no_ping_is_closed_and_one_that_does_stays() {
+    let run = start_with("ws_ping_secs = 1\n").await;
+    let mut gone = open(run.addr, "gone").await;
+    let mut here = open(run.addr, "here").await;
+    let quiet_until = tokio::time::Instant::now() + Duration::from_millis(4500);
+    let mut pings = 0;
+    while let Ok(message) = tokio::time::timeout_at(quiet_until, here.next()).await {
+        match message {
+            Some(Ok(Message::Ping(_))) => pings += 1,
+            other => panic!("only pings while quiet, not {other:?}"),
+        }
+    }
+    assert!(pings >= 3, "pinged every second: {pings}");
+    // The silent one: the pings it missed, then the end of the socket.
+    let mut missed = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match tokio::time::timeout_at(deadline, gone.next())
+            .await
+            .expect("the silent client's socket ends")
+        {
+            Some(Ok(Message::Ping(_))) => missed += 1,
+            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+            Some(Ok(other)) => panic!("{other:?}"),
+        }
+    }
+    assert!(missed <= 2, "closed at the third interval: {missed} pings");
+    // The one that answered is served as ever.
+    send(
+        &mut here,
+        json!({"type": "message", "text": "still there?"}),
+    )
+    .await;
+    assert_eq!(turn(&mut here).await.last().unwrap()["type"], "done");
     run.daemon.stop().await;
 }
 

@@ -25,6 +25,7 @@ pub struct RawGateway {
     pub allowed_hosts: Option<Vec<String>>,
     pub max_connections: Option<usize>,
     pub request_timeout_secs: Option<u64>,
+    pub ws_ping_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,10 @@ pub struct GatewayConfig {
     pub max_connections: usize,
     /// How long a client may take to send a whole request (headers, then body).
     pub request_timeout_secs: u64,
+    /// How often `/ws/chat` pings a client; one that sends nothing, not
+    /// even a pong, for three intervals is closed. Keep it below the idle
+    /// timeout of any proxy in between (nginx's is 60 s).
+    pub ws_ping_secs: u64,
 }
 
 impl Default for GatewayConfig {
@@ -63,6 +68,7 @@ impl Default for GatewayConfig {
             allowed_hosts: Vec::new(),
             max_connections: 128,
             request_timeout_secs: 10,
+            ws_ping_secs: 20,
         }
     }
 }
@@ -125,6 +131,7 @@ impl GatewayConfig {
             defaults.request_timeout_secs,
             "request_timeout_secs",
         )?;
+        let ws_ping_secs = at_least_one(raw.ws_ping_secs, defaults.ws_ping_secs, "ws_ping_secs")?;
         let max_connections = at_least_one(
             raw.max_connections.map(|n| n as u64),
             defaults.max_connections as u64,
@@ -151,6 +158,7 @@ impl GatewayConfig {
             allowed_hosts,
             max_connections,
             request_timeout_secs,
+            ws_ping_secs,
         })
     }
 
@@ -171,7 +179,7 @@ impl GatewayConfig {
         };
         let _ = writeln!(
             out,
-            "{}\nallow_loopback_without_token = {}\nallowed_origins = [{}]\nallowed_hosts = [{}]\nreply_timeout_secs = {}\nrequest_timeout_secs = {}\nmax_connections = {}\n",
+            "{}\nallow_loopback_without_token = {}\nallowed_origins = [{}]\nallowed_hosts = [{}]\nreply_timeout_secs = {}\nrequest_timeout_secs = {}\nmax_connections = {}\nws_ping_secs = {}\n",
             super::render::secret_line("token", &self.token),
             self.allow_loopback_without_token,
             list(&self.allowed_origins),
@@ -179,6 +187,7 @@ impl GatewayConfig {
             self.reply_timeout_secs,
             self.request_timeout_secs,
             self.max_connections,
+            self.ws_ping_secs,
         );
     }
 }

@@ -80,6 +80,8 @@ struct Shared {
     reply_timeout: Duration,
     request_timeout: Duration,
     max_connections: usize,
+    /// How often a WebSocket client is pinged.
+    ws_ping: Duration,
     /// By message id.
     waiting: Mutex<HashMap<String, Waiter>>,
     /// By question id.
@@ -171,6 +173,7 @@ impl GatewayChannel {
                 reply_timeout: Duration::from_secs(config.reply_timeout_secs),
                 request_timeout: Duration::from_secs(config.request_timeout_secs),
                 max_connections: config.max_connections,
+                ws_ping: Duration::from_secs(config.ws_ping_secs),
                 waiting: Mutex::default(),
                 parked: Mutex::default(),
                 questions: Questions::default(),

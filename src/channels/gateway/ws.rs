@@ -16,7 +16,8 @@
 //! origin, token). Browsers cannot set `Authorization` on a WebSocket, so
 //! the token may also come as a subprotocol, `bearer.<token>`, beside
 //! `hearth` (the one the server picks). The server pings every
-//! [`PING_EVERY`]; a client silent for two of them is closed.
+//! `ws_ping_secs` (20 s); a client that sends nothing, not even a pong,
+//! for three of those intervals is closed, and its connection freed.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -38,8 +39,6 @@ use crate::channels::Accepted;
 use crate::channels::Deltas;
 use crate::channels::approval::{Answer, Delivered};
 
-/// How often the server pings an idle client.
-const PING_EVERY: Duration = Duration::from_secs(20);
 /// The largest frame a client may send.
 const FRAME_LIMIT: usize = 64 * 1024;
 /// The subprotocol the server speaks.
@@ -137,7 +136,7 @@ impl Session {
     }
 
     async fn run(mut self, mut socket: WebSocket) {
-        let mut ping = tokio::time::interval(PING_EVERY);
+        let mut ping = tokio::time::interval(self.app.shared.ws_ping);
         ping.tick().await;
         let mut silent_ticks = 0u32;
         loop {
