@@ -33,6 +33,32 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     create_private_file(path)?.write_all(bytes)
 }
 
+/// Replaces `path` with `bytes` so that a crash or a power cut leaves the
+/// old file or the new one, whole, never an empty or torn one: written
+/// beside it as `NAME.tmp` with `mode` (whatever the umask), flushed to
+/// disk, renamed over it, and the folder's entry flushed too.
+pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    use std::io::Write;
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)?;
+    file.set_permissions(Permissions::from_mode(mode))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir)?.sync_all()
+}
+
 /// Makes the SQLite database at `path` private before SQLite opens it:
 /// created empty and 0600 when missing (its `-wal` and `-shm` take its
 /// mode), and an existing one, with its companions, set to 0600.
@@ -60,6 +86,24 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_replaced_file_has_the_mode_asked_for_and_leaves_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("offset");
+        std::fs::write(&f, "old").unwrap();
+        std::fs::set_permissions(&f, Permissions::from_mode(0o644)).unwrap();
+        replace_file(&f, b"new", 0o600).unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
+        assert_eq!(mode(&f), 0o600);
+        replace_file(&f, b"newer", 0o640).unwrap();
+        assert_eq!(mode(&f), 0o640);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["offset"]);
     }
 
     #[test]

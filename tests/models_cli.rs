@@ -262,7 +262,12 @@ async fn use_switches_the_configured_model_and_keeps_the_rest_of_the_file() {
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
 
-    // Gemma 3's file has no template: `use` sets the one it needs.
+    // Gemma 3's file has no template: `use` sets the one it needs. The
+    // file may hold tokens: kept private (it was replaced by a new file,
+    // made with the umask, before).
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
     common::model(common::GEMMA3);
     let out = hearth(&s, &config, &["models", "use", "gemma3-270m"]).await;
     assert!(out.status.success(), "{}", text(&out));
@@ -273,11 +278,14 @@ async fn use_switches_the_configured_model_and_keeps_the_rest_of_the_file() {
         "{after}"
     );
     assert!(after.contains("chat_template = \"gemma\""), "{after}");
+    assert_eq!(mode(&config), 0o600, "still private");
     assert!(after.contains(&hub.url), "{after}");
     let out = hearth(&s, &config, &["config", "check"]).await;
     assert!(text(&out).contains(common::GEMMA3), "{}", text(&out));
 
     // Back to SmolLM2, whose template is in its file: the old one goes.
+    // A file the user opened to the group stays as the user set it.
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).unwrap();
     let out = hearth(&s, &config, &["models", "use", "smollm2-135m"]).await;
     assert!(out.status.success(), "{}", text(&out));
     assert!(
@@ -287,6 +295,7 @@ async fn use_switches_the_configured_model_and_keeps_the_rest_of_the_file() {
     );
     let after = std::fs::read_to_string(&config).unwrap();
     assert!(!after.contains("chat_template"), "{after}");
+    assert_eq!(mode(&config), 0o640);
 
     let out = hearth(&s, &config, &["models", "list"]).await;
     let listing = text(&out);

@@ -217,10 +217,12 @@ fn write_atomically(file: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let tmp = file.with_extension("toml.tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("cannot replace {}", file.display()))?;
-    Ok(())
+    // The file may hold tokens: it keeps its own mode (a new one is private).
+    let mode = std::fs::metadata(file)
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
+        .unwrap_or(0o600);
+    crate::private::replace_file(file, text.as_bytes(), mode)
+        .with_context(|| format!("cannot replace {}", file.display()))
 }
 
 fn remove(config: &Config, model: &Model) -> anyhow::Result<ExitCode> {

@@ -49,9 +49,9 @@ impl OffsetStore {
         if id < self.next {
             return Ok(());
         }
-        let tmp = self.path.with_extension("tmp");
-        crate::private::write_private(&tmp, format!("{}\n", id + 1).as_bytes())?;
-        std::fs::rename(&tmp, &self.path)?;
+        // On disk before the next poll tells Telegram to forget the update:
+        // a power cut must not leave an empty file, which `open` refuses.
+        crate::private::replace_file(&self.path, format!("{}\n", id + 1).as_bytes(), 0o600)?;
         self.next = id + 1;
         Ok(())
     }
