@@ -443,3 +443,44 @@ async fn native_calls_run_through_the_pipeline_with_their_ids() {
     assert!(roles.windows(2).all(|w| w[0] != w[1]), "{roles:?}");
     daemon.stop().await;
 }
+
+/// Through a route, as the daemon builds it: an overloaded API (529 with
+/// `retry-after: 1`) is asked again after that second, and the person gets
+/// the reply rather than the overload.
+#[tokio::test]
+async fn an_overloaded_api_is_asked_again_after_its_retry_after() {
+    let home = tempfile::tempdir().unwrap();
+    let mut reply = vec![
+        start_msg(20),
+        block(0, json!({"type": "text", "text": ""})),
+        text(0, "Hello again."),
+        stop(0),
+    ];
+    reply.extend(end("end_turn", 4));
+    let (fake, url) = serve(vec![
+        Answer::Status(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            Some("1"),
+        ),
+        Answer::Events(reply),
+    ])
+    .await;
+    let cfg = config_toml(
+        home.path(),
+        &format!(
+            "[model]\npath = \"/nonexistent/model.gguf\"\n[providers.anthropic]\nbase_url = \"{url}\"\nmodel = \"claude-test\"\n[routing]\ndefault_provider = \"anthropic\"\n"
+        ),
+    );
+    let models = Arc::new(LocalModels::new(cfg.clone()));
+    let providers = Arc::new(Providers::new(&cfg, models).unwrap());
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(builder(cfg, providers), channel.clone());
+    let started = std::time::Instant::now();
+    channel.inject_text("ada", "hello");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    assert_eq!(texts(&channel, "ada"), ["Hello again."]);
+    assert_eq!(fake.seen.lock().unwrap().len(), 2);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1));
+    daemon.stop().await;
+}

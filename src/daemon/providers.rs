@@ -1,7 +1,8 @@
 //! The providers a route may name: the local engine (loaded on demand by
 //! [`LocalModels`]) and, when configured, an OpenAI-compatible API and
 //! Anthropic's. A route
-//! with `[routing] fallback` providers gets them as a [`Fallback`] chain.
+//! with `[routing] fallback` providers gets them as a [`Fallback`] chain;
+//! the last cloud provider of a route waits out "busy" ([`Patient`]).
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use super::local_models::LOCAL;
 use crate::chat::ProviderError;
 use crate::config::Config;
 use crate::pipeline::{ProviderSet, Route};
-use crate::providers::{AnthropicProvider, Fallback, OpenAiProvider, Provider};
+use crate::providers::{AnthropicProvider, Fallback, OpenAiProvider, Patient, Provider};
 use futures::future::BoxFuture;
 
 pub const OPENAI: &str = "openai";
@@ -78,12 +79,31 @@ impl ProviderSet for Providers {
         Box::pin(async move {
             let primary = self.resolve(&route.provider, route).await;
             let mut fallbacks = Vec::new();
+            let mut last = route.provider.as_str();
             for name in route.fallback.iter().filter(|n| **n != route.provider) {
                 match self.resolve(name, route).await {
-                    Ok(p) => fallbacks.push(p),
+                    Ok(p) => {
+                        fallbacks.push(p);
+                        last = name;
+                    }
                     Err(e) => tracing::warn!(provider = name, error = %e, "fallback unavailable"),
                 }
             }
+            // An overloaded cloud API at the end of the chain is asked
+            // again after a pause; one with a provider after it hands over.
+            let patient = |p| -> Arc<dyn Provider> { Arc::new(Patient::new(p)) };
+            let primary = match (matches!(last, OPENAI | ANTHROPIC), fallbacks.pop()) {
+                (true, Some(p)) => {
+                    fallbacks.push(patient(p));
+                    primary
+                }
+                (true, None) => primary.map(patient),
+                (false, Some(p)) => {
+                    fallbacks.push(p);
+                    primary
+                }
+                (false, None) => primary,
+            };
             let primary = match primary {
                 Ok(p) => p,
                 Err(e) if !fallbacks.is_empty() => {

@@ -11,6 +11,7 @@ mod fallback;
 mod http;
 mod local;
 mod openai;
+mod patient;
 mod scripted;
 mod sse;
 
@@ -18,6 +19,7 @@ pub use anthropic::AnthropicProvider;
 pub use fallback::Fallback;
 pub use local::LocalProvider;
 pub use openai::OpenAiProvider;
+pub use patient::Patient;
 pub use scripted::ScriptedProvider;
 
 use tokio_util::sync::CancellationToken;
