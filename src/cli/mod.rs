@@ -22,7 +22,7 @@ mod service;
 mod startup;
 pub mod tools_cmd;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -70,13 +70,11 @@ pub enum Command {
     Doctor,
     /// Measure speed and what the KV cache saves; prints a table, writes JSON.
     Bench {
-        /// Where to write the figures as JSON.
-        #[arg(
-            long,
-            value_name = "PATH",
-            default_value = "target/bench/hearth-bench.json"
-        )]
-        json: PathBuf,
+        /// Where to write the figures as JSON (target/bench/hearth-bench.json,
+        /// with --parallel hearth-bench-parallel.json, so neither run
+        /// overwrites the other's figures).
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
         /// Only prompt and decode speed (for interleaving with llama-bench).
         #[arg(long)]
         speed_only: bool,
@@ -249,11 +247,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let config = Config::load(cli.config.as_deref(), &env)?;
             logging::init(cli.verbose, &config.log_level);
+            let json = |name: &str| {
+                json.clone()
+                    .unwrap_or_else(|| Path::new("target/bench").join(name))
+            };
             match (template, parallel) {
                 _ if stdio => bench_stdio::run(&config, slots).await,
                 (Some(path), _) => bench_template::run(&config, &path).await,
-                (None, Some(n)) => bench_parallel::run(&config, &json, n, rounds).await,
-                (None, None) => bench::run(&config, &json, speed_only).await,
+                (None, Some(n)) => {
+                    bench_parallel::run(&config, &json("hearth-bench-parallel.json"), n, rounds)
+                        .await
+                }
+                (None, None) => bench::run(&config, &json("hearth-bench.json"), speed_only).await,
             }
         }
         Command::Acp => {
