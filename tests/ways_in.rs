@@ -381,6 +381,34 @@ async fn the_websocket_upgrade_passes_the_same_guard() {
     run.daemon.stop().await;
 }
 
+/// A frame over the 64 KiB limit (a client pasting a whole file) ends that
+/// socket with a close saying why; the daemon goes on, and a new socket on
+/// the same chat is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_over_the_limit_is_refused_with_a_reason() {
+    let run = start().await;
+    let mut socket = open(run.addr, "paste").await;
+    let huge = json!({"type": "message", "text": "x".repeat(100 * 1024)});
+    let _ = socket.send(Message::text(huge.to_string())).await;
+    let close = loop {
+        match tokio::time::timeout(WAIT, socket.next())
+            .await
+            .expect("the server answers")
+        {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(Message::Ping(_))) => continue,
+            other => panic!("a close frame, not {other:?}"),
+        }
+    };
+    let close = close.expect("a close frame with a code");
+    assert_eq!(u16::from(close.code), 1009, "{close:?}");
+    assert!(close.reason.contains("64 KiB"), "{close:?}");
+    let mut again = open(run.addr, "paste").await;
+    send(&mut again, json!({"type": "message", "text": "short one"})).await;
+    assert_eq!(turn(&mut again).await.last().unwrap()["type"], "done");
+    run.daemon.stop().await;
+}
+
 /// A client gone without closing (it reads nothing, so it answers no ping)
 /// loses its socket after three ping intervals; the positive control reads,
 /// so its library answers every ping, and keeps its socket and its chat.

@@ -10,7 +10,8 @@
 //! the person's approval arrives as `{"type":"approval","id",...}`, answered
 //! with `{"type":"approval","id":"...","answer":"once"|"always"|"deny"}`.
 //! A frame the server cannot take gets `{"type":"error","error":"..."}` and
-//! the socket stays open.
+//! the socket stays open; one over [`FRAME_LIMIT`] closes it (1009, with
+//! the limit as the reason).
 //!
 //! The upgrade request passes the same guard as every request (host,
 //! origin, token). Browsers cannot set `Authorization` on a WebSocket, so
@@ -23,7 +24,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::extract::ws::{
-    Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+    CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code,
+    rejection::WebSocketUpgradeRejection,
 };
 use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -109,6 +111,36 @@ fn with_protocol_token(headers: &HeaderMap) -> HeaderMap {
     headers
 }
 
+/// Why a socket that sent what it may not is closed: a frame over
+/// [`FRAME_LIMIT`] gets 1009 (too big) with the limit, anything else 1002
+/// (a protocol error) with what was wrong.
+fn closing(error: &axum::Error) -> CloseFrame {
+    let text = error.to_string();
+    tracing::info!("closing a WebSocket: {text}");
+    // tungstenite's words for a message over the limit ("Space limit
+    // exceeded: Message too long: N > M"); axum does not type them.
+    if text.contains("Message too long") {
+        CloseFrame {
+            code: close_code::SIZE,
+            reason: format!(
+                "frames are limited to {} KiB; send a shorter message",
+                FRAME_LIMIT / 1024
+            )
+            .into(),
+        }
+    } else {
+        // A close reason is at most 123 bytes.
+        let mut reason = text;
+        while reason.len() > 120 {
+            reason.pop();
+        }
+        CloseFrame {
+            code: close_code::PROTOCOL,
+            reason: reason.into(),
+        }
+    }
+}
+
 /// The turn in progress on a socket.
 struct Turn {
     id: String,
@@ -146,7 +178,11 @@ impl Session {
                     match frame {
                         Some(Ok(Message::Text(text))) => self.frame(text.as_str()).await,
                         Some(Ok(Message::Binary(_))) => vec![error("send frames as text")],
-                        Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                        Some(Ok(Message::Close(_))) | None => break,
+                        Some(Err(e)) => {
+                            let _ = socket.send(Message::Close(Some(closing(&e)))).await;
+                            break;
+                        }
                         // Pings are answered by the socket; pongs only show life.
                         Some(Ok(_)) => Vec::new(),
                     }
