@@ -11,6 +11,7 @@ pub mod slow_model;
 pub mod telegram_bot;
 pub mod telegram_fake;
 pub mod typist;
+pub mod ways_in;
 
 #[allow(unused_imports)]
 pub use parrot::*;

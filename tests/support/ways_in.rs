@@ -1,0 +1,232 @@
+//! A daemon behind the gateway for the ways-in tests (`tests/websocket.rs`,
+//! `tests/ways_in.rs`): the typist as its model, a real WebSocket client,
+//! and the real Python client packages (`openai`, the Prometheus parser)
+//! that `make test-clients` installs.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use hearth::channels::GatewayChannel;
+use hearth::config::{Config, Environment};
+use hearth::daemon::Daemon;
+use hearth::metrics::Metrics;
+use hearth::pipeline::RuntimeBuilder;
+use hearth::tools::ToolRegistry;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+use super::{Typist, local};
+
+pub const TOKEN: &str = "ways-in-token-0123456789";
+pub const WAIT: Duration = Duration::from_secs(60);
+
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub struct Running {
+    pub daemon: Daemon,
+    pub metrics: Arc<Metrics>,
+    pub addr: std::net::SocketAddr,
+    pub typist: Arc<Typist>,
+    pub workspace: PathBuf,
+    pub _home: tempfile::TempDir,
+}
+
+/// A daemon with the tools `hearth daemon` builds, the typist, and a
+/// gateway on a free port that lets `http://allowed.example` in.
+pub async fn gateway() -> Running {
+    gateway_with("").await
+}
+
+/// [`gateway`] with more `[channels.gateway]` settings.
+pub async fn gateway_with(gateway: &str) -> Running {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().join("hearth.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[agent]\napproval_timeout_secs = 10\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\nallowed_origins = [\"http://allowed.example\"]\n{gateway}"
+        ),
+    )
+    .unwrap();
+    let env = Environment::with_home(home.path());
+    let cfg = Config::load_file(&path, &env).unwrap();
+    let workspace = cfg.agent.workspace.clone();
+    let metrics = Arc::new(Metrics::new());
+    let channel = Arc::new(
+        GatewayChannel::from_config(&cfg.gateway)
+            .unwrap()
+            .with_metrics(metrics.clone()),
+    );
+    let context = hearth::cli::tools_cmd::context(&cfg, &env).unwrap();
+    let tools = ToolRegistry::for_config(&cfg.agent, &context.sandbox);
+    let typist = Typist::new(Duration::from_millis(15));
+    let runtime = RuntimeBuilder::new(cfg, local(typist.clone()), context)
+        .tools(Arc::new(tools))
+        .channel(channel.clone())
+        .metrics(metrics.clone())
+        .build()
+        .unwrap();
+    let daemon = Daemon::start(runtime, None);
+    let addr = tokio::time::timeout(WAIT, channel.local_addr())
+        .await
+        .expect("the gateway listens");
+    Running {
+        daemon,
+        metrics,
+        addr,
+        typist,
+        workspace,
+        _home: home,
+    }
+}
+
+/// Opens `/ws/chat?chat=CHAT` with `headers`; the HTTP status of a refusal.
+pub async fn connect(
+    addr: std::net::SocketAddr,
+    chat: &str,
+    headers: &[(&str, &str)],
+) -> Result<(Socket, tungstenite::http::Response<Option<Vec<u8>>>), u16> {
+    let mut request = format!("ws://{addr}/ws/chat?chat={chat}")
+        .into_client_request()
+        .unwrap();
+    for (name, value) in headers {
+        request.headers_mut().insert(
+            tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok(pair) => Ok(pair),
+        Err(tungstenite::Error::Http(response)) => Err(response.status().as_u16()),
+        Err(e) => panic!("the upgrade failed another way: {e}"),
+    }
+}
+
+pub async fn open(addr: std::net::SocketAddr, chat: &str) -> Socket {
+    let bearer = format!("Bearer {TOKEN}");
+    connect(addr, chat, &[("authorization", &bearer)])
+        .await
+        .expect("the token holder gets a socket")
+        .0
+}
+
+pub async fn send(socket: &mut Socket, frame: Value) {
+    socket.send(Message::text(frame.to_string())).await.unwrap();
+}
+
+/// The next JSON frame (pings are answered by the client library).
+pub async fn frame(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(WAIT, socket.next())
+            .await
+            .expect("a frame in time")
+            .expect("the socket is open")
+            .unwrap();
+        if let Message::Text(text) = message {
+            return serde_json::from_str(text.as_str()).unwrap();
+        }
+    }
+}
+
+/// Frames up to and including the turn's `done`.
+pub async fn turn(socket: &mut Socket) -> Vec<Value> {
+    let mut frames = Vec::new();
+    loop {
+        let f = frame(socket).await;
+        let done = f["type"] == "done";
+        frames.push(f);
+        if done {
+            return frames;
+        }
+    }
+}
+
+pub fn chunks(frames: &[Value]) -> Vec<String> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "chunk")
+        .map(|f| f["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Runs a script of `tests/clients/` with the pinned client packages.
+pub async fn python(script: &str, args: &[&str], stdin: &str) -> Value {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let clients = root.join("target/pyclients");
+    assert!(
+        clients.join(".installed").exists(),
+        "the Python client packages are missing: run `make test-clients`"
+    );
+    let mut child = tokio::process::Command::new("python3")
+        .arg(root.join("tests/clients").join(script))
+        .args(args)
+        .env("PYTHONPATH", &clients)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut input, stdin.as_bytes())
+        .await
+        .unwrap();
+    drop(input);
+    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
+        .await
+        .expect("the client finishes")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+/// `/metrics` as the Prometheus client library's parser reads it:
+/// `(name, labels, value)` of every sample.
+pub async fn scrape(addr: std::net::SocketAddr) -> Vec<(String, Value, f64)> {
+    let response = reqwest::Client::new()
+        .get(format!("http://{addr}/metrics"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let kind = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    let text = response.text().await.unwrap();
+    let samples = python("metrics.py", &[], &text).await;
+    samples
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s[0].as_str().unwrap().to_string(),
+                s[1].clone(),
+                s[2].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+pub fn sample(samples: &[(String, Value, f64)], name: &str, labels: Value) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && labels
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .all(|(k, v)| l.get(k) == Some(v))
+        })
+        .map(|(_, _, v)| v)
+        .sum()
+}
