@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 use super::context::{self, ContextLimits, ContextReport, Window};
 use super::dispatch::ToolDispatcher;
 use super::types::{ConversationMessage, ParsedToolCall, ToolResultMessage};
-use crate::chat::{ChatMessage, ChatRequest, ProviderError, SamplingParams, ToolChoice};
+use crate::chat::{
+    ChatMessage, ChatRequest, FinishReason, ProviderError, SamplingParams, ToolChoice,
+};
 use crate::providers::Provider;
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -177,7 +179,7 @@ impl ToolLoop<'_> {
                 }
                 other => other?,
             };
-            if reply.finish == crate::chat::FinishReason::Cancelled {
+            if reply.finish == FinishReason::Cancelled {
                 return Err(LoopError::Cancelled);
             }
             let mut parsed = self.dispatcher.parse(&reply);
@@ -188,7 +190,7 @@ impl ToolLoop<'_> {
             }
             if parsed.calls.is_empty() && parsed.malformed.is_empty() {
                 if parsed.text.trim().is_empty() {
-                    parsed.text = fallback_answer(&history);
+                    parsed.text = fallback_answer(&history, reply.finish);
                 }
                 history.push(ConversationMessage::Chat(ChatMessage::assistant(
                     parsed.text.clone(),
@@ -364,15 +366,21 @@ fn nudge(prompt: &mut Vec<ChatMessage>) {
 }
 
 /// When a model says nothing after using tools, the user still gets what
-/// the last successful tool returned.
-fn fallback_answer(history: &[ConversationMessage]) -> String {
+/// the last successful tool returned; otherwise why there is no answer,
+/// where it is known (a reasoning model that thought until the reply was
+/// cut says so, with the setting that gives it room).
+fn fallback_answer(history: &[ConversationMessage], finish: FinishReason) -> String {
     let last_ok = history.iter().rev().find_map(|m| match m {
         ConversationMessage::ToolResults(results) => results.iter().rev().find(|r| !r.is_error),
         _ => None,
     });
     match last_ok {
         Some(r) => format!("Here is what `{}` returned:\n{}", r.name, r.content),
-        None => "I could not find an answer.".to_string(),
+        None => match finish {
+            FinishReason::Length => "I ran out of room for this reply before I got to an answer (it went on thinking). Ask again more simply, or raise `max_tokens` in `[generation]`.".to_string(),
+            FinishReason::Repetition => "My reply started repeating itself and was cut before it said anything. Please ask again.".to_string(),
+            _ => "I could not find an answer.".to_string(),
+        },
     }
 }
 

@@ -36,11 +36,16 @@ impl ChatStream {
 
     /// A whole reply of `text`, already finished.
     pub fn text(text: impl Into<String>) -> Self {
+        Self::ended(text, FinishReason::Stop)
+    }
+
+    /// A whole reply of `text` that ended for `finish`.
+    pub fn ended(text: impl Into<String>, finish: FinishReason) -> Self {
         let (tx, rx) = mpsc::channel(2);
         let _ = tx.try_send(StreamEvent::TextDelta(text.into()));
         let _ = tx.try_send(StreamEvent::Done {
             usage: Usage::default(),
-            finish: FinishReason::Stop,
+            finish,
         });
         Self { rx }
     }

@@ -7,12 +7,12 @@ use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::Provider;
-use crate::chat::{ChatRequest, ChatStream, ProviderError};
+use crate::chat::{ChatRequest, ChatStream, FinishReason, ProviderError};
 
 /// Replies with the scripted texts in order and records every request.
 #[derive(Default)]
 pub struct ScriptedProvider {
-    replies: Mutex<VecDeque<Result<String, ProviderError>>>,
+    replies: Mutex<VecDeque<Result<(String, FinishReason), ProviderError>>>,
     requests: Mutex<Vec<ChatRequest>>,
     context_window: Option<u32>,
 }
@@ -20,7 +20,12 @@ pub struct ScriptedProvider {
 impl ScriptedProvider {
     pub fn new(replies: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self {
-            replies: Mutex::new(replies.into_iter().map(|r| Ok(r.into())).collect()),
+            replies: Mutex::new(
+                replies
+                    .into_iter()
+                    .map(|r| Ok((r.into(), FinishReason::Stop)))
+                    .collect(),
+            ),
             requests: Mutex::default(),
             context_window: None,
         }
@@ -35,10 +40,15 @@ impl ScriptedProvider {
 
     /// Queues a text reply after those already queued.
     pub fn then_reply(self, text: impl Into<String>) -> Self {
+        self.then_cut(text, FinishReason::Stop)
+    }
+
+    /// Queues a reply that ended for `finish` (cut at `max_tokens`, say).
+    pub fn then_cut(self, text: impl Into<String>, finish: FinishReason) -> Self {
         self.replies
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push_back(Ok(text.into()));
+            .push_back(Ok((text.into(), finish)));
         self
     }
 
@@ -80,7 +90,7 @@ impl Provider for ScriptedProvider {
             .unwrap_or_else(|e| e.into_inner())
             .pop_front();
         match next {
-            Some(Ok(text)) => ChatStream::text(text),
+            Some(Ok((text, finish))) => ChatStream::ended(text, finish),
             Some(Err(e)) => ChatStream::failed(e),
             None => ChatStream::failed(ProviderError::Failed(
                 "the script has no more replies".into(),

@@ -313,3 +313,21 @@ fn parallel_tools_run_every_call_of_a_reply_and_keep_their_order() {
     }
     assert_eq!(outcome.text, "alpha and beta");
 }
+
+#[test]
+fn a_reply_cut_while_thinking_says_so_and_names_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    // A reasoning model that thought until max_tokens: nothing to show.
+    let provider = ScriptedProvider::new(Vec::<String>::new()).then_cut(
+        "<think>The user wants n.txt. First I should consider",
+        FinishReason::Length,
+    );
+    let outcome = run(&provider, &dir, 4, None);
+    assert!(outcome.text.contains("max_tokens"), "{}", outcome.text);
+    assert!(!outcome.text.contains("consider"), "no reasoning shown");
+    // Positive control: a thought that ends, then nothing, is not blamed
+    // on the length.
+    let provider = ScriptedProvider::new(["<think>Nothing to say.</think>"]);
+    let outcome = run(&provider, &dir, 4, None);
+    assert_eq!(outcome.text, "I could not find an answer.");
+}
