@@ -138,7 +138,7 @@ async fn rss_malformed_payload_is_reported_then_the_feed_recovers() {
         "<rss><channel><item><title>cut off</item>",
     );
     let report = n.poll_once(&sink).await;
-    let error = report.source("news").unwrap().error.clone().unwrap();
+    let error = error_of(&report, "news");
     assert!(error.contains("malformed payload"), "{error}");
     assert_eq!(report.sent(), 0);
 

@@ -34,7 +34,7 @@ async fn canvas_follows_pagination_and_survives_a_401() {
         Some("revoked"),
     )]);
     let report = notifier(&bad, dir.path(), &clock).poll_once(&sink).await;
-    let error = report.source("canvas").unwrap().error.clone().unwrap();
+    let error = error_of(&report, "canvas");
     assert!(
         error.contains("authentication failed") && error.contains("401"),
         "{error}"

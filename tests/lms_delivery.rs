@@ -55,7 +55,7 @@ async fn a_rate_limit_and_server_errors_back_off_without_losing_anything() {
         "slow down",
     );
     let report = n.poll_once(&sink).await;
-    let error = report.source("news").unwrap().error.clone().unwrap();
+    let error = error_of(&report, "news");
     assert!(
         error.contains("rate limited (retry after 7200 s)"),
         "{error}"
@@ -65,30 +65,14 @@ async fn a_rate_limit_and_server_errors_back_off_without_losing_anything() {
     // The next poll, 30 minutes later, leaves the site alone.
     clock.advance(chrono::Duration::minutes(30));
     let report = n.poll_once(&sink).await;
-    assert!(
-        report
-            .source("news")
-            .unwrap()
-            .error
-            .clone()
-            .unwrap()
-            .contains("backing off")
-    );
+    assert!(error_of(&report, "news").contains("backing off"));
     assert_eq!(fake.hits().len(), 1, "no request during the backoff");
 
     // Two hours on, it asks again and gets a 503.
     fake.fail_with(StatusCode::SERVICE_UNAVAILABLE, Vec::new(), "maintenance");
     clock.advance(chrono::Duration::minutes(90));
     let report = n.poll_once(&sink).await;
-    assert!(
-        report
-            .source("news")
-            .unwrap()
-            .error
-            .clone()
-            .unwrap()
-            .contains("HTTP 503")
-    );
+    assert!(error_of(&report, "news").contains("HTTP 503"));
     assert_eq!(fake.hits().len(), 2);
     assert_eq!(report.sent(), 0);
 

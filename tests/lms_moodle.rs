@@ -20,12 +20,7 @@ async fn moodle_notifies_once_survives_a_restart_and_reports_a_new_due_date_once
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let cfg = moodle_config(&url);
     let sink = Recorder::default();
 
     let first = notifier(&cfg, dir.path(), &clock).poll_once(&sink).await;
@@ -136,12 +131,7 @@ async fn moodle_invalid_token_is_an_auth_error_and_marks_nothing_seen() {
         "the token never shows: {error}"
     );
 
-    let good = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let good = moodle_config(&url);
     // As the daemon runs it: on a spawned task (the poll future is Send).
     let n = Arc::new(notifier(&good, dir.path(), &clock));
     let sink = Arc::new(sink);
@@ -164,12 +154,7 @@ async fn lms_upcoming_answers_what_is_due_this_week() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let cfg = moodle_config(&url);
     let n = notifier(&cfg, dir.path(), &clock);
     n.poll_once(&Recorder::default()).await;
 
@@ -240,12 +225,7 @@ async fn an_extension_moves_the_due_date_and_its_reminders() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let cfg = moodle_config(&url);
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();
     n.poll_once(&sink).await;
@@ -307,12 +287,7 @@ async fn all_120_action_events_are_read_page_by_page() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let cfg = moodle_config(&url);
     let sink = Recorder::default();
     let report = notifier(&cfg, dir.path(), &clock).poll_once(&sink).await;
     let quizzes = sink
@@ -339,12 +314,7 @@ async fn a_site_without_forum_functions_still_delivers_assignments() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let cfg = moodle_config(&url);
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();
     let report = n.poll_once(&sink).await;
@@ -362,7 +332,7 @@ async fn a_site_without_forum_functions_still_delivers_assignments() {
     fake.remove("core_webservice_get_site_info");
     clock.advance(chrono::Duration::minutes(30));
     let report = n.poll_once(&sink).await;
-    let error = report.source("uni").unwrap().error.clone().unwrap();
+    let error = error_of(&report, "uni");
     assert!(
         error.contains("authentication failed") && error.contains("accessexception"),
         "{error}"
@@ -375,12 +345,7 @@ async fn a_submitted_assignment_gets_no_reminder() {
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(at(NOW)));
-    let cfg = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let cfg = moodle_config(&url);
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();
     n.poll_once(&sink).await;
@@ -428,12 +393,7 @@ async fn a_first_run_sends_one_line_for_the_past_not_a_notice_each() {
     let dir = tempfile::tempdir().unwrap();
     // Mid-term: the essay and the quiz are past, the announcements old.
     let clock = Arc::new(ManualClock::new(at("2025-03-16T12:00:00Z")));
-    let mut cfg = config(vec![source(
-        LmsKind::Moodle,
-        "uni",
-        &url,
-        Some(MOODLE_TOKEN),
-    )]);
+    let mut cfg = moodle_config(&url);
     cfg.announce_past = false;
     let n = notifier(&cfg, dir.path(), &clock);
     let sink = Recorder::default();

@@ -18,7 +18,7 @@ use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use hearth::config::{LmsConfig, LmsKind, LmsSourceConfig, Secret};
-use hearth::lms::{ManualClock, Notice, NoticeSink, Notifier};
+use hearth::lms::{ManualClock, Notice, NoticeSink, Notifier, PollReport};
 
 pub fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -369,6 +369,25 @@ pub fn ids(notices: &[Notice]) -> Vec<String> {
     let mut ids: Vec<String> = notices.iter().map(|n| n.item.id.clone()).collect();
     ids.sort();
     ids
+}
+
+/// Why the poll of `source` failed; a poll that did not fail fails the test.
+pub fn error_of(report: &PollReport, source: &str) -> String {
+    report
+        .source(source)
+        .and_then(|s| s.error.clone())
+        .unwrap_or_else(|| panic!("{source} did not fail: {report:?}"))
+}
+
+/// The one Moodle source most tests poll: `uni` at `url`, with the
+/// fake's token.
+pub fn moodle_config(url: &str) -> LmsConfig {
+    config(vec![source(
+        LmsKind::Moodle,
+        "uni",
+        url,
+        Some(MOODLE_TOKEN),
+    )])
 }
 
 pub fn notifier(config: &LmsConfig, dir: &Path, clock: &Arc<ManualClock>) -> Notifier {
