@@ -3,9 +3,15 @@
 #   make chat    prerequisites, the default model, a release build, then the chat
 #   make test    prerequisites, the test models, every test
 #   make bench   speed, prompt-cache reuse and restart figures (hearth bench)
+#   make install the release build and its libraries in $(PREFIX)/lib/hearth,
+#                linked as $(PREFIX)/bin/hearth (PREFIX: ~/.local); config
+#                and data are never touched. make uninstall takes it away.
 #   make gpu     the CUDA backend library, built from the llama.cpp sources
 #                hearth vendors, installed beside the binary (CMake and nvcc
 #                only; no Rust toolchain needed on the GPU machine)
+#   make cuda-toolkit
+#                NVIDIA's compiler and cuBLAS from PyPI into target/cuda-pypi,
+#                for `make gpu` where no CUDA toolkit is installed
 #
 # Prerequisites (cmake, clang, libclang-dev for llama.cpp's bindings; python3
 # with pip for the model fetch; bubblewrap, the sandbox tool commands run in)
@@ -17,7 +23,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: chat test bench build prereqs model test-models test-clients clean gpu
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients clean gpu gpu-configure cuda-compiler cuda-toolkit
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -30,13 +36,14 @@ CMAKE ?= cmake
 # Where hearth finds the library: beside the binary (or set [engine] backends_dir).
 GPU_DEST ?= target/release
 GPU_BUILD ?= target/gpu-build
-# CUDA architectures to compile for; "native" is the GPU of this machine.
-CUDA_ARCHS ?= native
+# CUDA architectures to compile for: "native" (the GPU of this machine)
+# where a driver answers, else the common ones from Turing to Blackwell.
+CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;80;86;89;90;120")
 
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients
+test: prereqs test-models test-clients cuda-compiler
 	$(CARGO) test --release --all-targets
 
 bench: prereqs model build
@@ -44,6 +51,33 @@ bench: prereqs model build
 
 build:
 	$(CARGO) build --release
+
+# The binary finds its libraries beside it (its rpath is its own folder), so
+# they are installed together; a copied binary alone cannot start.
+PREFIX ?= $(HOME)/.local
+INSTALL_LIB := $(PREFIX)/lib/hearth
+INSTALL_BIN := $(PREFIX)/bin
+# NO_BUILD=1 installs the build that is there (the tests do, from inside
+# cargo, which holds the build folder).
+install: $(if $(NO_BUILD),,build)
+	@[ -x $(HEARTH) ] || { echo "make install: no $(HEARTH) to install; run make build" >&2; exit 1; }
+	@mkdir -p "$(INSTALL_LIB)" "$(INSTALL_BIN)"
+	@for lib in target/release/lib*.so.[0-9]* target/release/libggml-*.so; do \
+	  case "$$lib" in *libggml-base.so) continue;; esac; \
+	  [ -e "$$lib" ] || continue; \
+	  install -m 0755 "$$(readlink -f "$$lib")" "$(INSTALL_LIB)/$$(basename "$$lib").new" && \
+	  mv -f "$(INSTALL_LIB)/$$(basename "$$lib").new" "$(INSTALL_LIB)/$$(basename "$$lib")" || exit 1; \
+	done
+	@install -m 0755 $(HEARTH) "$(INSTALL_LIB)/hearth.new" && mv -f "$(INSTALL_LIB)/hearth.new" "$(INSTALL_LIB)/hearth"
+	@ln -sfn "$(INSTALL_LIB)/hearth" "$(INSTALL_BIN)/hearth"
+	@echo "installed $(INSTALL_BIN)/hearth (files in $(INSTALL_LIB)); your config and data are untouched."
+	@case ":$$PATH:" in *":$(INSTALL_BIN):"*) ;; *) echo "note: $(INSTALL_BIN) is not on your PATH; add it, e.g. in ~/.profile: export PATH=\"$(INSTALL_BIN):\$$PATH\"";; esac
+	@echo "next: hearth doctor; to keep it running: hearth service install"
+
+uninstall:
+	rm -f "$(INSTALL_BIN)/hearth"
+	rm -rf "$(INSTALL_LIB)"
+	@echo "removed hearth from $(PREFIX); your config and data are kept."
 
 model:
 	python3 models/fetch
@@ -92,20 +126,59 @@ prereqs:
 clean:
 	$(CARGO) clean
 
-gpu:
+# NVIDIA's CUDA 13 from PyPI (pinned, with hashes), laid out as a toolkit
+# root: the compiler alone (the tests configure the CUDA backend with it),
+# or with cuBLAS for a whole `make gpu`.
+CUDA_PYPI := target/cuda-pypi
+CUDA_PYPI_ROOT := $(CUDA_PYPI)/nvidia/cu13
+cuda-compiler: $(CUDA_PYPI)/.compiler
+cuda-toolkit: $(CUDA_PYPI)/.toolkit
+	@echo "a CUDA toolkit is in $(CUDA_PYPI_ROOT); build the backend with: make gpu CUDA_PATH=$(CUDA_PYPI_ROOT)"
+$(CUDA_PYPI)/.compiler: gpu/cuda-compiler.txt
+	$(call cuda_pip,gpu/cuda-compiler.txt)
+	touch $@
+$(CUDA_PYPI)/.toolkit: gpu/cuda-toolkit.txt gpu/cuda-compiler.txt
+	$(call cuda_pip,gpu/cuda-toolkit.txt)
+	touch $(CUDA_PYPI)/.compiler $@
+# pip --target cannot add to a folder it made: every part goes in at once.
+# The libraries get the unversioned names CMake looks for.
+define cuda_pip
+	rm -rf $(CUDA_PYPI)
+	python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(CUDA_PYPI) -r $(1)
+	cd $(CUDA_PYPI_ROOT)/lib && for so in lib*.so.*; do ln -sf "$$so" "$${so%%.so.*}.so"; done
+endef
+
+# Configures from llama.cpp's top level (its own switches leave out
+# everything but the libraries); configuring ggml alone would make it a
+# standalone project, which needs files the crate does not ship.
+GPU_CMAKE_FLAGS ?=
+gpu-configure:
 	@nvcc="$$(command -v nvcc 2>/dev/null)"; \
-	[ -n "$$nvcc" ] || { [ -x "$(CUDA_PATH)/bin/nvcc" ] && nvcc="$(CUDA_PATH)/bin/nvcc"; }; \
+	[ -x "$(CUDA_PATH)/bin/nvcc" ] && nvcc="$(CUDA_PATH)/bin/nvcc"; \
 	missing=""; \
-	[ -n "$$nvcc" ] || missing="$$missing\n  nvcc (the CUDA toolkit): not on PATH nor in $(CUDA_PATH)/bin; install it (https://developer.nvidia.com/cuda-downloads, or apt-get install nvidia-cuda-toolkit) or set CUDA_PATH"; \
+	[ -n "$$nvcc" ] || missing="$$missing\n  nvcc (the CUDA toolkit): not on PATH nor in $(CUDA_PATH)/bin; install it (https://developer.nvidia.com/cuda-downloads, or apt-get install nvidia-cuda-toolkit), or get one from PyPI with \`make cuda-toolkit\` and set CUDA_PATH=$(CUDA_PYPI_ROOT)"; \
 	command -v $(CMAKE) >/dev/null 2>&1 || missing="$$missing\n  cmake: apt-get install cmake"; \
-	[ -f "$(LLAMA_SRC)/ggml/CMakeLists.txt" ] || missing="$$missing\n  the llama.cpp sources of llama-cpp-sys-2 $(LLAMA_SYS_VERSION): run cargo fetch, or set LLAMA_SRC=/path/to/llama.cpp"; \
+	[ -f "$(LLAMA_SRC)/CMakeLists.txt" ] && [ -f "$(LLAMA_SRC)/ggml/CMakeLists.txt" ] || missing="$$missing\n  the llama.cpp sources of llama-cpp-sys-2 $(LLAMA_SYS_VERSION): run cargo fetch, or set LLAMA_SRC=/path/to/llama.cpp"; \
 	if [ -n "$$missing" ]; then printf "make gpu: cannot build the CUDA backend; missing:$$missing\n" >&2; exit 1; fi; \
-	echo "building the CUDA backend from $(LLAMA_SRC) with $$nvcc"; \
-	$(CMAKE) -S "$(LLAMA_SRC)/ggml" -B "$(GPU_BUILD)" -DCMAKE_BUILD_TYPE=Release \
-	  -DCMAKE_CUDA_COMPILER="$$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$(CUDA_ARCHS)" \
+	root="$$(dirname "$$(dirname "$$nvcc")")"; \
+	driver=""; \
+	for d in "$$root/lib64/stubs/libcuda.so" "$$root/lib/stubs/libcuda.so" /usr/lib/x86_64-linux-gnu/libcuda.so /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1; do \
+	  [ -e "$$d" ] && { driver="-DCUDA_cuda_driver_LIBRARY=$$d"; break; }; \
+	done; \
+	if [ -z "$$driver" ]; then \
+	  driver="-DGGML_CUDA_NO_VMM=ON"; \
+	  echo "note: no CUDA driver library (libcuda.so) here, nor a stub in the toolkit: building without CUDA's virtual memory management (the backend then uses its plain memory pool)"; \
+	fi; \
+	echo "configuring the CUDA backend from $(LLAMA_SRC) with $$nvcc"; \
+	$(CMAKE) -S "$(LLAMA_SRC)" -B "$(GPU_BUILD)" -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_CUDA_COMPILER="$$nvcc" -DCUDAToolkit_ROOT="$$root" -DCMAKE_CUDA_ARCHITECTURES="$(CUDA_ARCHS)" \
 	  -DGGML_CUDA=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
-	  -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF && \
-	$(CMAKE) --build "$(GPU_BUILD)" --config Release --target ggml-cuda -j "$$(nproc)" && \
+	  -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
+	  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+	  -DLLAMA_OPENSSL=OFF $$driver $(GPU_CMAKE_FLAGS)
+
+gpu: gpu-configure
+	@$(CMAKE) --build "$(GPU_BUILD)" --config Release --target ggml-cuda -j "$$(nproc)" && \
 	lib="$$(find "$(GPU_BUILD)" -name libggml-cuda.so -type f | head -n 1)" && \
 	[ -n "$$lib" ] || { echo "make gpu: the build made no libggml-cuda.so" >&2; exit 1; }; \
 	mkdir -p "$(GPU_DEST)" && install -m 0755 "$$lib" "$(GPU_DEST)/libggml-cuda.so" && \

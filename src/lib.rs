@@ -19,6 +19,7 @@
 //! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
 //! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`history`]: conversation turns persisted in SQLite.
+//! - [`lock`]: one daemon per data folder.
 //! - [`storage`]: opening the SQLite files (WAL, busy timeout, schema).
 //! - [`private`]: files and folders only hearth's user may read.
 //! - [`providers`]: the [`providers::Provider`] seam replies come from.
@@ -40,6 +41,7 @@ pub mod engine;
 pub mod history;
 pub mod inbox;
 pub mod lms;
+pub mod lock;
 pub mod memory;
 pub mod metrics;
 pub mod models;

@@ -201,6 +201,105 @@ fn secrets_inside_urls_and_type_errors_are_never_printed() {
 }
 
 #[test]
+fn secrets_inside_provider_urls_are_masked_by_config_check_and_doctor() {
+    let s = Sandbox::new();
+    common::model(common::SMOLLM2);
+    let path = s.config(
+        "[providers.openai]\nbase_url = \"http://ada:hunter22pass@127.0.0.1:9/v1?api_key=sk-query-0123456789&region=eu\"\nmodel = \"gpt-x\"\n[providers.anthropic]\nbase_url = \"http://bob:s3cr3t-anth@127.0.0.1:9\"\nmodel = \"claude-x\"\n[routing]\nfallback = [\"openai\", \"anthropic\"]\n",
+    );
+    let checked = config_check(&s, &path);
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let doctor = s
+        .hearth()
+        .args(["--config", path.to_str().unwrap(), "doctor"])
+        .output()
+        .unwrap();
+    for (what, out) in [("config check", &checked), ("doctor", &doctor)] {
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for secret in ["hunter22pass", "sk-query-0123456789", "s3cr3t-anth"] {
+            assert!(!text.contains(secret), "{what} printed {secret}: {text}");
+        }
+        // Positive control: the rest of the address is there.
+        assert!(text.contains("127.0.0.1:9"), "{what}: {text}");
+    }
+    let stdout = String::from_utf8_lossy(&checked.stdout);
+    assert!(stdout.contains("region=eu"), "{stdout}");
+}
+
+/// Runs `command` for at most 20 s; `None` when it was still running.
+fn within_20s(mut command: std::process::Command) -> Option<Output> {
+    use std::process::Stdio;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn a_fifo_as_the_config_is_refused_at_once_by_every_way_of_naming_it() {
+    let s = Sandbox::new();
+    let fifo = s.path("config.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path in our own temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let default = s.path(".config/hearth/config.toml");
+    std::fs::create_dir_all(default.parent().unwrap()).unwrap();
+    let d = std::ffi::CString::new(default.to_str().unwrap()).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::mkfifo(d.as_ptr(), 0o600) }, 0);
+    let mut by_flag = s.hearth_process();
+    by_flag.args(["--config", fifo.to_str().unwrap(), "inbox"]);
+    let mut by_env = s.hearth_process();
+    by_env.env("HEARTH_CONFIG", &fifo).args(["inbox"]);
+    let mut by_default = s.hearth_process();
+    by_default.args(["inbox"]);
+    let mut checked = s.hearth_process();
+    checked.args(["config", "check", fifo.to_str().unwrap()]);
+    for (what, command) in [
+        ("--config", by_flag),
+        ("HEARTH_CONFIG", by_env),
+        ("the default path", by_default),
+        ("config check", checked),
+    ] {
+        let out = within_20s(command).unwrap_or_else(|| panic!("{what}: hearth hung on a FIFO"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: {stderr}");
+        assert!(stderr.contains("not a regular file"), "{what}: {stderr}");
+        assert_no_panic(&stderr);
+    }
+    // Positive control: the same command with a plain file runs.
+    std::fs::remove_file(&default).unwrap();
+    let path = s.config("[log]\nlevel = \"warn\"\n");
+    let mut plain = s.hearth_process();
+    plain.args(["--config", path.to_str().unwrap(), "inbox"]);
+    let out = within_20s(plain).expect("a plain config is read");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn an_old_workspace_inside_the_data_dir_is_moved_out_once() {
     let s = Sandbox::new();
     let old = s.path("data/workspace");

@@ -578,3 +578,139 @@ async fn a_sender_removed_from_allowed_users_while_down_is_not_answered_after_re
     let log = log + &daemon.term().1;
     assert_no_panic(&log);
 }
+
+/// `hearth ARGS…` on `config` with `stdin`, run to its end in a thread.
+async fn run_beside(
+    sandbox: &Sandbox,
+    config: &Path,
+    args: &[&str],
+    stdin: &str,
+) -> std::process::Output {
+    use std::io::Write;
+    let mut child = sandbox
+        .hearth_process()
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// Two daemons on one data folder would both take up the inbox: the
+/// second used to read the first one's in-flight messages as leftovers of
+/// a crash and answer them again. Now it refuses at once and names the
+/// first; `hearth chat` beside the running daemon works and leaves its
+/// messages alone; every Telegram message is answered once, and not as
+/// late. The control: once the first daemon stops, a daemon starts there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_daemon_on_one_data_folder_is_refused_and_nothing_is_answered_twice() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(10, Duration::from_millis(300)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "", "");
+    let first = Daemon::start(&sandbox, &config);
+    let questions = ["one in flight", "two waiting", "three waiting"];
+    for q in questions {
+        send(&fake, 601, q);
+    }
+    until("the first reply underway", Duration::from_secs(20), || {
+        model.asked("one in flight") == 1
+    })
+    .await;
+
+    let started = Instant::now();
+    let second = run_beside(&sandbox, &config, &["daemon"], "").await;
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        stderr.contains("another hearth daemon is using the data folder")
+            && stderr.contains(&format!("pid {}", first.child.id()))
+            && stderr.contains("[data] dir"),
+        "{stderr}"
+    );
+    assert_no_panic(&stderr);
+
+    // The terminal beside the daemon: answered, and the daemon's messages
+    // are left to it.
+    let chat = run_beside(&sandbox, &config, &["chat"], "hello from the terminal\n").await;
+    let said = String::from_utf8_lossy(&chat.stdout);
+    assert!(
+        chat.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&chat.stderr)
+    );
+    assert!(
+        said.contains(&reply_to("hello from the terminal")),
+        "{said}"
+    );
+
+    until("every question answered", Duration::from_secs(60), || {
+        questions.iter().all(|q| answers(&fake, 601, q) >= 1)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for q in questions {
+        assert_eq!(answers(&fake, 601, q), 1, "{q}: {:?}", fake.chat(601));
+        assert_eq!(model.asked(q), 1, "{q} was asked twice");
+    }
+    assert!(
+        fake.chat(601).iter().all(|m| !m.contains(LATE)),
+        "nothing restarted: {:?}",
+        fake.chat(601)
+    );
+    let (code, log) = first.term();
+    assert_eq!(code, Some(0), "{log}");
+    let again = Daemon::start(&sandbox, &config);
+    assert_no_panic(&(log + &again.term().1));
+}
+
+/// A gateway port that another program holds stops the start within
+/// seconds, with the fix; the control is the same config on a free port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_port_stops_the_start_with_the_fix() {
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(1, Duration::from_millis(10)).await;
+    let sandbox = Sandbox::new();
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    let gateway = |port: u16| {
+        format!(
+            "[channels.gateway]\nlisten = \"127.0.0.1:{port}\"\nallow_loopback_without_token = true\n"
+        )
+    };
+    let taken = config(&sandbox, &fake, &model, "", &gateway(port));
+    let started = Instant::now();
+    let out = run_beside(&sandbox, &taken, &["daemon"], "").await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        stderr.contains(&format!("cannot listen on 127.0.0.1:{port}"))
+            && stderr.contains("[channels.gateway] listen"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("listening on"), "{stderr}");
+    assert_no_panic(&stderr);
+    // Positive control: a free port starts.
+    drop(holder);
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let config = config(&sandbox, &fake, &model, "", &gateway(port));
+    let daemon = Daemon::start(&sandbox, &config);
+    assert_no_panic(&daemon.term().1);
+}

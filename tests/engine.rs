@@ -415,6 +415,7 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
         registry: &registry,
         tools: &ctx,
         before_tool_call: None,
+        after_tool_call: None,
     };
     let system = hearth::agent::prompt::build(&hearth::agent::prompt::PromptInputs {
         tools: &registry.specs(),

@@ -139,15 +139,27 @@ async fn the_token_guards_every_route() {
     assert_eq!(status, 401);
     let (status, body) = post(&url, Some(token), json!({"text": "hi"})).await;
     assert_eq!((status, body["reply"].as_str()), (200, Some("echo: hi")));
-    let health = reqwest::get(format!("{url}/health")).await.unwrap();
-    assert_eq!(health.status().as_u16(), 401);
-    let health = reqwest::Client::new()
-        .get(format!("{url}/health"))
-        .bearer_auth(token)
+    // Every other route refuses a missing token, /metrics included…
+    let metrics = reqwest::get(format!("{url}/metrics")).await.unwrap();
+    assert_eq!(metrics.status().as_u16(), 401);
+    let completions = reqwest::Client::new()
+        .post(format!("{url}/v1/chat/completions"))
+        .json(&json!({"model": "hearth", "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
         .unwrap();
-    assert_eq!(health.status().as_u16(), 200);
+    assert_eq!(completions.status().as_u16(), 401);
+    // …but /health, which says nothing but "ok", answers monitors without it.
+    for bearer in [None, Some(token), Some("wrong-token-0000000000")] {
+        let mut request = reqwest::Client::new().get(format!("{url}/health"));
+        if let Some(t) = bearer {
+            request = request.bearer_auth(t);
+        }
+        let health = request.send().await.unwrap();
+        assert_eq!(health.status().as_u16(), 200);
+        let body: Value = health.json().await.unwrap();
+        assert_eq!(body, json!({"status": "ok"}));
+    }
     daemon.stop().await;
 }
 

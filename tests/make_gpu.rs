@@ -1,7 +1,12 @@
 //! `make gpu` on a machine without the CUDA toolkit: it stops at once and
 //! names what is missing. With stand-ins for nvcc and CMake, the recipe is
-//! followed to the end: the vendored llama.cpp's ggml is configured as a
+//! followed to the end: the vendored llama.cpp is configured with a
 //! dynamically loaded CUDA backend and the library lands where hearth looks.
+//! With the real CMake and NVIDIA's real compiler from PyPI (`make
+//! cuda-compiler`, which `make test` runs), the configure step itself runs
+//! on the vendored sources and gets past configure and generate; cuBLAS,
+//! which only the link needs, is a stand-in there (a library with no
+//! symbols), since the real one is 444 MB.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -13,7 +18,7 @@ fn bare_path(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for tool in [
-        "sh", "sed", "find", "head", "mkdir", "install", "nproc", "cat", "printf", "env",
+        "sh", "sed", "find", "head", "mkdir", "install", "nproc", "cat", "printf", "env", "dirname",
     ] {
         let found = ["/usr/bin", "/bin", "/usr/local/bin"]
             .iter()
@@ -137,13 +142,15 @@ fn with_the_toolkit_it_builds_the_vendored_ggml_as_a_loadable_cuda_backend() {
         .and_then(|r| r.split('"').next())
         .unwrap();
     assert!(
-        configure.contains(&format!("llama-cpp-sys-2-{version}/llama.cpp/ggml")),
-        "not the vendored sources: {configure}"
+        configure.contains(&format!("llama-cpp-sys-2-{version}/llama.cpp -B")),
+        "not the vendored sources' top level: {configure}"
     );
     for flag in [
         "-DGGML_CUDA=ON",
         "-DGGML_BACKEND_DL=ON",
         "-DBUILD_SHARED_LIBS=ON",
+        "-DLLAMA_BUILD_COMMON=OFF",
+        "-DLLAMA_BUILD_TOOLS=OFF",
     ] {
         assert!(configure.contains(flag), "{flag} missing: {configure}");
     }
@@ -157,4 +164,116 @@ fn with_the_toolkit_it_builds_the_vendored_ggml_as_a_loadable_cuda_backend() {
     );
     assert!(dir.path().join("dest/libggml-cuda.so").is_file());
     assert!(stdout.contains("hearth doctor"), "{stdout}");
+}
+
+/// NVIDIA's compiler as `make cuda-compiler` lays it out.
+fn pypi_cuda() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cuda-pypi/nvidia/cu13");
+    assert!(
+        root.join("bin/nvcc").is_file(),
+        "no CUDA compiler in {}: run `make cuda-compiler` (make test does)",
+        root.display()
+    );
+    root
+}
+
+/// A cuBLAS with no symbols: enough for CMake to make its target.
+fn stand_in_cublas(dir: &Path) -> String {
+    let c = dir.join("empty.c");
+    std::fs::write(&c, "void hearth_stand_in(void) {}\n").unwrap();
+    let mut flags = Vec::new();
+    for name in ["cublas", "cublasLt"] {
+        let lib = dir.join(format!("lib{name}.so"));
+        let built = std::process::Command::new("cc")
+            .args(["-shared", "-o"])
+            .arg(&lib)
+            .arg(&c)
+            .status()
+            .unwrap();
+        assert!(built.success());
+        flags.push(format!("-DCUDA_{name}_LIBRARY={}", lib.display()));
+    }
+    flags.join(" ")
+}
+
+/// `make gpu-configure` with the real CMake and nvcc.
+fn configure(dir: &Path, llama_src: Option<&Path>) -> (bool, String) {
+    let mut cmd = std::process::Command::new(on_path("make"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["-s", "gpu-configure"])
+        .arg(format!("CUDA_PATH={}", pypi_cuda().display()))
+        .arg(format!("GPU_BUILD={}", dir.join("build").display()))
+        .arg("CUDA_ARCHS=90")
+        .arg(format!("GPU_CMAKE_FLAGS={}", stand_in_cublas(dir)));
+    if let Some(src) = llama_src {
+        cmd.arg(format!("LLAMA_SRC={}", src.display()));
+    }
+    let out = cmd.output().expect("make");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_configure_step_runs_on_the_vendored_sources_with_nvidias_compiler() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, log) = configure(dir.path(), None);
+    assert!(ok, "{log}");
+    for step in [
+        "The CUDA compiler identification is NVIDIA",
+        "Including CUDA backend",
+        "Configuring done",
+        "Generating done",
+    ] {
+        assert!(log.contains(step), "no `{step}`:\n{log}");
+    }
+    assert!(
+        dir.path().join("build/build.ninja").is_file()
+            || dir.path().join("build/Makefile").is_file()
+    );
+}
+
+/// The control: the way `make gpu` used to configure (ggml on its own, a
+/// standalone project) fails on these same sources, so the test above can
+/// fail.
+#[test]
+fn configuring_ggml_alone_fails_on_the_vendored_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")).unwrap();
+    let version = lock
+        .split("name = \"llama-cpp-sys-2\"\nversion = \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    let home = std::env::var("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cargo"));
+    let ggml = std::fs::read_dir(home.join("registry/src"))
+        .unwrap()
+        .flatten()
+        .map(|d| {
+            d.path()
+                .join(format!("llama-cpp-sys-2-{version}/llama.cpp/ggml"))
+        })
+        .find(|p| p.is_dir())
+        .expect("the vendored sources");
+    // ggml's own folder looks like a llama.cpp tree to the Makefile check
+    // only if it has a ggml/ inside: give it its parent's layout by a link.
+    let fake_src = dir.path().join("src");
+    std::fs::create_dir_all(&fake_src).unwrap();
+    std::fs::copy(ggml.join("CMakeLists.txt"), fake_src.join("CMakeLists.txt")).unwrap();
+    for entry in std::fs::read_dir(&ggml).unwrap().flatten() {
+        if entry.file_name() != "CMakeLists.txt" {
+            std::os::unix::fs::symlink(entry.path(), fake_src.join(entry.file_name())).unwrap();
+        }
+    }
+    std::os::unix::fs::symlink(&ggml, fake_src.join("ggml")).unwrap();
+    let (ok, log) = configure(dir.path(), Some(&fake_src));
+    assert!(!ok, "{log}");
+    assert!(log.contains("ggml.pc.in"), "{log}");
 }

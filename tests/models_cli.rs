@@ -347,3 +347,39 @@ async fn rm_deletes_a_download_but_never_the_model_in_use() {
     assert!(!out.status.success());
     assert!(text(&out).contains("not downloaded"), "{}", text(&out));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hub_announcing_10_tb_is_refused_before_anything_is_written() {
+    // A catalogue model whose size the catalogue does not record: the hub's
+    // word is all there is.
+    let file = "Qwen3-4B-Instruct-2507-Q4_K_M.gguf";
+    let bytes = b"GGUF not really a model, but small".repeat(1000);
+    let hub = FakeHub::start("unsloth/Qwen3-4B-Instruct-2507-GGUF", file, bytes.clone()).await;
+    hub.behave(|b| b.advertise_size = Some(10 << 40));
+    let s = Sandbox::new();
+    let config = config_for(&s, &hub.url);
+    let started = std::time::Instant::now();
+    let out = hearth(&s, &config, &["models", "pull", "qwen3-4b"]).await;
+    common::assert_no_panic(&text(&out));
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("announces") && text(&out).contains("hub_url"),
+        "{}",
+        text(&out)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(
+        hub.requests().iter().all(|r| r.sent == 0),
+        "nothing was transferred: {:?}",
+        hub.requests()
+    );
+    assert!(!s.path("data/models").join(format!("{file}.part")).exists());
+    // Positive control: the same hub announcing the file's real size.
+    hub.behave(|b| b.advertise_size = None);
+    let out = hearth(&s, &config, &["models", "pull", "qwen3-4b"]).await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(s.path("data/models").join(file)).unwrap(),
+        bytes
+    );
+}

@@ -247,6 +247,67 @@ async fn errors_end_with_a_clear_outcome() {
     );
 }
 
+/// A 60 KB paste does not fit however short the history is made: the
+/// person is told that the message itself is too long and what works, the
+/// history is left whole, and sending it again says the same (it used to
+/// say "send your last message again", which failed the same way).
+#[tokio::test(start_paused = true)]
+async fn a_paste_longer_than_the_context_says_so_and_keeps_the_history() {
+    let home = tempfile::tempdir().unwrap();
+    let cfg = config(home.path());
+    let data_dir = cfg.data_dir.clone();
+    let overflow = || ProviderError::ContextOverflow {
+        needed: 16_000,
+        limit: 4096,
+    };
+    let mut scripted = ScriptedProvider::new(["fine"]);
+    for _ in 0..4 {
+        scripted = scripted.then_fail(overflow());
+    }
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(builder(cfg, local(Arc::new(scripted))), channel.clone());
+    let earlier = format!("remember this: {}", "early words ".repeat(80));
+    channel.inject_text("ada", &earlier);
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    let paste = "A pasted log line that goes on and on.\n".repeat(1_600);
+    assert!(paste.len() > 60_000);
+    for _ in 0..2 {
+        channel.inject_text("ada", &paste);
+        assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Overflow);
+    }
+    let sent = texts(&channel, "ada");
+    for notice in &sent[1..] {
+        assert!(
+            notice.contains("too long for the model")
+                && notice.contains("4096 tokens")
+                && notice.contains("file")
+                && notice.contains("context_size"),
+            "{notice}"
+        );
+        assert!(!notice.contains("send your last message again"), "{notice}");
+    }
+    daemon.stop().await;
+    // The earlier turn is still there whole: nothing was compacted.
+    let history = HistoryStore::open(&HistoryStore::path_in(&data_dir))
+        .unwrap()
+        .load("mem_ada_ada", 50)
+        .unwrap();
+    assert!(
+        history.iter().any(|m| m.content == earlier),
+        "{:?}",
+        history.iter().map(|m| m.content.len()).collect::<Vec<_>>()
+    );
+    // The paste left the history, so the next turn is not overflowed by it.
+    assert!(history.iter().all(|m| m.content != paste));
+    assert!(
+        history
+            .iter()
+            .any(|m| m.content.contains("too long to read")),
+        "{:?}",
+        history.iter().map(|m| m.content.len()).collect::<Vec<_>>()
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn typing_drafts_tool_notices_and_reactions() {
     let home = tempfile::tempdir().unwrap();

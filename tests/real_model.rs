@@ -12,6 +12,7 @@ use hearth::history::HistoryStore;
 const GREEDY: &str = "[generation]\ntemperature = 0.0\nmax_tokens = 96\n";
 
 fn ask(s: &Sandbox, config: &std::path::Path, args: &[&str], stdin: &str) -> String {
+    let started = std::time::Instant::now();
     let out = s
         .hearth()
         .arg("--config")
@@ -23,7 +24,14 @@ fn ask(s: &Sandbox, config: &std::path::Path, args: &[&str], stdin: &str) -> Str
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_no_panic(&stderr);
-    assert!(out.status.success(), "hearth ask failed: {stderr}");
+    // The status says what stderr cannot: a signal (the harness's 300 s
+    // limit kills with SIGKILL), or a code.
+    assert!(
+        out.status.success(),
+        "hearth ask failed ({:?} after {:.1} s): {stderr}",
+        out.status,
+        started.elapsed().as_secs_f32()
+    );
     String::from_utf8(out.stdout).expect("utf-8 reply")
 }
 
@@ -202,5 +210,42 @@ fn gemma_without_metadata_template_runs_with_the_builtin_one() {
         gemma.display()
     ));
     let reply = ask(&s, &config, &["What is the capital of France?"], "");
+    assert!(!reply.trim().is_empty());
+}
+
+/// SmolLM2 behind QwQ's template, which opens the think block itself: the
+/// small model never closes it, so the reply is all hidden thought. `ask`
+/// says so and names the ways out instead of "an empty reply"; the control
+/// is the same question under a template without a think block.
+#[test]
+fn a_reply_that_only_thought_says_what_happened_and_the_way_out() {
+    common::model(common::SMOLLM2);
+    let template = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/templates/Qwen-QwQ-32B.jinja");
+    assert!(template.is_file(), "{} is missing", template.display());
+    let s = Sandbox::new();
+    let base = format!(
+        "[model]\nchat_template = \"{}\"\n[generation]\ntemperature = 0.0\nmax_tokens = 24\n",
+        template.display()
+    );
+    let config = s.config(&base);
+    let out = s
+        .hearth()
+        .args(["--config", config.to_str().unwrap(), "ask", "What is 2+2?"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("only thought") && stderr.contains("reasoning = \"off\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("empty reply"), "{stderr}");
+    // The control: the same model and question under a template that does
+    // not open a think block is answered.
+    let config = s.config(
+        "[model]\nchat_template = \"chatml\"\n[generation]\ntemperature = 0.0\nmax_tokens = 24\n",
+    );
+    let reply = ask(&s, &config, &["What is 2+2?"], "");
     assert!(!reply.trim().is_empty());
 }

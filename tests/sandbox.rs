@@ -41,6 +41,10 @@ struct World {
     ctx: ToolContext,
     listener_port: u16,
     connections: Arc<AtomicUsize>,
+    /// A Unix socket outside the workspace, as `$SSH_AUTH_SOCK` or the
+    /// user's systemd bus would be, and the connections it received.
+    socket: PathBuf,
+    unix_connections: Arc<AtomicUsize>,
     neighbour: std::process::Child,
 }
 
@@ -98,6 +102,19 @@ fn world(agent: &str) -> World {
             }
         }
     });
+    let run = root.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let socket = run.join("agent.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let unix_connections = Arc::new(AtomicUsize::new(0));
+    let counted = unix_connections.clone();
+    std::thread::spawn(move || {
+        for stream in unix.incoming() {
+            if stream.is_ok() {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
     // A process beside hearth whose environment holds the bot token, as
     // the daemon's does.
     let neighbour = std::process::Command::new("sleep")
@@ -115,6 +132,8 @@ fn world(agent: &str) -> World {
         ctx,
         listener_port,
         connections,
+        socket,
+        unix_connections,
         neighbour,
     }
 }
@@ -195,7 +214,7 @@ fn spaced(s: &str) -> String {
 }
 
 /// The hostile shell commands. `{out}`, `{data}`, `{port}`, `{pid}` and
-/// `{home}` are filled in.
+/// `{home}`, `{mark}` and `{sock}` are filled in.
 const HOSTILE: &[&str] = &[
     // Paths in arguments, absolute and relative.
     "cat /etc/passwd",
@@ -269,6 +288,11 @@ const HOSTILE: &[&str] = &[
     "bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'",
     "curl -s -m 2 http://127.0.0.1:{port}/",
     "wget -q -T 2 -O - http://127.0.0.1:{port}/",
+    // Unix sockets outside: an agent, a bus, a container daemon.
+    "python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('{sock}')\"",
+    "curl -s -m 2 --unix-socket {sock} http://x/",
+    "awk 'BEGIN{system(\"curl -s -m 2 --unix-socket {sock} http://x/\")}'",
+    "python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('\\0hearth-abstract')\"",
     // Signals to the host's processes.
     "kill -9 -1",
     "kill -9 {pid}",
@@ -291,6 +315,7 @@ fn fill(template: &str, w: &World) -> String {
         .replace("{port}", &w.listener_port.to_string())
         .replace("{pid}", &w.neighbour.id().to_string())
         .replace("{mark}", MARK)
+        .replace("{sock}", &w.socket.display().to_string())
 }
 
 async fn call(w: &World, tool: &str, args: Value) -> ToolResult {
@@ -361,6 +386,11 @@ async fn hostile_suite(w: &mut World) -> usize {
         w.connections.load(Ordering::SeqCst),
         0,
         "a command reached the loopback listener"
+    );
+    assert_eq!(
+        w.unix_connections.load(Ordering::SeqCst),
+        0,
+        "a command reached a Unix socket outside the workspace"
     );
     // The fork bomb and the rest left nothing running.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -541,6 +571,88 @@ async fn with_the_sandbox_off_the_suite_fails_so_it_can() {
         "uncontained, the file is read: {}",
         r.content
     );
+    // The Unix socket probe can fail too: uncontained, it connects.
+    let command = fill(HOSTILE_UNIX, &w);
+    call(&w, "shell", json!({ "command": command })).await;
+    assert_eq!(w.unix_connections.load(Ordering::SeqCst), 1);
+}
+
+/// Connects to the Unix socket outside; the hostile suite has it too.
+const HOSTILE_UNIX: &str = "curl -s -m 2 --unix-socket {sock} http://x/";
+
+/// Commands that need a capability, harmless when they succeed: the host
+/// keeps its name, and the file is the command's own.
+const NEEDS_CAPABILITY: &[(&str, &str)] = &[
+    (
+        "python3 -c \"import socket; socket.sethostname(socket.gethostname()); print('SETHOSTNAME-OK')\"",
+        "SETHOSTNAME-OK",
+    ),
+    (
+        "touch mine.txt && chown 1 mine.txt && echo CHOWN-OK",
+        "CHOWN-OK",
+    ),
+    (
+        "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_RAW, 1); print('RAW-OK')\"",
+        "RAW-OK",
+    ),
+];
+
+/// Under Landlock, with the network closed and open, a root daemon's
+/// command keeps no capability and reaches no Unix socket; bubblewrap
+/// beside it; `sandbox = "off"` as root is the positive control that shows
+/// the probes work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn landlock_commands_have_no_capabilities_and_no_unix_sockets() {
+    let _serial = SERIAL.lock().await;
+    let root = unsafe { libc::geteuid() } == 0;
+    for (agent, contained) in [
+        ("sandbox = \"landlock\"", true),
+        ("sandbox = \"landlock\"\nsandbox_network = true", true),
+        ("sandbox = \"bubblewrap\"\nsandbox_network = true", true),
+        ("sandbox = \"off\"", false),
+    ] {
+        let w = world(&format!("autonomy = \"full\"\n{agent}"));
+        if agent.contains("landlock") {
+            assert_eq!(*w.ctx.sandbox.containment(), Containment::Landlock);
+        }
+        for (command, done) in NEEDS_CAPABILITY {
+            let r = call(&w, "shell", json!({ "command": command })).await;
+            if contained {
+                assert!(
+                    !r.content.contains(done),
+                    "{agent}: {command}: {}",
+                    r.content
+                );
+            } else if root {
+                assert!(
+                    r.content.contains(done),
+                    "{agent}: {command}: {}",
+                    r.content
+                );
+            }
+        }
+        let before = w.unix_connections.load(Ordering::SeqCst);
+        let r = call(&w, "shell", json!({ "command": fill(HOSTILE_UNIX, &w) })).await;
+        let reached = w.unix_connections.load(Ordering::SeqCst) - before;
+        assert_eq!(reached, usize::from(!contained), "{agent}: {}", r.content);
+        if agent.contains("sandbox_network") {
+            // The network it was given still works: a TCP connection to
+            // the loopback listener.
+            let before = w.connections.load(Ordering::SeqCst);
+            let r = call(
+                &w,
+                "shell",
+                json!({"command": format!("curl -s -m 2 http://127.0.0.1:{}/ ; true", w.listener_port)}),
+            )
+            .await;
+            assert_eq!(
+                w.connections.load(Ordering::SeqCst),
+                before + 1,
+                "{agent}: {}",
+                r.content
+            );
+        }
+    }
 }
 
 #[test]

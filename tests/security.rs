@@ -172,3 +172,40 @@ fn a_workspace_inside_a_forbidden_folder_still_works() {
             .is_err()
     );
 }
+
+#[test]
+fn a_workspace_containing_the_config_folder_is_refused() {
+    use hearth::config::{Config, Environment};
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().canonicalize().unwrap();
+    let env = Environment::with_home(&home);
+    let config_dir = home.join(".config/hearth");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    let file = config_dir.join("config.toml");
+    // The default config's folder, its parent, the folder itself, and the
+    // home above them: each would let a tool read the tokens.
+    for workspace in ["~/.config", "~/.config/hearth"] {
+        let text = format!("[agent]\nworkspace = \"{workspace}\"\n");
+        let e = Config::parse(&text, &file, &env).unwrap_err().to_string();
+        assert!(
+            e.contains("agent.workspace") && e.contains("holds hearth's config"),
+            "{workspace}: {e}"
+        );
+    }
+    // A config named elsewhere (--config) counts too.
+    let elsewhere = home.join("etc/hearth.toml");
+    let e = Config::parse(
+        &format!("[agent]\nworkspace = \"{}\"\n", home.join("etc").display()),
+        &elsewhere,
+        &env,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("holds hearth's config"), "{e}");
+    // Positive control: a workspace beside them, and one inside the
+    // config's folder (the config is not inside it), are accepted.
+    for workspace in ["~/work", "~/.config/hearth/ws"] {
+        let text = format!("[agent]\nworkspace = \"{workspace}\"\n");
+        Config::parse(&text, &file, &env).unwrap_or_else(|e| panic!("{workspace}: {e}"));
+    }
+}

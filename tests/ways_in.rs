@@ -293,6 +293,44 @@ async fn the_daemon_binary_serves_smollm2_to_every_way_in_and_counts_it() {
         ),
         0.0
     );
+    // The process and the build, and what has not happened yet, at 0.
+    assert!(sample(&samples, "process_resident_memory_bytes", json!({})) > 1e6);
+    assert!(sample(&samples, "process_open_fds", json!({})) > 3.0);
+    assert!(sample(&samples, "process_start_time_seconds", json!({})) > 1.7e9);
+    assert_eq!(sample(&samples, "hearth_build_info", json!({})), 1.0);
+    for (name, labels) in [
+        (
+            "hearth_tool_calls_total",
+            json!({"tool": "file_write", "outcome": "refused"}),
+        ),
+        (
+            "hearth_messages_total",
+            json!({"channel": "gateway", "outcome": "timed_out"}),
+        ),
+        (
+            "hearth_channel_errors_total",
+            json!({"channel": "gateway", "operation": "send"}),
+        ),
+    ] {
+        assert!(
+            samples.iter().any(|(n, l, v)| n == name
+                && labels
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .all(|(k, x)| l.get(k) == Some(x))
+                && *v == 0.0),
+            "{name} {labels} at 0: {samples:?}"
+        );
+    }
+    // The older text format, asked for by name or by default, reads the
+    // same counts with that format's own parser.
+    for accept in [Some("text/plain;version=0.0.4"), None] {
+        let text = scrape_as(addr, accept).await;
+        let replied = json!({"channel": "gateway", "outcome": "replied"});
+        assert_eq!(sample(&text, "hearth_messages_total", replied), 5.0);
+        assert_eq!(sample(&text, "hearth_build_info", json!({})), 1.0);
+    }
     let _ = daemon.start_kill();
     let _ = daemon.wait().await;
 }

@@ -37,6 +37,9 @@ pub enum HookDecision {
 pub type BeforeToolCall =
     dyn Fn(&ParsedToolCall) -> futures::future::BoxFuture<'static, HookDecision> + Send + Sync;
 
+/// Told of each call's result once it has one (run, refused or failed).
+pub type AfterToolCall = dyn Fn(&ParsedToolCall, &ToolResultMessage) + Send + Sync;
+
 pub struct LoopSettings {
     pub max_iterations: u32,
     pub timeout: Duration,
@@ -82,6 +85,7 @@ pub struct ToolLoop<'a> {
     pub registry: &'a ToolRegistry,
     pub tools: &'a ToolContext,
     pub before_tool_call: Option<&'a BeforeToolCall>,
+    pub after_tool_call: Option<&'a AfterToolCall>,
 }
 
 impl ToolLoop<'_> {
@@ -190,7 +194,9 @@ impl ToolLoop<'_> {
             }
             if parsed.calls.is_empty() && parsed.malformed.is_empty() {
                 if parsed.text.trim().is_empty() {
-                    parsed.text = fallback_answer(&history, reply.finish);
+                    let thought =
+                        !reply.reasoning.trim().is_empty() || !parsed.reasoning.trim().is_empty();
+                    parsed.text = fallback_answer(&history, reply.finish, thought);
                 }
                 history.push(ConversationMessage::Chat(ChatMessage::assistant(
                     parsed.text.clone(),
@@ -326,12 +332,16 @@ impl ToolLoop<'_> {
                     .await
             }
         };
-        ToolResultMessage {
+        let message = ToolResultMessage {
             call_id: call.id.clone(),
             name: call.name.clone(),
             content: result.content,
             is_error: result.is_error,
+        };
+        if let Some(after) = self.after_tool_call {
+            after(call, &message);
         }
+        message
     }
 }
 
@@ -365,11 +375,15 @@ fn nudge(prompt: &mut Vec<ChatMessage>) {
     }
 }
 
+/// What a reasoning model that only thought is answered with: its thinking
+/// is hidden, so the person would otherwise see nothing.
+pub const THOUGHT_ONLY: &str = "I only thought about this and never wrote an answer (my thinking is hidden from you). Ask again, perhaps more simply; if it keeps happening, set `[generation] reasoning = \"off\"` or raise `[generation] max_tokens`.";
+
 /// When a model says nothing after using tools, the user still gets what
 /// the last successful tool returned; otherwise why there is no answer,
 /// where it is known (a reasoning model that thought until the reply was
 /// cut says so, with the setting that gives it room).
-fn fallback_answer(history: &[ConversationMessage], finish: FinishReason) -> String {
+fn fallback_answer(history: &[ConversationMessage], finish: FinishReason, thought: bool) -> String {
     let last_ok = history.iter().rev().find_map(|m| match m {
         ConversationMessage::ToolResults(results) => results.iter().rev().find(|r| !r.is_error),
         _ => None,
@@ -379,6 +393,7 @@ fn fallback_answer(history: &[ConversationMessage], finish: FinishReason) -> Str
         None => match finish {
             FinishReason::Length => "I ran out of room for this reply before I got to an answer (it went on thinking). Ask again more simply, or raise `max_tokens` in `[generation]`.".to_string(),
             FinishReason::Repetition => "My reply started repeating itself and was cut before it said anything. Please ask again.".to_string(),
+            _ if thought => THOUGHT_ONLY.to_string(),
             _ => "I could not find an answer.".to_string(),
         },
     }

@@ -128,8 +128,23 @@ pub trait Channel: Send + Sync {
         &'a self,
         notice: &'a SendMessage,
         _tool: &'a str,
+        _arguments: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         self.send(notice)
+    }
+
+    /// Tells a client that shows tool calls as they run (ACP) that the
+    /// call of `tool` serving `message_id` ended, with its output (`ok`:
+    /// it ran without error). Called only when `show_tool_calls` is on; the
+    /// default shows nothing.
+    fn tool_finished<'a>(
+        &'a self,
+        _message_id: &'a str,
+        _tool: &'a str,
+        _ok: bool,
+        _output: &'a str,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
     }
 
     /// Whether the platform is reachable now.

@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::signals;
 use crate::channels::AcpChannel;
 use crate::config::{Config, Environment};
 use crate::daemon::Daemon;
@@ -18,11 +19,17 @@ pub async fn run(config: &Config, env: &Environment) -> anyhow::Result<ExitCode>
     ));
     let (runtime, models) = super::one_channel::runtime(config, env, channel.clone()).await?;
     let daemon = Daemon::start(runtime, None);
-    tokio::select! {
-        _ = channel.finished() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    let ended_by = tokio::select! {
+        _ = channel.finished() => None,
+        stop = signals::stop() => Some(stop),
+    };
     daemon.stop().await;
     models.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    Ok(match ended_by {
+        Some(stop) => {
+            eprintln!("hearth acp: stopped by {}", stop.name());
+            stop.exit_code()
+        }
+        None => ExitCode::SUCCESS,
+    })
 }

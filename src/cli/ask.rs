@@ -2,12 +2,14 @@
 
 use std::io::Read;
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tokio_util::sync::CancellationToken;
 
 use super::conversation::Conversation;
-use super::startup;
+use super::{signals, startup};
 use crate::chat::FinishReason;
 use crate::config::Config;
 
@@ -29,20 +31,43 @@ pub async fn run(
     if question.is_empty() {
         bail!("the question is empty; pass it as an argument or on stdin with `-`");
     }
+    // A stop signal cancels the reply, which then ends with a line that
+    // names it. A model still loading cannot be interrupted: past a short
+    // grace the command leaves at once, saying so too.
+    let cancel = CancellationToken::new();
+    let stopped = Arc::new(OnceLock::new());
+    let (interrupt, seen) = (cancel.clone(), stopped.clone());
+    tokio::spawn(async move {
+        let stop = signals::stop().await;
+        let _ = seen.set(stop);
+        interrupt.cancel();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        eprintln!("hearth: stopped by {}", stop.name());
+        std::process::exit(128 + stop.signal());
+    });
     let provider = startup::local_provider(config).await?;
     let mut conversation = Conversation::open(config, session.as_deref())?;
-    let cancel = CancellationToken::new();
-    let interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupt.cancel();
-        }
-    });
     let reply = conversation
         .send(&provider, question, cancel, |_| {})
         .await?;
     match reply.finish {
-        FinishReason::Cancelled => return Ok(ExitCode::from(130)),
+        FinishReason::Cancelled => {
+            return Ok(match stopped.get() {
+                Some(stop) => {
+                    eprintln!(
+                        "hearth: stopped by {} before the reply was complete",
+                        stop.name()
+                    );
+                    stop.exit_code()
+                }
+                None => {
+                    eprintln!(
+                        "hearth: the engine cancelled the reply before it was complete (it may be shutting down); nothing was printed"
+                    );
+                    ExitCode::FAILURE
+                }
+            });
+        }
         FinishReason::Length => tracing::warn!("the reply was cut at max_tokens"),
         FinishReason::Repetition => {
             tracing::warn!("the reply was stopped because it repeated itself")
@@ -50,6 +75,12 @@ pub async fn run(
         FinishReason::Stop => {}
     }
     let text = reply.text.trim();
+    if text.is_empty() && !reply.reasoning.trim().is_empty() {
+        bail!(
+            "the model only thought ({} characters of reasoning, hidden) and never wrote an answer; its think block was never closed. Fix: ask again; set `[generation] reasoning = \"off\"` where the model's template can turn thinking off (Qwen3, GLM, Gemma 4, not QwQ or DeepSeek-R1); or raise `[generation] max_tokens`",
+            reply.reasoning.chars().count()
+        );
+    }
     if text.is_empty() {
         bail!("the model returned an empty reply; try again or rephrase the question");
     }

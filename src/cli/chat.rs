@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use super::signals::{self, Stop};
 use crate::channels::CliChannel;
 use crate::config::{Config, Environment};
 use crate::daemon::Daemon;
@@ -35,6 +36,9 @@ pub async fn run(
     let (tx, mut reports) = mpsc::unbounded_channel();
     let daemon = Daemon::start(runtime.clone(), Some(tx));
     let mut handled = 0;
+    let mut ended_by = None;
+    let stops = signals::stop();
+    tokio::pin!(stops);
     loop {
         if channel.ended().is_cancelled() && handled >= channel.forwarded() {
             break;
@@ -52,11 +56,16 @@ pub async fn run(
                 None => break,
             },
             _ = channel.ended().cancelled(), if !channel.ended().is_cancelled() => {}
-            _ = tokio::signal::ctrl_c() => {
-                if runtime.status().in_flight() > 0 {
+            stop = &mut stops => {
+                stops.set(signals::stop());
+                if stop == Stop::Interrupt && runtime.status().in_flight() > 0 {
+                    // Ctrl-C during a reply stops the reply, not the chat.
                     channel.stop_reply().await;
-                } else {
+                } else if stop == Stop::Interrupt {
                     println!();
+                    break;
+                } else {
+                    ended_by = Some(stop);
                     break;
                 }
             }
@@ -64,5 +73,11 @@ pub async fn run(
     }
     daemon.stop().await;
     models.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    Ok(match ended_by {
+        Some(stop) => {
+            eprintln!("hearth chat: stopped by {}", stop.name());
+            stop.exit_code()
+        }
+        None => ExitCode::SUCCESS,
+    })
 }

@@ -10,10 +10,14 @@ use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
     Daemon, LoadedModel, LocalModels, Providers, Services, build_channels, signalled,
 };
-use crate::metrics::Metrics;
-use crate::pipeline::{ConfigWatcher, RuntimeBuilder};
+use crate::lock::DataLock;
+use crate::metrics::{Known, Metrics};
+use crate::pipeline::{ConfigWatcher, Outcome, RuntimeBuilder};
 
 pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> {
+    // Before anything binds a port or opens a store: a second daemon on
+    // this folder would answer the first one's messages again.
+    let _lock = DataLock::acquire(&config.data_dir, "hearth daemon")?;
     let metrics = Arc::new(Metrics::new());
     let channels = build_channels(&config, &metrics)?;
     if channels.is_empty() {
@@ -30,6 +34,12 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
         .context("cannot start the daemon")?;
     let providers = Arc::new(Providers::new(&config, models.clone())?);
     let tools = Arc::new(services.tools(&config, &tool_context.sandbox));
+    metrics.known(&Known {
+        channels: channels.iter().map(|c| c.name().to_string()).collect(),
+        outcomes: Outcome::LABELS.to_vec(),
+        tools: tools.names().map(str::to_string).collect(),
+        lms_sources: config.lms.sources.iter().map(|s| s.name.clone()).collect(),
+    });
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channels(channels)
         .tools(tools)

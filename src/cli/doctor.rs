@@ -54,6 +54,7 @@ fn cloud_line(config: &Config) -> String {
             } else {
                 "without an API key"
             };
+            let url = crate::config::mask_url(url);
             Some(format!(
                 "{name} `{}` at {url} {key}, {}",
                 model?,

@@ -19,6 +19,7 @@ mod memory_cmd;
 mod models_cmd;
 mod one_channel;
 mod service;
+mod signals;
 mod startup;
 pub mod tools_cmd;
 

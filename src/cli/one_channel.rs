@@ -1,12 +1,12 @@
 //! The runtime `hearth chat` and `hearth acp` share: the local model
 //! (or the configured fallback when it will not load), the configured
-//! tools, and the one channel the command speaks through.
+//! tools, memory, and the one channel the command speaks through.
 
 use std::sync::Arc;
 
 use crate::channels::Channel;
 use crate::config::{Config, Environment};
-use crate::daemon::{LocalModels, Providers};
+use crate::daemon::{LoadedModel, LocalModels, Providers, Services};
 use crate::pipeline::{Runtime, RuntimeBuilder};
 
 /// Loads the model and builds a runtime around `channel`; the models are
@@ -17,7 +17,11 @@ pub async fn runtime(
     channel: Arc<dyn Channel>,
 ) -> anyhow::Result<(Arc<Runtime>, Arc<LocalModels>)> {
     let models = Arc::new(LocalModels::new(config.clone()));
-    if let Err(e) = models.ensure(&config.model.path).await {
+    // The local model is loaded first when it answers by default; a cloud
+    // default loads it only if a route asks for it.
+    if config.routing.default_provider == "local"
+        && let Err(e) = models.ensure(&config.model.path).await
+    {
         if config.routing.fallback.is_empty() {
             return Err(e.into());
         }
@@ -25,10 +29,18 @@ pub async fn runtime(
     }
     let tool_context = super::tools_cmd::context(config, env)?;
     let providers = Arc::new(Providers::new(config, models.clone())?);
-    let tools = crate::tools::ToolRegistry::for_config(&config.agent, &tool_context.sandbox);
-    let runtime = RuntimeBuilder::new(config.clone(), providers, tool_context)
+    // Memory as the daemon keeps it; jobs and LMS polls are the daemon's
+    // alone (they deliver to its channels).
+    let mut own = config.clone();
+    own.scheduler.enabled = false;
+    own.lms.sources.clear();
+    let services = Services::open(&own, Arc::new(LoadedModel::new(models.clone())))?;
+    let tools = services.tools(&own, &tool_context.sandbox);
+    let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channel(channel)
-        .tools(Arc::new(tools))
-        .build()?;
-    Ok((runtime, models))
+        .tools(Arc::new(tools));
+    if let Some(memory) = services.turn_memory() {
+        builder = builder.memory(memory);
+    }
+    Ok((builder.build()?, models))
 }

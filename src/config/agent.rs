@@ -278,6 +278,27 @@ impl AgentConfig {
     }
 }
 
+impl AgentConfig {
+    /// Refuses a workspace that contains `dir` (or is it).
+    pub(super) fn refuse_containing(&self, dir: &Path, why: &str) -> Result<(), ConfigError> {
+        let (dir, workspace) = (
+            crate::paths::resolve_lenient(dir),
+            crate::paths::resolve_lenient(&self.workspace),
+        );
+        if !dir.starts_with(&workspace) {
+            return Ok(());
+        }
+        Err(ConfigError::invalid(
+            "agent.workspace",
+            format!(
+                "{} contains {}: {why}. Choose a folder that does not contain it",
+                workspace.display(),
+                dir.display()
+            ),
+        ))
+    }
+}
+
 fn overlaps(a: &Path, b: &Path) -> bool {
     let (a, b) = (
         crate::paths::resolve_lenient(a),

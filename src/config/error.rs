@@ -19,6 +19,11 @@ pub enum ConfigError {
     },
     #[error("invalid value for `{key}`: {message}")]
     Invalid { key: String, message: String },
+    #[error("config {path}: {} problems: {}", .problems.len(), .problems.join("; "))]
+    Several {
+        path: PathBuf,
+        problems: Vec<String>,
+    },
 }
 
 impl ConfigError {

@@ -24,32 +24,147 @@ impl Config {
 
     /// Reads and validates one file.
     pub fn load_file(path: &Path, env: &Environment) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+        let text = read_text(path).map_err(|source| ConfigError::Unreadable {
             path: path.to_path_buf(),
             source,
         })?;
         Self::parse(&text, path, env)
     }
 
-    /// Parses config text; `path` is only used in error messages.
+    /// Parses config text; `path` is only used in error messages. Every
+    /// problem is reported at once: a key found wrong is set aside (as if
+    /// it were not in the file) and the rest is read again, so one run names
+    /// each unknown key, wrong type and invalid value.
     pub fn parse(text: &str, path: &Path, env: &Environment) -> Result<Self, ConfigError> {
-        let raw = parse_raw(text, path)?;
-        Self::from_raw(raw, ConfigSource::File(path.to_path_buf()), env).map_err(|e| match e {
-            ConfigError::Invalid { key, message } => ConfigError::Key {
-                path: path.to_path_buf(),
-                key,
-                message,
-            },
-            other => other,
+        let mut table: toml::Table =
+            text.parse()
+                .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                    path: path.to_path_buf(),
+                    message: one_line(&e.to_string()),
+                })?;
+        let mut problems: Vec<ConfigError> = Vec::new();
+        loop {
+            let read = parse_raw(&table, path).and_then(|raw| {
+                Self::from_raw(raw, ConfigSource::File(path.to_path_buf()), env).map_err(
+                    |e| match e {
+                        ConfigError::Invalid { key, message } => ConfigError::Key {
+                            path: path.to_path_buf(),
+                            key,
+                            message,
+                        },
+                        other => other,
+                    },
+                )
+            });
+            let error = match read {
+                Ok(config) if problems.is_empty() => return Ok(config),
+                Ok(_) => break,
+                Err(e) => e,
+            };
+            let set_aside = match &error {
+                ConfigError::Key { key, .. } => remove_key(&mut table, key),
+                _ => false,
+            };
+            problems.push(error);
+            if !set_aside || problems.len() >= MAX_PROBLEMS {
+                break;
+            }
+        }
+        if problems.len() == 1 {
+            return Err(problems.remove(0));
+        }
+        Err(ConfigError::Several {
+            path: path.to_path_buf(),
+            problems: problems
+                .iter()
+                .map(|p| match p {
+                    ConfigError::Key { key, message, .. } => format!("key `{key}`: {message}"),
+                    other => other.to_string(),
+                })
+                .collect(),
         })
     }
 }
 
-fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
-    let de = toml::Deserializer::parse(text).map_err(|e| ConfigError::Syntax {
-        path: path.to_path_buf(),
-        message: one_line(&e.to_string()),
-    })?;
+/// Problems named in one run at most.
+const MAX_PROBLEMS: usize = 50;
+
+/// Removes `key` (`a.b`, `lms.sources[0].url`) from `table`; whether it was there.
+fn remove_key(table: &mut toml::Table, key: &str) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    let Some((last, parents)) = parts.split_last() else {
+        return false;
+    };
+    let mut here = table;
+    for part in parents {
+        let (name, index) = indexed(part);
+        let next = match (here.get_mut(name), index) {
+            (Some(toml::Value::Table(t)), None) => t,
+            (Some(toml::Value::Array(items)), Some(i)) => match items.get_mut(i) {
+                Some(toml::Value::Table(t)) => t,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        here = next;
+    }
+    let (name, index) = indexed(last);
+    match index {
+        None => here.remove(name).is_some(),
+        Some(i) => match here.get_mut(name) {
+            Some(toml::Value::Array(items)) if i < items.len() => {
+                items.remove(i);
+                true
+            }
+            _ => false,
+        },
+    }
+}
+
+/// `sources[2]` as (`sources`, Some(2)); `model` as (`model`, None).
+fn indexed(part: &str) -> (&str, Option<usize>) {
+    match part.split_once('[') {
+        Some((name, rest)) => (name, rest.trim_end_matches(']').parse().ok()),
+        None => (part, None),
+    }
+}
+
+/// The largest config file read.
+const MAX_BYTES: u64 = 1 << 20;
+
+/// The text of a config file, which must be a plain file: a FIFO would
+/// block the open (and the start) for ever, a device would never end.
+/// Opened without blocking, then checked before anything is read.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, a device, a socket or a folder); hearth reads its config from a plain file",
+        ));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} bytes; a config is at most {MAX_BYTES} bytes",
+                meta.len()
+            ),
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_BYTES + 1).read_to_string(&mut text)?;
+    Ok(text)
+}
+
+fn parse_raw(table: &toml::Table, path: &Path) -> Result<RawConfig, ConfigError> {
+    let de = toml::Value::Table(table.clone());
     serde_path_to_error::deserialize(de).map_err(|e| {
         let parent = e.path().to_string();
         let message = one_line(&e.inner().to_string());
@@ -146,6 +261,28 @@ mod tests {
         let c = parse("").unwrap();
         assert_eq!(c.model.path, crate::config::DEFAULT_MODEL_FILE);
         assert_eq!(c.data_dir, PathBuf::from("/home/u/.local/share/hearth"));
+    }
+
+    #[test]
+    fn every_problem_is_named_in_one_run() {
+        let e = parse(
+            "[model]\ncontxt_size = 5\ncontext_size = \"big\"\n[modle]\npath = \"x\"\n[scheduler]\nmax_jobs = 0\n[generation]\ntemperature = 0.5\n",
+        )
+        .unwrap_err()
+        .to_string();
+        for named in [
+            "`model.contxt_size`",
+            "`model.context_size`",
+            "`modle`",
+            "`scheduler.max_jobs`",
+            "4 problems",
+        ] {
+            assert!(e.contains(named), "{named}: {e}");
+        }
+        // Positive control: a good key beside them is not named.
+        assert!(!e.contains("temperature"), "{e}");
+        let ok = parse("[generation]\ntemperature = 0.5\n").unwrap();
+        assert_eq!(ok.generation.temperature, 0.5);
     }
 
     #[test]

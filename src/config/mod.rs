@@ -25,7 +25,7 @@ mod scheduler;
 mod secret;
 mod telegram;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use agent::{AgentConfig, DispatcherChoice, default_workspace, old_workspace};
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
@@ -381,6 +381,22 @@ impl Config {
             .unwrap_or_else(|| env.default_data_dir());
 
         let agent = AgentConfig::from_raw(raw.agent, env, &data_dir)?;
+        // The config holds tokens: no tool may read or rewrite it. The file
+        // read, and the default one (which `hearth models use` writes).
+        let config_dirs = [
+            match &source {
+                ConfigSource::File(path) => path.parent().map(Path::to_path_buf),
+                ConfigSource::Defaults => None,
+            },
+            env.default_config_path()
+                .and_then(|p| p.parent().map(Path::to_path_buf)),
+        ];
+        for dir in config_dirs.iter().flatten() {
+            agent.refuse_containing(
+                dir,
+                "it holds hearth's config (tokens, and what tools may do)",
+            )?;
+        }
         if let Some(dir) = &engine.backends_dir {
             agent.refuse_inside_workspace(
                 "engine.backends_dir",

@@ -151,7 +151,8 @@ fn render_endpoint(
         "[providers.{name}]\n{}",
         super::render::secret_line("api_key", api_key)
     );
-    let _ = writeln!(out, "base_url = {}", toml::Value::from(base_url));
+    let shown = super::mask_url(base_url);
+    let _ = writeln!(out, "base_url = {}", toml::Value::from(shown));
     match model {
         Some(model) => {
             let _ = writeln!(out, "model = {}", toml::Value::from(model.as_str()));

@@ -12,6 +12,7 @@ pub struct RawScheduler {
     pub enabled: Option<bool>,
     pub timezone: Option<String>,
     pub max_jobs: Option<usize>,
+    pub max_jobs_per_person: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +23,9 @@ pub struct SchedulerConfig {
     pub timezone: chrono_tz::Tz,
     /// Jobs kept at most; adding more is refused.
     pub max_jobs: usize,
+    /// Jobs one person (a sender in a channel) may keep, so that one
+    /// person's reminders cannot use up everyone's room.
+    pub max_jobs_per_person: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -30,6 +34,7 @@ impl Default for SchedulerConfig {
             enabled: true,
             timezone: chrono_tz::UTC,
             max_jobs: 100,
+            max_jobs_per_person: 25,
         }
     }
 }
@@ -51,10 +56,17 @@ impl SchedulerConfig {
             enabled: r.enabled.unwrap_or(d.enabled),
             timezone,
             max_jobs: r.max_jobs.unwrap_or(d.max_jobs),
+            max_jobs_per_person: r.max_jobs_per_person.unwrap_or(d.max_jobs_per_person),
         };
         if !(1..=10_000).contains(&c.max_jobs) {
             return Err(ConfigError::invalid(
                 "scheduler.max_jobs",
+                "must be between 1 and 10000",
+            ));
+        }
+        if !(1..=10_000).contains(&c.max_jobs_per_person) {
+            return Err(ConfigError::invalid(
+                "scheduler.max_jobs_per_person",
                 "must be between 1 and 10000",
             ));
         }
@@ -64,10 +76,11 @@ impl SchedulerConfig {
     pub(super) fn render(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "[scheduler]\nenabled = {}\ntimezone = \"{}\"\nmax_jobs = {}\n",
+            "[scheduler]\nenabled = {}\ntimezone = \"{}\"\nmax_jobs = {}\nmax_jobs_per_person = {}\n",
             self.enabled,
             self.timezone.name(),
-            self.max_jobs
+            self.max_jobs,
+            self.max_jobs_per_person
         );
     }
 }

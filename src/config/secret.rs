@@ -74,6 +74,10 @@ pub fn mask_url(url: &str) -> String {
     let Ok(mut parsed) = reqwest::Url::parse(url) else {
         return url.to_string();
     };
+    if url_secrets(url).is_empty() {
+        // Nothing to hide: the URL as written (parsing would normalise it).
+        return url.to_string();
+    }
     if parsed.password().is_some() {
         let _ = parsed.set_password(Some("***"));
     }

@@ -33,6 +33,10 @@ pub fn build_channels(
         channels.push(Arc::new(telegram));
     }
     if let Some(gateway) = GatewayChannel::from_config(&config.gateway) {
+        let gateway = gateway.bind_now().map_err(|e| BuildError::Channel {
+            channel: "gateway".into(),
+            message: e.to_string(),
+        })?;
         channels.push(Arc::new(gateway.with_metrics(metrics.clone())));
     }
     if config.daemon.loopback_channel {

@@ -58,10 +58,16 @@ impl Daemon {
         // Listeners wait until the messages of the last run are queued, so
         // those are answered first.
         let ready = CancellationToken::new();
+        // Only a runtime whose channels record into the inbox owns it: `hearth
+        // chat` and `hearth acp` (whose messages are never recorded) leave a
+        // daemon's entries alone, even when it runs beside them.
+        let owns_inbox = !runtime.durable_channels().is_empty();
         let recovering = (runtime.clone(), ready.clone());
         tokio::spawn(async move {
             let (runtime, ready) = recovering;
-            recovery::take_up(&runtime, &tx).await;
+            if owns_inbox {
+                recovery::take_up(&runtime, &tx).await;
+            }
             ready.cancel();
         });
         let listeners = runtime
@@ -83,7 +89,11 @@ impl Daemon {
                 })
             })
             .collect();
-        let resend = tokio::spawn(recovery::resend_loop(runtime.clone(), shutdown.clone()));
+        let resend = if owns_inbox {
+            tokio::spawn(recovery::resend_loop(runtime.clone(), shutdown.clone()))
+        } else {
+            tokio::spawn(async {})
+        };
         Self {
             delivery: Delivery::new(runtime.clone(), intake),
             runtime,

@@ -45,8 +45,8 @@ impl Backoff {
     }
 }
 
-/// Runs `channel.listen` until `shutdown` or until the bus closes,
-/// restarting it with backoff whenever it fails.
+/// Runs `channel.listen` until `shutdown`, until the bus closes or until
+/// its input ends, restarting it with backoff whenever it fails.
 pub async fn supervise(
     channel: Arc<dyn Channel>,
     bus: Intake,
@@ -69,7 +69,13 @@ pub async fn supervise(
         }
         let error = match result {
             Ok(()) if bus.is_closed() => break,
-            Ok(()) => "the listener stopped on its own".to_string(),
+            // A listener that returns without an error has come to the end
+            // of its input (an editor or a terminal closed stdin): done, not
+            // failed. The network listeners return only when the bus closes.
+            Ok(()) => {
+                tracing::info!(channel = name, "the listener's input ended");
+                break;
+            }
             Err(e) => e.to_string(),
         };
         metrics.channel_error(&name, "listen");

@@ -118,6 +118,24 @@ impl HistoryStore {
         tx.commit().map_err(|e| err_at(&self.path, e))
     }
 
+    /// Rewrites the conversation's newest user message, when it reads
+    /// `from`, to `to`; whether it did.
+    pub fn rewrite_last_user(
+        &self,
+        conversation: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<bool, HistoryError> {
+        self.conn
+            .execute(
+                "UPDATE messages SET content = ?3 WHERE id = (SELECT MAX(id) FROM messages
+                 WHERE conversation = ?1 AND role = 'user') AND content = ?2",
+                params![conversation, from, to],
+            )
+            .map(|n| n > 0)
+            .map_err(|e| self.err(e))
+    }
+
     /// Forgets a conversation.
     pub fn clear(&self, conversation: &str) -> Result<(), HistoryError> {
         self.conn

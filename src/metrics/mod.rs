@@ -14,7 +14,17 @@
 //! - `hearth_tool_calls_total{tool,outcome}`: `ok`, `error` or `refused`;
 //! - `hearth_lms_polls_total{source,outcome}`, `hearth_lms_notices_total{source}`;
 //! - `hearth_channel_errors_total{channel,operation}`: a platform's API
-//!   failing (Telegram's included), on `listen` or `send`.
+//!   failing (Telegram's included), on `listen` or `send`;
+//! - `hearth_build_info{version}` and the process ([`process`]).
+//!
+//! Every label set that is known at start (the channels, outcomes, tools
+//! and LMS sources, [`Metrics::known`]) is there at 0 before it first
+//! happens, so a graph or an alert sees the series from the start. The
+//! text is OpenMetrics or the older Prometheus format ([`format`]), as the
+//! scraper asks.
+
+pub mod format;
+mod process;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -28,8 +38,17 @@ use prometheus_client::registry::Registry;
 
 use crate::chat::{CacheOrigin, Priority, Usage};
 
-/// The content type of [`Metrics::render`]'s text.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub use format::{OPENMETRICS as CONTENT_TYPE, PROMETHEUS_TEXT};
+
+/// The label values known when the daemon starts.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    pub channels: Vec<String>,
+    /// Every outcome a message can have (`pipeline::Outcome::LABELS`).
+    pub outcomes: Vec<&'static str>,
+    pub tools: Vec<String>,
+    pub lms_sources: Vec<String>,
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MessageLabels {
@@ -76,6 +95,9 @@ pub type QueueDepth = dyn Fn() -> Vec<(Priority, usize)> + Send + Sync;
 
 pub struct Metrics {
     registry: Registry,
+    /// Metrics named without hearth's prefix (the process's).
+    plain: Registry,
+    process: process::ProcessMetrics,
     messages: Family<MessageLabels, Counter>,
     reply: Histogram,
     first_token: Histogram,
@@ -98,6 +120,8 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("hearth");
+        let mut plain = Registry::default();
+        let process = process::ProcessMetrics::register(&mut plain, &mut registry);
         let messages = Family::default();
         registry.register(
             "messages",
@@ -161,6 +185,8 @@ impl Metrics {
         );
         Self {
             registry,
+            plain,
+            process,
             messages,
             reply,
             first_token,
@@ -172,6 +198,53 @@ impl Metrics {
             lms_polls,
             lms_notices,
             channel_errors,
+        }
+    }
+
+    /// Makes every known label set show at 0 until it first happens.
+    pub fn known(&self, known: &Known) {
+        for channel in &known.channels {
+            for outcome in &known.outcomes {
+                let _ = self.messages.get_or_create(&MessageLabels {
+                    channel: channel.clone(),
+                    outcome: outcome.to_string(),
+                });
+            }
+            for operation in ["listen", "send"] {
+                let _ = self.channel_errors.get_or_create(&ChannelErrorLabels {
+                    channel: channel.clone(),
+                    operation,
+                });
+            }
+        }
+        for tool in &known.tools {
+            for outcome in ["ok", "error", "refused"] {
+                let _ = self.tool_calls.get_or_create(&ToolLabels {
+                    tool: tool.clone(),
+                    outcome,
+                });
+            }
+        }
+        for source in &known.lms_sources {
+            for outcome in ["ok", "failed"] {
+                let _ = self.lms_polls.get_or_create(&PollLabels {
+                    source: source.clone(),
+                    outcome,
+                });
+            }
+            let _ = self.lms_notices.get_or_create(&SourceLabels {
+                source: source.clone(),
+            });
+        }
+        for kind in ["decoded", "reused"] {
+            for tier in ["fresh", "slot", "ram", "disk"] {
+                let _ = self
+                    .prompt_tokens
+                    .get_or_create(&PromptLabels { kind, tier });
+            }
+        }
+        for priority in ["interactive", "background"] {
+            let _ = self.queue.get_or_create(&PriorityLabels { priority });
         }
     }
 
@@ -281,11 +354,28 @@ impl Metrics {
                     .set(n as i64);
             }
         }
+        self.process.refresh();
         let mut out = String::new();
-        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+        let written = prometheus_client::encoding::text::encode_registry(&mut out, &self.plain)
+            .and_then(|()| {
+                prometheus_client::encoding::text::encode_registry(&mut out, &self.registry)
+            })
+            .and_then(|()| prometheus_client::encoding::text::encode_eof(&mut out));
+        if let Err(e) = written {
             tracing::error!(error = %e, "cannot write the metrics");
         }
         out
+    }
+
+    /// The text in the format an `Accept` header asks for, and its
+    /// content type.
+    pub fn render_for(&self, accept: Option<&str>) -> (&'static str, String) {
+        let text = self.render();
+        if format::wants_openmetrics(accept) {
+            (CONTENT_TYPE, text)
+        } else {
+            (PROMETHEUS_TEXT, format::to_prometheus_text(&text))
+        }
     }
 }
 
@@ -328,5 +418,30 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");
+        assert!(text.contains("hearth_build_info{version="), "{text}");
+        assert!(text.contains("process_resident_memory_bytes "), "{text}");
+    }
+
+    #[test]
+    fn known_label_sets_show_at_zero_before_they_happen() {
+        let m = Metrics::new();
+        let text = m.render();
+        assert!(!text.contains("file_read"), "nothing known yet: {text}");
+        m.known(&Known {
+            channels: vec!["telegram".into()],
+            outcomes: vec!["replied", "failed"],
+            tools: vec!["file_read".into()],
+            lms_sources: vec!["uni".into()],
+        });
+        let text = m.render();
+        for line in [
+            r#"hearth_messages_total{channel="telegram",outcome="failed"} 0"#,
+            r#"hearth_tool_calls_total{tool="file_read",outcome="refused"} 0"#,
+            r#"hearth_lms_polls_total{source="uni",outcome="failed"} 0"#,
+            r#"hearth_lms_notices_total{source="uni"} 0"#,
+            r#"hearth_channel_errors_total{channel="telegram",operation="send"} 0"#,
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 }

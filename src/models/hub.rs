@@ -19,6 +19,7 @@ use reqwest::header::{CONTENT_LENGTH, CONTENT_RANGE, ETAG, RANGE};
 use sha2::{Digest, Sha256};
 
 use super::catalogue::Model;
+use super::expect::expected;
 
 /// Transfers tried in one run before giving up (the part file is kept).
 pub const ATTEMPTS: u32 = 5;
@@ -87,6 +88,8 @@ pub enum PullError {
         .dir.display()
     )]
     Busy { file: String, dir: PathBuf },
+    #[error(transparent)]
+    Room(#[from] super::expect::RoomError),
 }
 
 /// What the hub says of a file before it is downloaded.
@@ -156,7 +159,7 @@ pub async fn pull(
         HeadError::Net(e) => offline(e),
         HeadError::Status(status) => status_error(&url, status),
     })?;
-    let (sha256, size) = expected(model, &remote)?;
+    let (sha256, size) = expected(model, remote.sha256.as_deref(), remote.size)?;
 
     if let Ok(meta) = std::fs::metadata(&target)
         && meta.len() == size
@@ -179,6 +182,7 @@ pub async fn pull(
     // The part file and its hash are read once; a broken transfer goes on
     // from where they stand.
     let (mut file, mut hasher, mut done) = open_part(&part, size).map_err(io(&part))?;
+    super::expect::room_for(dir, size - done)?;
     let reused = done;
     let mut last_reason = String::new();
     let mut attempt = 0;
@@ -279,43 +283,6 @@ pub async fn pull(
         reused,
         already_present: false,
     })
-}
-
-/// The sha256 and size to check against: the catalogue's where it records
-/// them (and the hub must agree), else the hub's.
-fn expected(model: &Model, remote: &Remote) -> Result<(String, u64), PullError> {
-    let entry = &model.entry;
-    let differs = |what, hub: String, catalogue: String| PullError::HubDiffers {
-        file: entry.file.clone(),
-        what,
-        hub,
-        catalogue,
-    };
-    let sha256 = match (&entry.sha256, &remote.sha256) {
-        (Some(c), Some(h)) if !c.eq_ignore_ascii_case(h) => {
-            return Err(differs("sha256", h.clone(), c.clone()));
-        }
-        (Some(c), _) => c.to_ascii_lowercase(),
-        (None, Some(h)) => h.clone(),
-        (None, None) => {
-            return Err(PullError::NoChecksum {
-                file: entry.file.clone(),
-            });
-        }
-    };
-    let size = match (entry.size, remote.size) {
-        (Some(c), Some(h)) if c != h => {
-            return Err(differs("size", h.to_string(), c.to_string()));
-        }
-        (Some(c), _) => c,
-        (None, Some(h)) => h,
-        (None, None) => {
-            return Err(PullError::NoChecksum {
-                file: entry.file.clone(),
-            });
-        }
-    };
-    Ok((sha256, size))
 }
 
 enum HeadError {
@@ -436,63 +403,4 @@ fn reason(e: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::models::catalogue::{Entry, HubSource};
-
-    fn model(sha256: Option<&str>, size: Option<u64>) -> Model {
-        Model {
-            name: "m".into(),
-            entry: Entry {
-                description: String::new(),
-                file: "m.gguf".into(),
-                size,
-                sha256: sha256.map(str::to_string),
-                params_b: 1.0,
-                quant: "Q4_K_M".into(),
-                hub: Some(HubSource {
-                    repo: "o/r".into(),
-                    revision: "main".into(),
-                }),
-                chat_template: None,
-            },
-        }
-    }
-
-    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-
-    #[test]
-    fn the_catalogue_pins_and_the_hub_fills_in() {
-        let hub = Remote {
-            sha256: Some(A.into()),
-            size: Some(10),
-        };
-        assert_eq!(expected(&model(None, None), &hub).unwrap(), (A.into(), 10));
-        assert_eq!(
-            expected(&model(Some(A), Some(10)), &hub).unwrap(),
-            (A.into(), 10)
-        );
-        let e = expected(&model(Some(B), Some(10)), &hub).unwrap_err();
-        assert!(
-            matches!(e, PullError::HubDiffers { what: "sha256", .. }),
-            "{e}"
-        );
-        let e = expected(&model(Some(A), Some(11)), &hub).unwrap_err();
-        assert!(
-            matches!(e, PullError::HubDiffers { what: "size", .. }),
-            "{e}"
-        );
-        let none = Remote {
-            sha256: None,
-            size: Some(10),
-        };
-        assert!(matches!(
-            expected(&model(None, None), &none),
-            Err(PullError::NoChecksum { .. })
-        ));
-    }
 }

@@ -5,6 +5,7 @@
 //! the engine only ever sees the file that `[model] path` names.
 
 pub mod catalogue;
+mod expect;
 pub mod hub;
 
 use std::path::{Path, PathBuf};

@@ -29,8 +29,17 @@ pub enum Progress {
     /// A model round began: the draft restarts from empty.
     RoundStarted,
     Text(String),
-    /// A tool is about to run.
-    Tool(String),
+    /// A tool is about to run with these arguments.
+    Tool {
+        name: String,
+        arguments: serde_json::Value,
+    },
+    /// A tool call ended: its result, or why it did not run.
+    ToolDone {
+        name: String,
+        ok: bool,
+        output: String,
+    },
 }
 
 /// A provider whose text also goes to a progress channel, and whose
@@ -153,16 +162,19 @@ impl Feedback {
                     event = progress.recv() => match event {
                         None => break,
                         Some(Progress::RoundStarted) => text.clear(),
-                        Some(Progress::Tool(name)) if policy.show_tool_calls => {
+                        Some(Progress::Tool { name, arguments }) if policy.show_tool_calls => {
                             let mut notice = SendMessage::new(recipient.clone(), format!("🔧 {name}…"));
                             notice.thread_ts = thread.clone();
                             notice.in_reply_to = Some(message_id.clone());
-                            let _ = channel.tool_notice(&notice, &name).await;
+                            let _ = channel.tool_notice(&notice, &name, &arguments).await;
                         }
-                        Some(Progress::Tool(_)) => {}
+                        Some(Progress::ToolDone { name, ok, output }) if policy.show_tool_calls => {
+                            channel.tool_finished(&message_id, &name, ok, &output).await;
+                        }
+                        Some(Progress::Tool { .. } | Progress::ToolDone { .. }) => {}
                         Some(Progress::Text(delta)) if drafts => {
                             text.push_str(&delta);
-                            let visible = sanitize::reply(&text);
+                            let visible = sanitize::draft(&text);
                             if visible.is_empty() || visible == shown {
                                 continue;
                             }

@@ -30,6 +30,19 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every [`Outcome::label`].
+    pub const LABELS: &'static [&'static str] = &[
+        "replied",
+        "command",
+        "hook_cancelled",
+        "cancelled",
+        "superseded",
+        "overflow",
+        "failed",
+        "timed_out",
+        "undelivered",
+    ];
+
     /// A short name, for counting outcomes.
     pub fn label(&self) -> &'static str {
         match self {
@@ -72,6 +85,27 @@ pub fn timed_out_turn(secs: u64) -> ChatMessage {
 pub fn overflow_notice(kept: usize) -> String {
     format!(
         "This conversation grew too long for the model, so I kept only the last {kept} messages (shortened). Please send your last message again."
+    )
+}
+
+/// Whether a message of `tokens` cannot fit a window of `window` tokens
+/// however short the history is made (the system prompt, the tools and the
+/// reply need the rest).
+pub fn too_long_alone(tokens: usize, window: u32) -> bool {
+    tokens.saturating_mul(5) > window as usize * 3
+}
+
+/// What a person is told when their message alone is too long.
+pub fn too_long_notice(tokens: usize, window: u32) -> String {
+    format!(
+        "Your message is about {tokens} tokens, too long for the model, which reads {window} tokens at a time (the system prompt and the reply included); sending it again will not help. Instead, put it in a file in the workspace (on Telegram, send it as a document) and ask about the file: the tools read it in parts. Or raise `[model] context_size` if this machine has the memory."
+    )
+}
+
+/// What the history keeps of a message too long to read.
+pub fn too_long_stand_in(chars: usize, tokens: usize) -> String {
+    format!(
+        "[a message of {chars} characters (about {tokens} tokens), too long to read, was not kept]"
     )
 }
 

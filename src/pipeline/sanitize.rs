@@ -19,6 +19,18 @@ static TAGS: LazyLock<Regex> = LazyLock::new(|| {
         r"(?s)<(tool_call|tool_result|think|function_call|tool_response)\b[^>]*>.*?(</(tool_call|tool_result|think|function_call|tool_response)>|\z)",
     )
 });
+/// An opening tag cut before its `>`: it runs to the end too.
+static CUT_TAG: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?s)</?(tool_call|tool_result|think|function_call|tool_response)\b[^>]*\z")
+});
+/// The tag names that never reach the user.
+const HIDDEN: [&str; 5] = [
+    "tool_call",
+    "tool_result",
+    "think",
+    "function_call",
+    "tool_response",
+];
 static STRAY_TAG: LazyLock<Regex> =
     LazyLock::new(|| re(r"</?(tool_call|tool_result|think|function_call|tool_response)\b[^>]*>"));
 /// "Let me check…", "I'll look that up." and the like, alone on a line.
@@ -34,6 +46,7 @@ static BLANKS: LazyLock<Regex> = LazyLock::new(|| re(r"\n{3,}"));
 /// The reply as the user should see it.
 pub fn reply(text: &str) -> String {
     let text = TAGS.replace_all(text, "");
+    let text = CUT_TAG.replace_all(&text, "");
     let text = STRAY_TAG.replace_all(&text, "");
     let kept: Vec<&str> = text.lines().filter(|l| !is_tool_json(l)).collect();
     let substantive = kept
@@ -50,6 +63,29 @@ pub fn reply(text: &str) -> String {
     BLANKS
         .replace_all(kept.join("\n").trim(), "\n\n")
         .into_owned()
+}
+
+/// A reply still being written, as it may be shown: [`reply`], less a
+/// `<` at the end that may yet become a hidden tag (`<tool_res…`). A
+/// stream cannot take back what it sent, so that part waits for the rest.
+pub fn draft(text: &str) -> String {
+    let shown = reply(text);
+    match shown.rfind('<') {
+        Some(at) if may_become_hidden(&shown[at + 1..]) => shown[..at].trim_end().to_string(),
+        _ => shown,
+    }
+}
+
+/// Whether `after` (what follows a `<`, with no `>` yet) is the start of
+/// one of the hidden tags.
+fn may_become_hidden(after: &str) -> bool {
+    if after.contains('>') {
+        return false;
+    }
+    let name = after.strip_prefix('/').unwrap_or(after);
+    HIDDEN
+        .iter()
+        .any(|tag| tag.starts_with(name) || name.starts_with(tag))
 }
 
 /// A line that is only a tool call written as JSON.
@@ -86,6 +122,24 @@ mod tests {
         assert_eq!(reply("Let me check."), "Let me check.");
         // Ordinary JSON in an answer stays.
         assert_eq!(reply("{\"a\": 1}"), "{\"a\": 1}");
+    }
+
+    #[test]
+    fn a_tag_cut_short_never_shows() {
+        // What a small model wrote at the end of a reply over ACP.
+        let cut = "Saved the file.\n<tool_result name=\"file_write\" status=\"ok";
+        assert_eq!(reply(cut), "Saved the file.");
+        // While streaming, anything that may become a hidden tag waits.
+        for partial in ["Saved. <", "Saved. <t", "Saved. <tool_res", "Saved. </thi"] {
+            assert_eq!(draft(partial), "Saved.", "{partial}");
+        }
+        // Positive control: a `<` that is not a hidden tag shows.
+        assert_eq!(draft("if a <b then"), "if a <b then");
+        assert_eq!(draft("1 < 2"), "1 < 2");
+        assert_eq!(
+            reply("x <tool_resultant effect> y"),
+            "x <tool_resultant effect> y"
+        );
     }
 
     #[test]

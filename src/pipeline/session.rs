@@ -64,6 +64,13 @@ impl Sessions {
         self.lock().replace(key, messages)
     }
 
+    /// Puts `stand_in` in the place of the newest user message when it is
+    /// `said` (a message that could never be read, kept out of every later
+    /// prompt).
+    pub fn stand_in(&self, key: &str, said: &str, stand_in: &str) -> Result<bool, HistoryError> {
+        self.lock().rewrite_last_user(key, said, stand_in)
+    }
+
     /// Keeps the last 12 messages, each cut to 600 characters.
     pub fn compact(&self, key: &str) -> Result<usize, HistoryError> {
         let mut store = self.lock();

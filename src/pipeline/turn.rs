@@ -156,6 +156,7 @@ impl Runtime {
             .then(|| (self.inbox.clone(), message.clone()));
         let feedback = Feedback::start(channel.clone(), message, progress_rx, record);
         let tee = Tee::new(provider, progress_tx.clone(), self.metrics().clone());
+        let done = progress_tx.clone();
         let notices = progress_tx;
         let (approvals, asking, turn) = (self.approvals.clone(), channel.clone(), message.clone());
         let settings = config.clone();
@@ -173,10 +174,21 @@ impl Runtime {
                         .decide(&config.agent, &channel, &message, &call)
                         .await;
                     if matches!(decision, HookDecision::Run) {
-                        let _ = notices.send(Progress::Tool(call.name.clone()));
+                        let _ = notices.send(Progress::Tool {
+                            name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        });
                     }
                     decision
                 })
+            };
+        let after_tool_call =
+            move |call: &crate::agent::ParsedToolCall, result: &crate::agent::ToolResultMessage| {
+                let _ = done.send(Progress::ToolDone {
+                    name: call.name.clone(),
+                    ok: !result.is_error,
+                    output: result.content.clone(),
+                });
             };
         let dispatcher = dispatch::choose(
             config.agent.tool_dispatcher,
@@ -188,6 +200,7 @@ impl Runtime {
             registry: &self.tools,
             tools: &tool_context,
             before_tool_call: Some(&before_tool_call),
+            after_tool_call: Some(&after_tool_call),
         };
         let settings = LoopSettings {
             max_iterations: config.agent.max_tool_iterations,
@@ -252,7 +265,28 @@ impl Runtime {
                 }
                 Outcome::Cancelled
             }
-            Err(LoopError::Provider(ProviderError::ContextOverflow { .. })) => {
+            Err(LoopError::Provider(ProviderError::ContextOverflow { limit, .. })) => {
+                let window = tee.inner.context_window().unwrap_or(limit);
+                let tokens = tee
+                    .inner
+                    .count_tokens(&message.content)
+                    .unwrap_or(message.content.chars().count() / 4);
+                if outcome::too_long_alone(tokens, window) {
+                    // Compacting the history would lose it and not help; the
+                    // paste itself leaves the history, or every later turn
+                    // would overflow on it.
+                    let note = outcome::too_long_stand_in(message.content.chars().count(), tokens);
+                    if let Err(e) = self.sessions.stand_in(key, &message.content, &note) {
+                        tracing::error!(error = %e, "cannot drop the long message from the history");
+                    }
+                    let reply = Reply {
+                        draft,
+                        text: outcome::too_long_notice(tokens, window),
+                        success: Outcome::Overflow,
+                        turn: None,
+                    };
+                    return self.reply(channel, inbound, reply).await;
+                }
                 let kept = self.sessions.compact(key).unwrap_or_else(|e| {
                     tracing::error!(error = %e, "cannot compact history");
                     0

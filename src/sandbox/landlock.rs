@@ -9,8 +9,15 @@
 //! - TCP: no connect or bind unless the network is allowed (Landlock ABI 4);
 //! - signals and abstract sockets: only within the sandbox (ABI 6);
 //! - seccomp: no `setsid`/`setpgid` (the process group is how the command is
-//!   killed), no `ptrace`/`process_vm_*`, no `kill(-1)`, and no sockets but
-//!   Unix ones unless the network is allowed.
+//!   killed), no `ptrace`/`process_vm_*`, no `kill(-1)`; no Unix sockets
+//!   ever (Landlock's file rules do not cover `connect()`, so a socket file
+//!   anywhere — `$SSH_AUTH_SOCK`, the user's systemd bus, Docker's — would
+//!   be a door out; `socketpair` stays), and only IP sockets (and netlink,
+//!   for address lookup) when the network is allowed;
+//! - capabilities: none. A root daemon's command would keep every one
+//!   (`sethostname`, `chown`, raw sockets), so the child empties its
+//!   bounding, ambient, inheritable, permitted and effective sets and locks
+//!   root's special treatment off before it executes the command.
 //!
 //! The ruleset and the filter are built before the fork; the child only
 //! applies them.
@@ -135,6 +142,7 @@ impl Confinement {
             .ok()
             .and_then(|mut r| r.take())
             .ok_or_else(|| std::io::Error::other("the Landlock ruleset was already used"))?;
+        drop_capabilities()?;
         ruleset
             .restrict_self()
             .map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -169,19 +177,23 @@ fn seccomp_filter(network: bool) -> Result<BpfProgram, LandlockError> {
         libc::SYS_kill,
         vec![SeccompRule::new(vec![everyone]).map_err(bad)?],
     );
-    if !network {
-        let not_unix = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )
-        .map_err(bad)?;
-        rules.insert(
-            libc::SYS_socket,
-            vec![SeccompRule::new(vec![not_unix]).map_err(bad)?],
-        );
-    }
+    // socket(domain, …): with the network, only the IP families and
+    // netlink; without it, none. The rules list what is refused.
+    let socket_rules = if network {
+        let allowed = [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK];
+        let mut conditions = Vec::new();
+        for family in allowed {
+            conditions.push(
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
+                    .map_err(bad)?,
+            );
+        }
+        // One rule whose conditions all hold: the family is none of them.
+        vec![SeccompRule::new(conditions).map_err(bad)?]
+    } else {
+        vec![]
+    };
+    rules.insert(libc::SYS_socket, socket_rules);
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -190,4 +202,80 @@ fn seccomp_filter(network: bool) -> Result<BpfProgram, LandlockError> {
     )
     .map_err(bad)?;
     filter.try_into().map_err(bad)
+}
+
+/// Empties every capability set of the calling process (async-signal-safe:
+/// plain system calls, for `pre_exec`). Dropping the bounding set and
+/// setting the secure bits need `CAP_SETPCAP`, which only a privileged
+/// process has; an unprivileged one has nothing to drop, so `EPERM` there
+/// is not an error. Lowering the other sets always works.
+fn drop_capabilities() -> std::io::Result<()> {
+    const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
+    const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
+    const SECBIT_NO_SETUID_FIXUP: libc::c_ulong = 1 << 2;
+    const SECBIT_NO_SETUID_FIXUP_LOCKED: libc::c_ulong = 1 << 3;
+    const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let tolerated =
+        |e: &std::io::Error| matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EPERM));
+    // SAFETY: prctl and capset with plain values and stack structures.
+    unsafe {
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0 {
+                let e = std::io::Error::last_os_error();
+                if !tolerated(&e) {
+                    return Err(e);
+                }
+            }
+        }
+        if libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) != 0
+        {
+            let e = std::io::Error::last_os_error();
+            if !tolerated(&e) {
+                return Err(e);
+            }
+        }
+        let bits = SECBIT_NOROOT
+            | SECBIT_NOROOT_LOCKED
+            | SECBIT_NO_SETUID_FIXUP
+            | SECBIT_NO_SETUID_FIXUP_LOCKED
+            | SECBIT_KEEP_CAPS_LOCKED;
+        if libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EPERM) {
+                return Err(e);
+            }
+        }
+        let mut header = Header {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let none = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &mut header, none.as_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }

@@ -41,6 +41,10 @@ pub enum SchedulerError {
     Schedule(#[from] ScheduleError),
     #[error("there are already {0} jobs, the most `[scheduler] max_jobs` allows; remove one first")]
     Full(usize),
+    #[error(
+        "you already have {0} jobs, the most one person may keep (`[scheduler] max_jobs_per_person`); remove one of yours first"
+    )]
+    FullForPerson(usize),
     #[error("{0}")]
     Invalid(String),
 }
@@ -103,6 +107,12 @@ impl Scheduler {
         let count = self.store.count()?;
         if count >= self.config.max_jobs {
             return Err(SchedulerError::Full(count));
+        }
+        let owned = self
+            .store
+            .count_owned(&job.delivery.channel, job.delivery.owner())?;
+        if owned >= self.config.max_jobs_per_person {
+            return Err(SchedulerError::FullForPerson(owned));
         }
         let now = self.clock.now();
         let next =

@@ -138,6 +138,19 @@ impl JobStore {
             .map(|n| n.max(0) as usize)
     }
 
+    /// The jobs that `owner` set in `channel` (a job without an owner
+    /// belongs to its chat's own person).
+    pub fn count_owned(&self, channel: &str, owner: &str) -> Result<usize, StoreError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM jobs WHERE channel = ?1 AND COALESCE(owner, recipient) = ?2",
+                params![channel, owner],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .map(|n| n.max(0) as usize)
+    }
+
     /// The soonest next run of any job.
     pub fn earliest(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
         let secs = self.with(|c| {

@@ -243,6 +243,49 @@ async fn bad_jobs_are_refused() {
     ));
 }
 
+#[tokio::test(start_paused = true)]
+async fn one_person_cannot_use_up_everyones_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 8, 0)));
+    let s = Scheduler::open(
+        &dir.path().join("jobs.sqlite3"),
+        SchedulerConfig {
+            max_jobs: 10,
+            max_jobs_per_person: 3,
+            ..SchedulerConfig::default()
+        },
+        Arc::clone(&clock) as Arc<dyn Clock>,
+    )
+    .unwrap();
+    let by = |chat: &str, owner: Option<&str>| NewJob {
+        name: None,
+        schedule: Schedule::At(utc(6, 9, 0)),
+        timezone: chrono_tz::UTC,
+        payload: prompt("remind me"),
+        delivery: Delivery {
+            owner: owner.map(str::to_string),
+            ..to(chat)
+        },
+    };
+    // Mallory fills her share, in her chat and in a group.
+    s.add(by("666", None)).unwrap();
+    s.add(by("group", Some("666"))).unwrap();
+    s.add(by("666", Some("666"))).unwrap();
+    let refused = s.add(by("666", None)).unwrap_err();
+    assert!(
+        matches!(refused, SchedulerError::FullForPerson(3)),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("max_jobs_per_person"));
+    // Positive control: the others still add theirs, in the same group too.
+    s.add(by("ada", None)).unwrap();
+    s.add(by("group", Some("ada"))).unwrap();
+    // The same sender id in another channel is another person.
+    let mut elsewhere = by("666", None);
+    elsewhere.delivery.channel = "cli".into();
+    s.add(elsewhere).unwrap();
+}
+
 fn tool_ctx(dir: &tempfile::TempDir, origin: Option<ToolOrigin>) -> ToolContext {
     ToolContext::new(
         SecurityPolicy::new(&dir.path().join("ws"), Autonomy::Supervised, None).unwrap(),

@@ -97,6 +97,45 @@ pub fn read_start(workspace: &Path, path: &Path, limit: u64) -> Result<(Vec<u8>,
     Ok((bytes, len))
 }
 
+/// The entries of the folder `path` (absolute, inside `workspace`), read
+/// through a descriptor opened with the same discipline as [`open`]: a
+/// component swapped for a symlink between the policy's check and the
+/// listing cannot lead out, since the kernel resolves the path beneath the
+/// workspace during the open and the listing reads that very folder.
+pub fn read_dir(workspace: &Path, path: &Path) -> Result<std::fs::ReadDir, String> {
+    let relative = path
+        .strip_prefix(workspace)
+        .map_err(|_| format!("{} is outside the workspace", path.display()))?;
+    let relative = if relative.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        relative
+    };
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let dir = open_beneath(workspace, relative, flags).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => format!("{} is a symbolic link; refused", relative.display()),
+        Some(libc::EXDEV) => format!("{} leads out of the workspace; refused", relative.display()),
+        // O_NOFOLLOW with O_DIRECTORY answers a final symlink with ENOTDIR.
+        Some(libc::ENOTDIR) if path.is_symlink() => {
+            format!("{} is a symbolic link; refused", relative.display())
+        }
+        Some(libc::ENOTDIR) => format!("{} is not a folder", relative.display()),
+        _ => format!("cannot list {}: {e}", relative.display()),
+    })?;
+    let fd = format!("/proc/self/fd/{}", dir.as_raw_fd());
+    let real = std::fs::read_link(&fd)
+        .map_err(|e| format!("cannot check where {} leads: {e}", relative.display()))?;
+    if !real.starts_with(workspace) {
+        return Err(format!(
+            "{} leads out of the workspace; refused",
+            relative.display()
+        ));
+    }
+    // The descriptor's own entry in /proc is the opened folder itself, not
+    // its path walked again.
+    std::fs::read_dir(&fd).map_err(|e| format!("cannot list {}: {e}", relative.display()))
+}
+
 fn open_beneath(workspace: &Path, relative: &Path, flags: i32) -> std::io::Result<File> {
     let dir = File::open(workspace)?;
     let name = CString::new(relative.as_os_str().as_bytes())
@@ -164,5 +203,65 @@ mod tests {
         assert_eq!(read_text(&ws, "link", 100), None);
         assert_eq!(read_text(&ws, "up/secret", 100), None);
         assert_eq!(std::fs::read_to_string(root.join("secret")).unwrap(), "s");
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_is_never_listed_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        let outside = root.join("outside");
+        std::fs::create_dir_all(ws.join("d")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret-name"), "s").unwrap();
+        std::fs::write(ws.join("d/inside"), "i").unwrap();
+        let names = |path: &Path| -> Result<Vec<String>, String> {
+            Ok(read_dir(&ws, path)?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect())
+        };
+        // Positive control: the folder and the workspace itself list.
+        assert_eq!(names(&ws.join("d")).unwrap(), ["inside"]);
+        assert!(names(&ws).unwrap().contains(&"d".to_string()));
+        // A link in its place, or above it, is refused.
+        std::os::unix::fs::symlink(&outside, ws.join("l")).unwrap();
+        std::os::unix::fs::symlink(&root, ws.join("up")).unwrap();
+        for path in ["l", "up/outside", "d/../../outside"] {
+            let e = names(&ws.join(path)).unwrap_err();
+            assert!(e.contains("refused"), "{path}: {e}");
+        }
+        // The race: another thread swaps `d` for a link to `outside` and
+        // back while the folder is listed, again and again.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (ws, outside, stop) = (ws.clone(), outside.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (d, real, link) = (ws.join("d"), ws.join("d.real"), ws.join("d.link"));
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::rename(&d, &real);
+                    let _ = std::os::unix::fs::symlink(&outside, &link);
+                    let _ = std::fs::rename(&link, &d);
+                    let _ = std::fs::remove_file(&d);
+                    let _ = std::fs::rename(&real, &d);
+                }
+            })
+        };
+        let (mut listed, mut refused) = (0, 0);
+        for _ in 0..3_000 {
+            match names(&ws.join("d")) {
+                Ok(found) => {
+                    assert!(!found.contains(&"secret-name".to_string()), "{found:?}");
+                    listed += 1;
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(
+            listed > 0 && refused > 0,
+            "{listed} listed, {refused} refused"
+        );
     }
 }

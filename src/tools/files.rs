@@ -211,20 +211,26 @@ impl Tool for ListDir {
                 Ok(p) => p,
                 Err(e) => return ToolResult::error(e.to_string()),
             };
-            let mut entries = match tokio::fs::read_dir(&path).await {
-                Ok(e) => e,
-                Err(e) => {
-                    return ToolResult::error(format!("cannot list {}: {e}", display(ctx, &path)));
-                }
+            let workspace = ctx.policy.workspace().to_path_buf();
+            let listed = blocking(move || {
+                confined::read_dir(&workspace, &path).map(|entries| {
+                    entries
+                        .flatten()
+                        .map(|entry| {
+                            let mut name = entry.file_name().to_string_lossy().into_owned();
+                            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                                name.push('/');
+                            }
+                            name
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .await;
+            let mut names = match listed {
+                Ok(names) => names,
+                Err(e) => return ToolResult::error(e),
             };
-            let mut names = Vec::new();
-            while let Ok(Some(entry)) = entries.next_entry().await {
-                let mut name = entry.file_name().to_string_lossy().into_owned();
-                if entry.file_type().await.is_ok_and(|t| t.is_dir()) {
-                    name.push('/');
-                }
-                names.push(name);
-            }
             names.sort();
             ToolResult::ok(if names.is_empty() {
                 "(empty)".to_string()
@@ -307,7 +313,7 @@ fn walk(root: &Path, pattern: &glob::Pattern) -> (Vec<String>, Option<String>) {
     let mut visited = 0usize;
     let mut note = None;
     'walk: while let Some(relative) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(root.join(&relative)) else {
+        let Ok(entries) = confined::read_dir(root, &root.join(&relative)) else {
             continue;
         };
         for entry in entries.flatten() {

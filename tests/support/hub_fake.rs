@@ -39,6 +39,8 @@ pub struct Behaviour {
     pub corrupt: bool,
     /// Advertise this sha256 instead of the file's.
     pub advertise_sha256: Option<String>,
+    /// Advertise this size instead of the file's.
+    pub advertise_size: Option<u64>,
 }
 
 struct Hub {
@@ -132,11 +134,17 @@ async fn resolve(
         .advertise_sha256
         .clone()
         .unwrap_or_else(|| hub.sha256.clone());
+    let size = hub
+        .behaviour
+        .lock()
+        .unwrap()
+        .advertise_size
+        .unwrap_or(hub.bytes.len() as u64);
     Response::builder()
         .status(StatusCode::FOUND)
         .header(header::LOCATION, format!("/cdn/{COMMIT}/{file}"))
         .header("x-linked-etag", format!("\"{sha}\""))
-        .header("x-linked-size", hub.bytes.len().to_string())
+        .header("x-linked-size", size.to_string())
         .header(header::ETAG, format!("\"{sha}\""))
         .header("x-repo-commit", COMMIT)
         .header(header::CONTENT_LENGTH, "0")

@@ -187,21 +187,42 @@ pub async fn python(script: &str, args: &[&str], stdin: &str) -> Value {
 
 /// `/metrics` as the Prometheus client library's parser reads it:
 /// `(name, labels, value)` of every sample.
+/// Asked for as Prometheus asks (OpenMetrics first).
 pub async fn scrape(addr: std::net::SocketAddr) -> Vec<(String, Value, f64)> {
-    let response = reqwest::Client::new()
+    scrape_as(
+        addr,
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    )
+    .await
+}
+
+/// `/metrics` asked for with `accept` (none: no header), checked to come in
+/// that format and read by that format's parser.
+pub async fn scrape_as(
+    addr: std::net::SocketAddr,
+    accept: Option<&str>,
+) -> Vec<(String, Value, f64)> {
+    let mut request = reqwest::Client::new()
         .get(format!("http://{addr}/metrics"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+        .bearer_auth(TOKEN);
+    if let Some(accept) = accept {
+        request = request.header("accept", accept);
+    }
+    let response = request.send().await.unwrap();
     assert_eq!(response.status(), 200);
     let kind = response.headers()["content-type"]
         .to_str()
         .unwrap()
         .to_string();
-    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    let openmetrics = accept.is_some_and(|a| a.contains("openmetrics"));
+    let (expected, parser) = if openmetrics {
+        ("application/openmetrics-text", "openmetrics")
+    } else {
+        ("text/plain; version=0.0.4", "text")
+    };
+    assert!(kind.starts_with(expected), "{kind} for {accept:?}");
     let text = response.text().await.unwrap();
-    let samples = python("metrics.py", &[], &text).await;
+    let samples = python("metrics.py", &[parser], &text).await;
     samples
         .as_array()
         .unwrap()

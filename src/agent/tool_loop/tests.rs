@@ -41,6 +41,7 @@ fn run(
         registry: &registry,
         tools: &ctx,
         before_tool_call: hook,
+        after_tool_call: None,
     };
     let messages = vec![
         ChatMessage::system("sys"),
@@ -229,6 +230,7 @@ fn a_context_overflow_drops_the_oldest_third_and_retries_once() {
         registry: &registry,
         tools: &ctx,
         before_tool_call: None,
+        after_tool_call: None,
     };
     let mut messages = vec![ChatMessage::system("sys")];
     for i in 0..6 {
@@ -296,6 +298,7 @@ fn parallel_tools_run_every_call_of_a_reply_and_keep_their_order() {
         registry: &registry,
         tools: &ctx,
         before_tool_call: None,
+        after_tool_call: None,
     };
     let settings = LoopSettings {
         parallel_tools: true,
@@ -328,6 +331,33 @@ fn a_reply_cut_while_thinking_says_so_and_names_the_setting() {
     // Positive control: a thought that ends, then nothing, is not blamed
     // on the length.
     let provider = ScriptedProvider::new(["<think>Nothing to say.</think>"]);
+    let outcome = run(&provider, &dir, 4, None);
+    assert_eq!(outcome.text, super::THOUGHT_ONLY);
+}
+
+#[test]
+fn a_reply_that_only_thought_says_so_and_offers_the_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    // As QwQ or DeepSeek-R1 do when their template opened the block: the
+    // model stops without ever closing it.
+    let provider = ScriptedProvider::new(Vec::<String>::new()).then_cut(
+        "<think>The user asks about n.txt. Maybe I should",
+        FinishReason::Stop,
+    );
+    let outcome = run(&provider, &dir, 4, None);
+    assert!(
+        outcome.text.contains("only thought")
+            && outcome.text.contains("reasoning = \"off\"")
+            && outcome.text.contains("max_tokens"),
+        "{}",
+        outcome.text
+    );
+    assert!(
+        !outcome.text.contains("Maybe I should"),
+        "no reasoning shown"
+    );
+    // Positive control: nothing at all, no thought: the plain answer.
+    let provider = ScriptedProvider::new([""]);
     let outcome = run(&provider, &dir, 4, None);
     assert_eq!(outcome.text, "I could not find an answer.");
 }

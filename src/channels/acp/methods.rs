@@ -98,6 +98,7 @@ impl AcpChannel {
                     session: session.clone(),
                     deltas: Deltas::default(),
                     running: Vec::new(),
+                    approved: Vec::new(),
                     cancelled: false,
                 },
             );

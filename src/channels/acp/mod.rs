@@ -15,6 +15,7 @@
 //! Messages go through the same dispatcher and pipeline as every channel's
 //! (history per session, commands, memory, tools).
 
+mod calls;
 mod methods;
 mod rpc;
 
@@ -44,8 +45,11 @@ struct Turn {
     request: Value,
     session: String,
     deltas: Deltas,
-    /// Tool calls reported running.
-    running: Vec<String>,
+    /// Tool calls reported running: (call id, tool).
+    running: Vec<(String, String)>,
+    /// Calls the editor allowed that have not started yet: (tool, call id),
+    /// so the call that runs keeps the id its question had.
+    approved: Vec<(String, String)>,
     cancelled: bool,
 }
 
@@ -79,6 +83,13 @@ impl AcpChannel {
             ended: CancellationToken::new(),
             changed: tokio::sync::Notify::new(),
         }
+    }
+
+    /// A new `toolCallId`, unique in this run.
+    fn next_call_id(&self) -> String {
+        let mut state = self.state();
+        state.next_call += 1;
+        format!("call_{}", state.next_call)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -115,16 +126,9 @@ impl AcpChannel {
                 update,
             )
         };
-        for call in finished {
-            self.session_update(
-                &session,
-                json!({
-                    "sessionUpdate": "tool_call_update",
-                    "toolCallId": call,
-                    "status": "completed",
-                }),
-            )
-            .await;
+        for (call, _) in finished {
+            self.session_update(&session, calls::update(&call, "completed", None))
+                .await;
         }
         self.session_update(&session, update).await;
     }
@@ -153,16 +157,9 @@ impl AcpChannel {
         let turn = self.state().turns.remove(message_id);
         self.changed.notify_waiters();
         if let Some(turn) = turn {
-            for call in turn.running {
-                self.session_update(
-                    &turn.session,
-                    json!({
-                        "sessionUpdate": "tool_call_update",
-                        "toolCallId": call,
-                        "status": "completed",
-                    }),
-                )
-                .await;
+            for (call, _) in turn.running {
+                self.session_update(&turn.session, calls::update(&call, "completed", None))
+                    .await;
             }
             let reason = if turn.cancelled || text.is_none() {
                 "cancelled"
@@ -178,17 +175,6 @@ impl AcpChannel {
 
 fn chunk(text: String) -> Value {
     json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": text } })
-}
-
-/// ACP's tool kind for one of hearth's tools.
-fn kind(tool: &str) -> &'static str {
-    match tool {
-        "file_read" | "memory_recall" => "read",
-        "file_write" | "file_edit" => "edit",
-        "shell" => "execute",
-        "http_request" => "fetch",
-        _ => "other",
-    }
 }
 
 impl Channel for AcpChannel {
@@ -259,26 +245,51 @@ impl Channel for AcpChannel {
         &'a self,
         notice: &'a SendMessage,
         tool: &'a str,
+        arguments: &'a Value,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
             let id = notice.in_reply_to.as_deref().unwrap_or("");
-            let call = {
-                let mut state = self.state();
-                state.next_call += 1;
-                format!("call_{}", state.next_call)
-            };
-            let started = json!({
-                "sessionUpdate": "tool_call",
-                "toolCallId": call,
-                "title": tool,
-                "kind": kind(tool),
-                "status": "in_progress",
+            // A call the editor allowed keeps its question's id.
+            let approved = self.state().turns.get_mut(id).and_then(|turn| {
+                let at = turn.approved.iter().position(|(t, _)| t == tool)?;
+                Some(turn.approved.remove(at).1)
             });
-            self.update(id, |_| Some(started)).await;
+            let (call, update) = match approved {
+                Some(call) => {
+                    let update = calls::update(&call, "in_progress", None);
+                    (call, update)
+                }
+                None => {
+                    let call = self.next_call_id();
+                    let update = calls::started(&call, tool, arguments, "in_progress");
+                    (call, update)
+                }
+            };
+            self.update(id, |_| Some(update)).await;
             if let Some(turn) = self.state().turns.get_mut(id) {
-                turn.running.push(call);
+                turn.running.push((call, tool.to_string()));
             }
             Ok(())
+        })
+    }
+
+    fn tool_finished<'a>(
+        &'a self,
+        message_id: &'a str,
+        tool: &'a str,
+        ok: bool,
+        output: &'a str,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let found = self.state().turns.get_mut(message_id).and_then(|turn| {
+                let at = turn.running.iter().position(|(_, t)| t == tool)?;
+                Some((turn.session.clone(), turn.running.remove(at).0))
+            });
+            if let Some((session, call)) = found {
+                let status = if ok { "completed" } else { "failed" };
+                self.session_update(&session, calls::update(&call, status, Some(output)))
+                    .await;
+            }
         })
     }
 
@@ -297,15 +308,17 @@ impl Channel for AcpChannel {
                     "the prompt is no longer being answered".into(),
                 ));
             };
+            // The call is shown first, pending; the question and the run
+            // that may follow speak of the same id.
+            let call = self.next_call_id();
+            let pending = calls::started(&call, &request.tool, &request.raw_arguments, "pending");
+            self.session_update(&session, pending).await;
+            let mut tool_call =
+                calls::call(&call, &request.tool, &request.raw_arguments, "pending");
+            tool_call["title"] = json!(request.question());
             let params = json!({
                 "sessionId": session,
-                "toolCall": {
-                    "toolCallId": format!("approval_{}", request.id),
-                    "title": request.question(),
-                    "kind": kind(&request.tool),
-                    "status": "pending",
-                    "rawInput": serde_json::from_str::<Value>(&request.arguments).unwrap_or(Value::Null),
-                },
+                "toolCall": tool_call,
                 "options": [
                     { "optionId": "once", "name": "Allow once", "kind": "allow_once" },
                     { "optionId": "always", "name": "Always allow in this chat", "kind": "allow_always" },
@@ -314,6 +327,12 @@ impl Channel for AcpChannel {
             });
             let asked = self.peer.request("session/request_permission", params);
             let Ok(answer) = tokio::time::timeout(request.timeout, asked).await else {
+                let expired = calls::update(
+                    &call,
+                    "failed",
+                    Some("no answer in time: the call did not run"),
+                );
+                self.session_update(&session, expired).await;
                 return Ok(None);
             };
             let chosen = answer
@@ -327,12 +346,17 @@ impl Channel for AcpChannel {
                         .map(str::to_string)
                 });
             // Cancelled, refused or gone: the call does not run.
-            Ok(Some(
-                chosen
-                    .as_deref()
-                    .and_then(Answer::parse)
-                    .unwrap_or(Answer::Deny),
-            ))
+            let answer = chosen
+                .as_deref()
+                .and_then(Answer::parse)
+                .unwrap_or(Answer::Deny);
+            if answer == Answer::Deny {
+                let denied = calls::update(&call, "failed", Some("denied: the call did not run"));
+                self.session_update(&session, denied).await;
+            } else if let Some(turn) = self.state().turns.get_mut(&request.message_id) {
+                turn.approved.push((request.tool.clone(), call));
+            }
+            Ok(Some(answer))
         })
     }
 

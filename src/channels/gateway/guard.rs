@@ -51,12 +51,6 @@ impl Guard {
         }
     }
 
-    /// Whether a client holding the token is required (none is configured
-    /// only where the config allowed loopback without one).
-    pub fn token(&self) -> Option<&Secret> {
-        self.token.as_ref()
-    }
-
     /// Checks a request that arrived on `local`.
     pub fn check(
         &self,

@@ -54,15 +54,19 @@ pub(super) struct App {
 }
 
 /// Listens on `addr` until the bus closes (the daemon stops).
+/// `bound`: the socket taken at start, if any.
 pub(super) async fn serve(
     addr: SocketAddr,
+    bound: Option<std::net::TcpListener>,
     shared: Arc<Shared>,
     bus: Intake,
     metrics: Option<Arc<Metrics>>,
 ) -> Result<(), ChannelError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| ChannelError::Other(format!("cannot listen on {addr}: {e}")))?;
+    let listener = match bound {
+        Some(bound) => tokio::net::TcpListener::from_std(bound),
+        None => tokio::net::TcpListener::bind(addr).await,
+    }
+    .map_err(|e| ChannelError::Other(format!("cannot listen on {addr}: {e}")))?;
     let local = listener
         .local_addr()
         .map_err(|e| ChannelError::Other(format!("cannot listen on {addr}: {e}")))?;
@@ -120,10 +124,9 @@ fn refused(app: &App, method: &Method, headers: &HeaderMap) -> Option<Response> 
     guarded(app, method, headers).err().map(refusal)
 }
 
-async fn health(State(app): State<App>, method: Method, headers: HeaderMap) -> Response {
-    if let Some(refusal) = refused(&app, &method, &headers) {
-        return refusal;
-    }
+/// Answered without the token, for monitors and container health checks:
+/// it says nothing but that the gateway answers.
+async fn health() -> Response {
     axum::Json(json!({ "status": "ok" })).into_response()
 }
 
@@ -132,11 +135,11 @@ async fn metrics_text(State(app): State<App>, method: Method, headers: HeaderMap
         return refusal;
     }
     match &app.metrics {
-        Some(metrics) => (
-            [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
-            metrics.render(),
-        )
-            .into_response(),
+        Some(metrics) => {
+            let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+            let (kind, text) = metrics.render_for(accept);
+            ([(header::CONTENT_TYPE, kind)], text).into_response()
+        }
         None => error(StatusCode::NOT_FOUND, "this gateway keeps no metrics"),
     }
 }
@@ -428,7 +431,7 @@ async fn approval(
     match app
         .shared
         .questions
-        .answer(&request.id, app.shared.sender(), answer)
+        .answer(&request.id, &parked.chat, answer)
     {
         Delivered::Taken => outcome(&app, parked.chat, parked.message_id, parked.events).await,
         Delivered::Expired | Delivered::NotYours => {

@@ -55,7 +55,7 @@ enum Event {
     Draft(String),
     /// A tool is about to run.
     Tool(String),
-    Question(ApprovalRequest),
+    Question(Box<ApprovalRequest>),
     Reply(String),
     /// The message ended without a reply (`/stop`, a hook, shutdown).
     Stopped,
@@ -101,14 +101,6 @@ impl Shared {
     }
 
     /// Who every request is: the token holder, or loopback without one.
-    fn sender(&self) -> &'static str {
-        if self.guard.token().is_some() {
-            "token"
-        } else {
-            "loopback"
-        }
-    }
-
     /// The message id of a request with `Idempotency-Key: key` in `chat`:
     /// the same for every retry, so the inbox knows it. The key comes
     /// first and cannot hold a '/', so no other chat and key give this id.
@@ -128,7 +120,10 @@ impl Shared {
         let id = id.unwrap_or_else(|| format!("gw-{}", uuid::Uuid::new_v4().simple()));
         let (events, rx) = mpsc::unbounded_channel();
         self.waiting().insert(id.clone(), Waiter { events });
-        let message = ChannelMessage::now(NAME, id, self.sender(), chat, text);
+        // Each chat is its own person on the gateway: its own memory and
+        // history (a front end that serves several people names them with
+        // `user`, `X-Hearth-Chat` or the chat).
+        let message = ChannelMessage::now(NAME, id, chat, chat, text);
         (message, rx)
     }
 
@@ -161,6 +156,18 @@ pub struct GatewayChannel {
     listen: SocketAddr,
     shared: Arc<Shared>,
     metrics: Option<Arc<Metrics>>,
+    /// The socket [`GatewayChannel::bind_now`] took at start, used by the
+    /// first listen; a restarted listener binds again.
+    bound_at_start: Mutex<Option<std::net::TcpListener>>,
+}
+
+/// The listen address could not be taken at start.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot listen on {addr}: {source}; {fix}")]
+pub struct BindError {
+    addr: SocketAddr,
+    source: std::io::Error,
+    fix: &'static str,
 }
 
 impl GatewayChannel {
@@ -180,7 +187,30 @@ impl GatewayChannel {
                 bound: watch::Sender::new(None),
             }),
             metrics: None,
+            bound_at_start: Mutex::new(None),
         })
+    }
+
+    /// Binds the listen address now, so that a taken port stops the start
+    /// with the fix instead of being retried in the background.
+    pub fn bind_now(self) -> Result<Self, BindError> {
+        let addr = self.listen;
+        let bound = std::net::TcpListener::bind(addr)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|source| BindError {
+                fix: match source.kind() {
+                    std::io::ErrorKind::AddrInUse => "another program (perhaps another hearth) has that port: stop it, or set `[channels.gateway] listen` to a free port",
+                    std::io::ErrorKind::PermissionDenied => "ports below 1024 need privileges: set `[channels.gateway] listen` to a port above 1024",
+                    _ => "set `[channels.gateway] listen` to an address of this machine",
+                },
+                addr,
+                source,
+            })?;
+        *self
+            .bound_at_start
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(bound);
+        Ok(self)
     }
 
     /// Serves `metrics` at `GET /metrics` (behind the same guard).
@@ -239,8 +269,14 @@ impl Channel for GatewayChannel {
     }
 
     fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
+        let bound = self
+            .bound_at_start
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         Box::pin(http::serve(
             self.listen,
+            bound,
             self.shared.clone(),
             intake,
             self.metrics.clone(),
@@ -266,7 +302,7 @@ impl Channel for GatewayChannel {
             let ticket = self.shared.questions.ask(request);
             if !self
                 .shared
-                .tell(&request.message_id, Event::Question(request.clone()))
+                .tell(&request.message_id, Event::Question(Box::new(request.clone())))
             {
                 return Err(ChannelError::Rejected(
                     "the client stopped waiting for this message".into(),
@@ -298,6 +334,7 @@ impl Channel for GatewayChannel {
         &'a self,
         notice: &'a SendMessage,
         tool: &'a str,
+        _arguments: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
             if let Some(id) = &notice.in_reply_to {

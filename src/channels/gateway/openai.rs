@@ -215,9 +215,7 @@ fn deny(shared: &Shared, q: &ApprovalRequest) {
         tool = q.tool,
         "denied a call that needs approval: OpenAI clients cannot answer"
     );
-    shared
-        .questions
-        .answer(&q.id, shared.sender(), Answer::Deny);
+    shared.questions.answer(&q.id, &q.sender, Answer::Deny);
 }
 
 /// The final text of a turn; `None` when it ended without one.

@@ -289,7 +289,7 @@ impl Session {
             return vec![error("no open question with this id on this socket")];
         }
         let shared = &self.app.shared;
-        match shared.questions.answer(id, shared.sender(), answer) {
+        match shared.questions.answer(id, &self.chat, answer) {
             Delivered::Taken => Vec::new(),
             Delivered::Expired | Delivered::NotYours => {
                 vec![error("the question was closed before the answer came")]
