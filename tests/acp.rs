@@ -288,22 +288,27 @@ async fn a_tool_call_asks_permission_and_is_reported() {
             .await;
         let answer = client.answer(id).await;
         assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        // The call is shown pending before the question, under the id the
+        // question names, and ends completed, or failed when denied.
         let calls = client.updates("tool_call");
-        if option == "once" {
-            assert_eq!(calls.len(), 1, "{:?}", client.seen);
-            assert_eq!(calls[0]["title"], "file_write");
-            let call_id = calls[0]["toolCallId"].clone();
-            assert!(
-                client
-                    .updates("tool_call_update")
-                    .iter()
-                    .any(|u| u["toolCallId"] == call_id && u["status"] == "completed"),
-                "{:?}",
-                client.seen
-            );
+        assert_eq!(calls.len(), 1, "{:?}", client.seen);
+        assert_eq!(calls[0]["title"], "file_write");
+        assert_eq!(calls[0]["status"], "pending");
+        let call_id = calls[0]["toolCallId"].clone();
+        assert_eq!(asked["params"]["toolCall"]["toolCallId"], call_id);
+        let end = if option == "once" {
+            "completed"
         } else {
-            assert!(calls.is_empty(), "a denied call is not run: {calls:?}");
-        }
+            "failed"
+        };
+        assert!(
+            client
+                .updates("tool_call_update")
+                .iter()
+                .any(|u| u["toolCallId"] == call_id && u["status"] == end),
+            "{:?}",
+            client.seen
+        );
     }
     assert!(file_under(&workspace, "yes.txt"), "the allowed call ran");
     assert!(!file_under(&workspace, "no.txt"), "the denied call did not");
@@ -416,4 +421,126 @@ async fn the_binary_is_an_acp_agent_on_smollm2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     common::assert_no_panic(&stderr);
     assert!(out.status.success(), "{stderr}");
+}
+
+/// `hearth acp` driven by the protocol's own Python SDK, whose models check
+/// every message against the schema: a `file_write` whose long content
+/// comes before its path is asked about with the path whole, under one
+/// `toolCallId` from the question to the end of the call (with `rawInput`,
+/// `locations` and the result as `content`); a result tag the model cut
+/// short never shows; the command ends cleanly when the editor closes
+/// stdin. A denial is the control: the call does not run, and its entry
+/// ends as failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_protocols_own_sdk_sees_one_call_from_question_to_result() {
+    use support::slow_model::{SlowModel, WRITE_AGENTS};
+    let model = SlowModel::start(3, Duration::from_millis(20)).await;
+    let sandbox = common::Sandbox::new();
+    let workspace = sandbox.path("ws");
+    let config = sandbox.config(&format!(
+        "[data]\ndir = \"{}\"\n[agent]\nworkspace = \"{}\"\n[memory]\nenabled = false\n[providers.openai]\nbase_url = \"{}\"\nmodel = \"slow\"\nnative_tools = false\n[routing]\ndefault_provider = \"openai\"\n",
+        sandbox.path("data").display(),
+        workspace.display(),
+        model.base_url
+    ));
+    let drive = |answer: &'static str| {
+        let config = config.display().to_string();
+        async move {
+            ways_in::python(
+                "acp_client.py",
+                &[
+                    env!("CARGO_BIN_EXE_hearth"),
+                    &config,
+                    &format!("Please {WRITE_AGENTS} now"),
+                    answer,
+                ],
+                "",
+            )
+            .await
+        }
+    };
+    let run = drive("once").await;
+    assert_eq!(run["stopReason"], "end_turn", "{run}");
+    assert_eq!(run["exit"], 0, "{run}");
+    let stderr = run["stderr"].as_str().unwrap();
+    assert!(!stderr.contains("listener failed"), "{stderr}");
+    common::assert_no_panic(stderr);
+
+    let asked = &run["permissions"][0]["toolCall"];
+    let id = asked["toolCallId"].as_str().unwrap().to_string();
+    assert!(
+        asked["title"].as_str().unwrap().contains("AGENTS.md"),
+        "the path is in the question: {asked}"
+    );
+    assert_eq!(asked["rawInput"]["path"], "AGENTS.md");
+    assert_eq!(asked["rawInput"]["content"].as_str().unwrap().len(), 720);
+    let updates = run["updates"].as_array().unwrap();
+    let of_call: Vec<&Value> = updates
+        .iter()
+        .filter(|u| u["toolCallId"] == id.as_str())
+        .collect();
+    let statuses: Vec<&str> = of_call
+        .iter()
+        .filter_map(|u| u["status"].as_str())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["pending", "in_progress", "completed"],
+        "one entry from question to end: {updates:?}"
+    );
+    assert_eq!(of_call[0]["sessionUpdate"], "tool_call");
+    assert_eq!(of_call[0]["locations"], json!([{"path": "AGENTS.md"}]));
+    let result = of_call[2]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(!result.is_empty(), "{:?}", of_call[2]);
+    // Every call shown ends; nothing else has an id of its own.
+    let ids: std::collections::BTreeSet<&str> = updates
+        .iter()
+        .filter_map(|u| u["toolCallId"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 1, "{updates:?}");
+    let said: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("Saved AGENTS.md."), "{said}");
+    assert!(!said.contains("tool_result"), "a cut tag showed: {said}");
+    let written = std::fs::read_to_string(find(&workspace, "AGENTS.md")).unwrap();
+    assert_eq!(written.len(), 720);
+
+    // The control: denied, the call does not run and its entry fails.
+    std::fs::remove_file(find(&workspace, "AGENTS.md")).unwrap();
+    let run = drive("deny").await;
+    let id = run["permissions"][0]["toolCall"]["toolCallId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let statuses: Vec<&str> = run["updates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["toolCallId"] == id.as_str())
+        .filter_map(|u| u["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["pending", "failed"], "{run}");
+    assert!(!find(&workspace, "AGENTS.md").exists());
+}
+
+/// Where a file of that name is under `dir` (conversations have folders
+/// of their own), or `dir/name` when none is.
+fn find(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if entry.file_name() == name {
+                return path;
+            }
+        }
+    }
+    dir.join(name)
 }

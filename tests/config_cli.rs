@@ -385,3 +385,46 @@ fn tools_run_under_the_policy_with_exit_codes() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+#[test]
+fn config_check_fails_on_a_model_file_that_is_not_there() {
+    let s = Sandbox::new();
+    let path = s
+        .config("[model]\npath = \"/nonexistent/missing.gguf\"\n[generation]\ntemperature = 0.2\n");
+    let out = config_check(&s, &path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("model.path") && stderr.contains("missing.gguf"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("config ok"), "{stderr}");
+    // Positive control: the test model, by name.
+    common::model(common::SMOLLM2);
+    let path = s.config(&format!("[model]\npath = \"{}\"\n", common::SMOLLM2));
+    let out = config_check(&s, &path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn config_check_names_every_problem_at_once() {
+    let s = Sandbox::new();
+    let path = s.config(
+        "[model]\ncontxt_size = 1\n[generaton]\nx = 1\n[scheduler]\nmax_jobs = 0\n[agent]\nsandbox = \"chroot\"\n",
+    );
+    let out = config_check(&s, &path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    for key in [
+        "model.contxt_size",
+        "generaton",
+        "scheduler.max_jobs",
+        "agent.sandbox",
+    ] {
+        assert!(stderr.contains(key), "{key} not named: {stderr}");
+    }
+}

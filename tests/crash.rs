@@ -579,7 +579,8 @@ async fn a_sender_removed_from_allowed_users_while_down_is_not_answered_after_re
     assert_no_panic(&log);
 }
 
-/// `hearth ARGS…` on `config` with `stdin`, run to its end in a thread.
+/// `hearth ARGS…` on `config` with `stdin`, run to its end in a thread;
+/// killed after 60 s (a start that should have been refused and was not).
 async fn run_beside(
     sandbox: &Sandbox,
     config: &Path,
@@ -600,9 +601,17 @@ async fn run_beside(
     let mut input = child.stdin.take().unwrap();
     input.write_all(stdin.as_bytes()).unwrap();
     drop(input);
-    tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+    let pid = child.id() as i32;
+    let watchdog = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        // SAFETY: a signal to our own child, which may have ended.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
         .await
-        .unwrap()
+        .unwrap();
+    watchdog.abort();
+    out
 }
 
 /// Two daemons on one data folder would both take up the inbox: the

@@ -150,9 +150,13 @@ async fn two_openai_users_never_recall_each_others_memories() {
             "memory_recall gave Bob Alice's memory: {reply}"
         );
     }
-    // `/v1/message` chats are people too.
-    let reply = message(&g.url, "bob", asked).await;
-    assert!(!reply.contains(PIN), "{reply}");
+    // `/v1/message` chats are people too; and the plainest question.
+    for question in [asked, "what is my bank PIN?"] {
+        let reply = message(&g.url, "bob", question).await;
+        assert!(!reply.contains(PIN), "{reply}");
+        let reply = complete(&g.url, Some("bob"), None, question).await;
+        assert!(!reply.contains(PIN), "{reply}");
+    }
     // Nothing of Alice's reached the model in any of Bob's turns: not in a
     // memory context, not in a history.
     let bob_saw = g.shown("bob", 0);
@@ -169,7 +173,7 @@ async fn two_openai_users_never_recall_each_others_memories() {
     // by memory, and recalls her locker code, by `user` and by header.
     complete(&g.url, Some("alice"), None, "/new").await;
     let before = g.requests_of("alice");
-    complete(&g.url, Some("alice"), None, asked).await;
+    complete(&g.url, Some("alice"), None, "what is my bank PIN?").await;
     let alice_saw = g.shown("alice", before);
     assert!(alice_saw.contains(PIN), "Alice's own memory: {alice_saw}");
     let recall = parrot_call("memory_recall", json!({"query": "locker code"}));

@@ -422,3 +422,55 @@ fn qwen3_with_reasoning_off_renders_the_empty_think_block() {
     assert!(render(Reasoning::Auto).ends_with("<|im_start|>assistant\n"));
     assert!(render(Reasoning::High).ends_with("<|im_start|>assistant\n"));
 }
+
+/// Hermes 3's `tool_use` template on a second turn, with hearth's real
+/// tools: each tool is listed once, in the one `<tools>` block of the
+/// template's own system turn. (Its name shows a second time inside that
+/// same entry, since the template writes a Python signature into the
+/// description: `"name": "file_read", "description": "file_read(path: str) - …"`;
+/// that is the template's format, not a second listing.) The control: the
+/// same conversation under hearth's own protocol lists each tool once too,
+/// in the system prompt.
+#[test]
+fn hermes_3_lists_each_tool_once_on_the_second_turn() {
+    let Some(t) = template("NousResearch-Hermes-3-Llama-3.1-8B-tool_use") else {
+        return;
+    };
+    let tools = hearth::tools::ToolRegistry::core().specs();
+    assert!(tools.iter().any(|s| s.name == "file_read"));
+    for native in [true, false] {
+        let workspace = tempfile::tempdir().unwrap();
+        let system = hearth::agent::prompt::build(&PromptInputs {
+            tools: &tools,
+            list_tools: !native,
+            workspace: workspace.path(),
+            channel: "cli",
+            channel_capabilities: "plain text",
+            model: "test",
+            date: "2026-11-25",
+            profile: Profile::Full,
+        });
+        let mut messages = tool_conversation(native);
+        messages[0] = ChatMessage::system(system);
+        let prompt = t
+            .render_turn(&Turn {
+                format: formats::format(ModelFamily::Hermes),
+                messages: &messages,
+                tools: if native { &tools } else { &[] },
+                reasoning: Reasoning::Auto,
+                add_generation_prompt: true,
+            })
+            .unwrap();
+        for spec in &tools {
+            let entries = prompt
+                .matches(&format!("\"name\": \"{}\"", spec.name))
+                .count()
+                + prompt.matches(&format!("- {}: ", spec.name)).count();
+            assert_eq!(
+                entries, 1,
+                "{} listed {entries} times (native {native})",
+                spec.name
+            );
+        }
+    }
+}

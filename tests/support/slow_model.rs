@@ -3,7 +3,9 @@
 //! events (`data: …`, then `data: [DONE]`), as OpenAI's API reference
 //! shows them. It answers "Reply to: <the last user message>" in `pieces`
 //! pieces, `gap` apart; a message containing "LONG" gets a reply of about
-//! 6,000 characters (two Telegram messages).
+//! 6,000 characters (two Telegram messages); [`WRITE_AGENTS`] gets a
+//! `file_write` call, and a tool result a reply that ends in a result tag
+//! cut short (as small models write them).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -42,8 +44,23 @@ struct App {
     gap: Duration,
 }
 
+/// What the model writes when asked to write AGENTS.md: a `file_write`
+/// call whose 720-character content comes before its path.
+pub const WRITE_AGENTS: &str = "WRITE_AGENTS_MD";
+
 /// The reply the model gives to `asked`.
 pub fn reply_to(asked: &str) -> String {
+    if asked.contains("<tool_result") {
+        // A small model imitating the result tags, cut short.
+        return "Saved AGENTS.md.\n<tool_result name=\"file_write\" status=\"ok".to_string();
+    }
+    if asked.contains(WRITE_AGENTS) {
+        let call = serde_json::json!({
+            "name": "file_write",
+            "arguments": {"content": "A".repeat(720), "path": "AGENTS.md"},
+        });
+        return format!("<tool_call>{call}</tool_call>");
+    }
     if asked.contains("LONG") {
         let paragraph = format!("{} ", "All work and no play makes a dull reply.".repeat(9));
         let mut text = format!("Reply to: {asked}\n\n");

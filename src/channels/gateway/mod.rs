@@ -300,10 +300,10 @@ impl Channel for GatewayChannel {
     ) -> BoxFuture<'a, Result<Option<Answer>, ChannelError>> {
         Box::pin(async move {
             let ticket = self.shared.questions.ask(request);
-            if !self
-                .shared
-                .tell(&request.message_id, Event::Question(Box::new(request.clone())))
-            {
+            if !self.shared.tell(
+                &request.message_id,
+                Event::Question(Box::new(request.clone())),
+            ) {
                 return Err(ChannelError::Rejected(
                     "the client stopped waiting for this message".into(),
                 ));
