@@ -530,3 +530,41 @@ async fn the_gateway_returns_the_question_and_the_follow_up_answers_it() {
     assert!(body["reply"].as_str().unwrap().contains("hello"), "{body}");
     daemon.stop().await;
 }
+
+/// The approval question hides nothing that decides the risk: a
+/// `file_write` whose 720-character content comes before its path shows
+/// the path whole on Telegram (the buttons' message) and to every channel
+/// (the question it is handed), with how much content was left out. The
+/// control: a short call is shown as the model wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_question_shows_the_path_whatever_comes_before_it() {
+    let hostile = call(
+        "file_write",
+        json!({"content": "A".repeat(720), "path": "AGENTS.md"}),
+    );
+    let mut t = telegram(5).await;
+    t.fake.inject(Incoming::text(ADA, &hostile));
+    let q = t.question(ADA, &[]).await;
+    let text = t.fake.message_text(ADA, q).unwrap();
+    assert!(text.contains("\"path\":\"AGENTS.md\""), "{text}");
+    assert!(text.contains("more characters not shown"), "{text}");
+    t.fake.press(ADA, ADA, q, "Deny").unwrap();
+    next(&mut t.rx).await;
+
+    let mut m = mem(|_| {});
+    m.channel
+        .answer_approvals([Some(Answer::Deny), Some(Answer::Deny)]);
+    m.say("ada", &hostile).await;
+    m.say("ada", &write_call("short.txt", "hi")).await;
+    let asked = m.channel.asked();
+    assert!(
+        asked[0].question().contains("AGENTS.md"),
+        "{}",
+        asked[0].question()
+    );
+    assert_eq!(
+        asked[1].arguments,
+        json!({"path": "short.txt", "content": "hi"}).to_string()
+    );
+    m.daemon.stop().await;
+}

@@ -249,3 +249,66 @@ fn a_reply_that_only_thought_says_what_happened_and_the_way_out() {
     let reply = ask(&s, &config, &["What is 2+2?"], "");
     assert!(!reply.trim().is_empty());
 }
+
+/// `hearth ask` stopped by a signal says which, and ends with the shell's
+/// code for it (128 + its number), whether the model is still loading or
+/// already writing; it never ends in silence. The control: left alone, the
+/// same question is answered.
+#[test]
+fn ask_stopped_by_a_signal_says_so() {
+    common::model(common::SMOLLM2);
+    let s = Sandbox::new();
+    let config = s.config("[generation]\ntemperature = 0.0\nmax_tokens = 4000\n");
+    for (signal, code, name) in [
+        (libc::SIGTERM, 143, "SIGTERM"),
+        (libc::SIGINT, 130, "SIGINT"),
+        (libc::SIGHUP, 129, "SIGHUP"),
+    ] {
+        // While the model loads (the signals are caught), and once it writes.
+        for (wait_for, after_ms) in [("stop signals are caught", 0), ("engine ready", 1_000)] {
+            use std::io::BufRead;
+            let mut child = s
+                .hearth_process()
+                .args(["--config", config.to_str().unwrap(), "ask"])
+                .arg("Write a very long story about a lighthouse keeper.")
+                .env("RUST_LOG", "hearth=debug")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+            let mut log = String::new();
+            for line in lines.by_ref() {
+                let line = line.unwrap();
+                log.push_str(&line);
+                log.push('\n');
+                if line.contains(wait_for) {
+                    break;
+                }
+            }
+            assert!(log.contains(wait_for), "{log}");
+            std::thread::sleep(std::time::Duration::from_millis(after_ms));
+            // SAFETY: a signal to our own child.
+            unsafe { libc::kill(child.id() as i32, signal) };
+            for line in lines {
+                log.push_str(&line.unwrap());
+                log.push('\n');
+            }
+            let out = child.wait_with_output().unwrap();
+            let stderr = log;
+            assert_eq!(
+                out.status.code(),
+                Some(code),
+                "{name} after {after_ms} ms: {stderr}"
+            );
+            assert!(
+                stderr.contains(&format!("stopped by {name}")),
+                "{name} after {after_ms} ms: {stderr}"
+            );
+            assert_no_panic(&stderr);
+        }
+    }
+    let config = s.config("[generation]\ntemperature = 0.0\nmax_tokens = 16\n");
+    let reply = ask(&s, &config, &["Say hello."], "");
+    assert!(!reply.trim().is_empty());
+}

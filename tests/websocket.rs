@@ -306,3 +306,46 @@ async fn a_client_that_answers_no_ping_is_closed_and_one_that_does_stays() {
     assert_eq!(turn(&mut here).await.last().unwrap()["type"], "done");
     run.daemon.stop().await;
 }
+
+/// Open WebSockets from the one token cannot fill every connection: past
+/// three quarters of `max_connections` an upgrade gets 503 with the reason,
+/// while `/health` and plain requests are still answered. The control:
+/// once a socket closes, a new one opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websockets_leave_room_for_requests_and_health() {
+    let run = gateway_with("max_connections = 8\n").await;
+    let mut sockets = Vec::new();
+    for i in 0..6 {
+        sockets.push(open(run.addr, &format!("s{i}")).await);
+    }
+    let auth = format!("Bearer {TOKEN}");
+    let refused = connect(run.addr, "one-more", &[("authorization", auth.as_str())]).await;
+    assert_eq!(refused.err(), Some(503));
+    let health = reqwest::get(format!("http://{}/health", run.addr))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let reply = reqwest::Client::new()
+        .post(format!("http://{}/v1/message", run.addr))
+        .bearer_auth(TOKEN)
+        .json(&json!({"text": "still here?", "chat": "plain"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    // Closing one makes room again.
+    let mut first = sockets.remove(0);
+    first.close(None).await.unwrap();
+    drop(first);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match connect(run.addr, "again", &[("authorization", auth.as_str())]).await {
+            Ok(_) => break,
+            Err(503) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(status) => panic!("no room after a close: {status}"),
+        }
+    }
+    run.daemon.stop().await;
+}

@@ -242,10 +242,12 @@ impl ToolLoop<'_> {
                 .map(|(i, problem)| ToolResultMessage {
                     call_id: format!("malformed_{}", i + 1),
                     name: "tool_call".into(),
-                    content: format!(
+                    // Inert: a model that quotes the hint (or its own broken
+                    // call) back must not write a call that fails again.
+                    content: crate::security::fence::defuse(&format!(
                         "Your tool call could not be read: {problem}.{}",
                         self.dispatcher.call_hint()
-                    ),
+                    )),
                     is_error: true,
                 })
                 .collect();

@@ -37,8 +37,9 @@ pub async fn run(
     let cancel = CancellationToken::new();
     let stopped = Arc::new(OnceLock::new());
     let (interrupt, seen) = (cancel.clone(), stopped.clone());
+    let mut stops = signals::catch();
     tokio::spawn(async move {
-        let stop = signals::stop().await;
+        let stop = stops.next().await;
         let _ = seen.set(stop);
         interrupt.cancel();
         tokio::time::sleep(Duration::from_secs(5)).await;

@@ -35,25 +35,48 @@ impl Stop {
     }
 }
 
-/// Waits for SIGINT, SIGTERM or SIGHUP. Where the handlers cannot be set
-/// up, waits for Ctrl-C alone (and says so once in the log).
-pub async fn stop() -> Stop {
+/// The stop signals, caught from the moment [`catch`] returns.
+pub struct Stops(Option<[tokio::signal::unix::Signal; 3]>);
+
+/// Catches SIGINT, SIGTERM and SIGHUP now (a signal that arrives from here
+/// on is never the default kill). Where the handlers cannot be set up,
+/// only Ctrl-C is caught, and the log says so.
+pub fn catch() -> Stops {
     use tokio::signal::unix::{SignalKind, signal};
-    let handlers = (
+    match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
         signal(SignalKind::hangup()),
-    );
-    match handlers {
-        (Ok(mut int), Ok(mut term), Ok(mut hup)) => tokio::select! {
-            _ = int.recv() => Stop::Interrupt,
-            _ = term.recv() => Stop::Terminate,
-            _ = hup.recv() => Stop::Hangup,
-        },
+    ) {
+        (Ok(int), Ok(term), Ok(hup)) => {
+            tracing::debug!("stop signals are caught");
+            Stops(Some([int, term, hup]))
+        }
         _ => {
             tracing::warn!("cannot catch SIGTERM and SIGHUP here; only Ctrl-C is caught");
-            let _ = tokio::signal::ctrl_c().await;
-            Stop::Interrupt
+            Stops(None)
         }
     }
+}
+
+impl Stops {
+    /// The next stop signal.
+    pub async fn next(&mut self) -> Stop {
+        match &mut self.0 {
+            Some([int, term, hup]) => tokio::select! {
+                _ = int.recv() => Stop::Interrupt,
+                _ = term.recv() => Stop::Terminate,
+                _ = hup.recv() => Stop::Hangup,
+            },
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+                Stop::Interrupt
+            }
+        }
+    }
+}
+
+/// Waits for the next stop signal (caught from the first poll on).
+pub async fn stop() -> Stop {
+    catch().next().await
 }

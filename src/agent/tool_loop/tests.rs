@@ -167,6 +167,43 @@ fn unknown_and_malformed_calls_then_the_iteration_limit() {
     );
 }
 
+/// A small model that quotes the malformed-call hint back: the hint it
+/// was given holds no tag a parser reads, so quoting it writes no call
+/// (it used to loop, each quote a new broken call, for every round).
+#[test]
+fn the_malformed_call_hint_is_inert_when_quoted() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(["<tool_call>{\"name\": \"glob\"", "ok"]);
+    let outcome = run(&provider, &dir, 4, None);
+    let hint = &tool_results(&outcome)[0].content;
+    assert!(hint.contains("could not be read"), "{hint}");
+    assert!(
+        hint.contains("tool_call"),
+        "the shape is still shown: {hint}"
+    );
+    // Quoted back whole, it parses as no call and no broken call.
+    let reply = hearth_reply(hint);
+    let parsed = XmlToolDispatcher.parse(&reply);
+    assert!(
+        parsed.calls.is_empty() && parsed.malformed.is_empty(),
+        "{parsed:?}"
+    );
+    // The control: the raw hint, undefused, is read as a broken call.
+    let raw = hearth_reply(&format!("Sure.{}", XmlToolDispatcher.call_hint()));
+    assert!(!XmlToolDispatcher.parse(&raw).malformed.is_empty());
+}
+
+fn hearth_reply(text: &str) -> crate::chat::ChatReply {
+    crate::chat::ChatReply {
+        text: text.to_string(),
+        reasoning: String::new(),
+        tool_calls: Vec::new(),
+        malformed: Vec::new(),
+        usage: Default::default(),
+        finish: FinishReason::Stop,
+    }
+}
+
 #[test]
 fn a_hook_can_refuse_a_call() {
     let dir = tempfile::tempdir().unwrap();

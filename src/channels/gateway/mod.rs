@@ -82,6 +82,9 @@ struct Shared {
     max_connections: usize,
     /// How often a WebSocket client is pinged.
     ws_ping: Duration,
+    /// WebSockets open now: at most three quarters of `max_connections`,
+    /// so that open sockets never shut out requests (and `/health`).
+    sockets: std::sync::atomic::AtomicUsize,
     /// By message id.
     waiting: Mutex<HashMap<String, Waiter>>,
     /// By question id.
@@ -181,6 +184,7 @@ impl GatewayChannel {
                 request_timeout: Duration::from_secs(config.request_timeout_secs),
                 max_connections: config.max_connections,
                 ws_ping: Duration::from_secs(config.ws_ping_secs),
+                sockets: std::sync::atomic::AtomicUsize::new(0),
                 waiting: Mutex::default(),
                 parked: Mutex::default(),
                 questions: Questions::default(),

@@ -21,6 +21,8 @@
 //! for three of those intervals is closed, and its connection freed.
 
 use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::{
@@ -81,6 +83,18 @@ pub(super) async fn chat(
             return (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": why }))).into_response();
         }
     };
+    let Some(socket_slot) = SocketSlot::take(&app.shared) else {
+        let most = max_sockets(app.shared.max_connections);
+        let why = format!(
+            "{most} WebSockets are open, the most `[channels.gateway] max_connections` ({}) leaves room for; close one, or raise it",
+            app.shared.max_connections
+        );
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({ "error": why })),
+        )
+            .into_response();
+    };
     connection.0.request_read();
     upgrade
         .protocols([PROTOCOL])
@@ -88,8 +102,37 @@ pub(super) async fn chat(
         .on_upgrade(move |socket| async move {
             // The connection's slot stays taken while the socket is open.
             let _connection = connection;
+            let _socket_slot = socket_slot;
             Session::new(app, chat).run(socket).await;
         })
+}
+
+/// The most WebSockets open at once: three quarters of the connections,
+/// at least one.
+fn max_sockets(max_connections: usize) -> usize {
+    (max_connections * 3 / 4).max(1)
+}
+
+/// One open WebSocket, counted until dropped.
+struct SocketSlot(Arc<super::Shared>);
+
+impl SocketSlot {
+    fn take(shared: &Arc<super::Shared>) -> Option<Self> {
+        let most = max_sockets(shared.max_connections);
+        shared
+            .sockets
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < most).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(Arc::clone(shared)))
+    }
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        self.0.sockets.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// `headers` with a `bearer.<token>` subprotocol as `Authorization`, when
