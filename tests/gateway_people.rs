@@ -28,29 +28,28 @@ struct Running {
 }
 
 impl Running {
-    /// Everything the model was shown in `chat`'s turns, from the last
-    /// `from` requests on.
-    fn shown(&self, chat: &str, from: usize) -> String {
+    /// The requests the model got in `chat`'s turns.
+    fn requests_of(&self, chat: &str) -> Vec<hearth::chat::ChatRequest> {
+        let prefix = format!("gateway_{chat}_");
         self.parrot
             .requests
             .lock()
             .unwrap()
             .iter()
-            .filter(|r| r.conversation.starts_with(&format!("gateway_{chat}_")))
+            .filter(|r| r.conversation.starts_with(&prefix))
+            .cloned()
+            .collect()
+    }
+
+    /// Everything the model was shown in `chat`'s turns, from request
+    /// `from` on.
+    fn shown(&self, chat: &str, from: usize) -> String {
+        self.requests_of(chat)
+            .iter()
             .skip(from)
             .flat_map(|r| r.messages.iter().map(|m| m.content.clone()))
             .collect::<Vec<_>>()
             .join("\n")
-    }
-
-    fn requests_of(&self, chat: &str) -> usize {
-        self.parrot
-            .requests
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|r| r.conversation.starts_with(&format!("gateway_{chat}_")))
-            .count()
     }
 }
 
@@ -172,7 +171,7 @@ async fn two_openai_users_never_recall_each_others_memories() {
     // Positive control: Alice, with her history cleared, is given her PIN
     // by memory, and recalls her locker code, by `user` and by header.
     complete(&g.url, Some("alice"), None, "/new").await;
-    let before = g.requests_of("alice");
+    let before = g.requests_of("alice").len();
     complete(&g.url, Some("alice"), None, "what is my bank PIN?").await;
     let alice_saw = g.shown("alice", before);
     assert!(alice_saw.contains(PIN), "Alice's own memory: {alice_saw}");

@@ -40,6 +40,17 @@ fn on_path(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{name} is not installed"))
 }
 
+/// The llama-cpp-sys-2 version Cargo.lock pins: the vendored sources'.
+fn vendored_version() -> String {
+    let lock =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")).unwrap();
+    lock.split("name = \"llama-cpp-sys-2\"\nversion = \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string()
+}
+
 fn script(path: &Path, body: &str) {
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -134,13 +145,7 @@ fn with_the_toolkit_it_builds_the_vendored_ggml_as_a_loadable_cuda_backend() {
     );
     let calls = std::fs::read_to_string(&log).unwrap();
     let configure = calls.lines().next().unwrap();
-    let lock =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")).unwrap();
-    let version = lock
-        .split("name = \"llama-cpp-sys-2\"\nversion = \"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap();
+    let version = vendored_version();
     assert!(
         configure.contains(&format!("llama-cpp-sys-2-{version}/llama.cpp -B")),
         "not the vendored sources' top level: {configure}"
@@ -242,14 +247,7 @@ fn the_configure_step_runs_on_the_vendored_sources_with_nvidias_compiler() {
 #[test]
 fn configuring_ggml_alone_fails_on_the_vendored_sources() {
     let dir = tempfile::tempdir().unwrap();
-    let lock =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock")).unwrap();
-    let version = lock
-        .split("name = \"llama-cpp-sys-2\"\nversion = \"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap()
-        .to_string();
+    let version = vendored_version();
     let home = std::env::var("CARGO_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cargo"));

@@ -79,7 +79,7 @@ impl ProcessMetrics {
 
 fn page_size() -> i64 {
     // SAFETY: sysconf has no preconditions.
-    i64::from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i32).max(1)
+    (unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64).max(1)
 }
 
 /// The process's start time (Unix seconds) and CPU seconds, from

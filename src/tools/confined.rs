@@ -29,14 +29,7 @@ pub enum Access {
 
 /// Opens `path` (absolute, inside `workspace`) for `access`.
 pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, String> {
-    let relative = path
-        .strip_prefix(workspace)
-        .map_err(|_| format!("{} is outside the workspace", path.display()))?;
-    let relative = if relative.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        relative
-    };
+    let relative = relative_in(workspace, path)?;
     let mut flags = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
     flags |= match access {
         Access::Read => libc::O_RDONLY,
@@ -52,14 +45,7 @@ pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, Strin
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", relative.display()));
     }
-    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .map_err(|e| format!("cannot check where {} leads: {e}", relative.display()))?;
-    if !real.starts_with(workspace) {
-        return Err(format!(
-            "{} leads out of the workspace; refused",
-            relative.display()
-        ));
-    }
+    still_inside(workspace, &file, relative)?;
     if let Access::Write { append } = access {
         if meta.nlink() > 1 {
             return Err(format!(
@@ -103,14 +89,7 @@ pub fn read_start(workspace: &Path, path: &Path, limit: u64) -> Result<(Vec<u8>,
 /// listing cannot lead out, since the kernel resolves the path beneath the
 /// workspace during the open and the listing reads that very folder.
 pub fn read_dir(workspace: &Path, path: &Path) -> Result<std::fs::ReadDir, String> {
-    let relative = path
-        .strip_prefix(workspace)
-        .map_err(|_| format!("{} is outside the workspace", path.display()))?;
-    let relative = if relative.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        relative
-    };
+    let relative = relative_in(workspace, path)?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let dir = open_beneath(workspace, relative, flags).map_err(|e| match e.raw_os_error() {
         Some(libc::ELOOP) => format!("{} is a symbolic link; refused", relative.display()),
@@ -122,18 +101,38 @@ pub fn read_dir(workspace: &Path, path: &Path) -> Result<std::fs::ReadDir, Strin
         Some(libc::ENOTDIR) => format!("{} is not a folder", relative.display()),
         _ => format!("cannot list {}: {e}", relative.display()),
     })?;
+    still_inside(workspace, &dir, relative)?;
     let fd = format!("/proc/self/fd/{}", dir.as_raw_fd());
-    let real = std::fs::read_link(&fd)
-        .map_err(|e| format!("cannot check where {} leads: {e}", relative.display()))?;
-    if !real.starts_with(workspace) {
-        return Err(format!(
-            "{} leads out of the workspace; refused",
-            relative.display()
-        ));
-    }
     // The descriptor's own entry in /proc is the opened folder itself, not
     // its path walked again.
     std::fs::read_dir(&fd).map_err(|e| format!("cannot list {}: {e}", relative.display()))
+}
+
+/// `path` relative to `workspace` (`.` for the workspace itself).
+fn relative_in<'a>(workspace: &Path, path: &'a Path) -> Result<&'a Path, String> {
+    let relative = path
+        .strip_prefix(workspace)
+        .map_err(|_| format!("{} is outside the workspace", path.display()))?;
+    Ok(if relative.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        relative
+    })
+}
+
+/// Refuses an opened `file` whose real path (from `/proc/self/fd`) is not
+/// in the workspace.
+fn still_inside(workspace: &Path, file: &File, relative: &Path) -> Result<(), String> {
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(|e| format!("cannot check where {} leads: {e}", relative.display()))?;
+    if real.starts_with(workspace) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} leads out of the workspace; refused",
+            relative.display()
+        ))
+    }
 }
 
 fn open_beneath(workspace: &Path, relative: &Path, flags: i32) -> std::io::Result<File> {
