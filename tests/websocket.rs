@@ -349,3 +349,33 @@ async fn websockets_leave_room_for_requests_and_health() {
     }
     run.daemon.stop().await;
 }
+
+/// The README's way in, through the `websockets` package as a user would
+/// run it: `/health` answers without a token, an upgrade without the token
+/// or with a wrong one is refused (401), and the same URL with the token in
+/// an `Authorization` header streams a turn to its `done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_websockets_library_gets_in_with_the_token_and_only_with_it() {
+    let run = gateway().await;
+    let addr = run.addr.to_string();
+    let out = python(
+        "ws_client.py",
+        &[&addr, TOKEN, "library", "hello from the websockets package"],
+        "",
+    )
+    .await;
+    assert_eq!(out["health"], 200, "{out}");
+    assert_eq!(out["refused"], 401, "no token, no socket: {out}");
+    assert_eq!(out["wrong_token"], 401, "a wrong token, no socket: {out}");
+    let frames = out["frames"].as_array().unwrap();
+    let done = frames.last().unwrap();
+    assert_eq!(done["type"], "done", "{out}");
+    assert!(
+        done["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello from the websockets package"),
+        "{out}"
+    );
+    run.daemon.stop().await;
+}
