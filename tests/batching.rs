@@ -30,8 +30,13 @@ const QUESTIONS: [&str; 4] = [
 ];
 
 fn engine(slots: u32) -> Engine {
+    // Replies decoded together are compared token for token with replies
+    // decoded alone. Conversations that copy each other's prompts read them
+    // in other batches, which changes rounding: that is `[engine]
+    // share_prompts`, tested on its own in tests/engine.rs.
     let settings = EngineSettings {
         slots,
+        share_prompts: false,
         ..common::engine_settings(common::SMOLLM2)
     };
     Engine::start(settings, None).expect("engine starts")

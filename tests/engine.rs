@@ -115,6 +115,104 @@ fn later_turns_decode_only_new_tokens_and_match_a_run_without_reuse() {
     }
 }
 
+/// A long system prompt that several conversations open with.
+const HOUSE_RULES: &str = "You are hearth, a careful assistant on a home server. \
+    Answer in English, briefly and kindly. Never invent facts; say when you do not know. \
+    Prefer plain words to jargon, and lists only when the user asks for steps.";
+
+/// Another, for two conversations that arrive at once.
+const KITCHEN_RULES: &str = "You help in a family kitchen: recipes, timers and shopping lists. \
+    Keep every answer short enough to read while cooking, name quantities in grams, \
+    and ask before you change a list someone else wrote.";
+
+fn opening(system: &str, question: &str) -> Vec<ChatMessage> {
+    vec![ChatMessage::system(system), ChatMessage::user(question)]
+}
+
+fn ask_all(engine: &Engine, requests: Vec<(&str, Vec<ChatMessage>)>) -> Vec<ChatReply> {
+    rt().block_on(futures::future::join_all(requests.into_iter().map(
+        |(key, messages)| {
+            let request = ChatRequest::new(key, messages, SamplingParams::greedy(24));
+            engine
+                .submit(request, CancellationToken::new())
+                .collect_with(|_| {})
+        },
+    )))
+    .into_iter()
+    .map(|r| r.expect("reply"))
+    .collect()
+}
+
+/// A new conversation that opens like a cached one copies that prompt's
+/// cells instead of reading them, one after the other and when both
+/// arrive at once, and answers exactly as it would cold. The controls: a
+/// conversation with another system prompt shares nothing, and with the
+/// prompt cache off nothing is shared.
+#[test]
+fn a_new_conversation_starts_from_a_prompt_already_read_and_answers_the_same() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let questions = [
+        "What is a lighthouse?",
+        "Name a big river.",
+        "Why is the sky blue?",
+    ];
+    let asked = [
+        (HOUSE_RULES, questions[0]),
+        (HOUSE_RULES, questions[1]),
+        (KITCHEN_RULES, questions[1]),
+    ];
+    let cold: Vec<String> = {
+        let engine = start(settings(&dir.path().join("cold"), 4, 1 << 30, false));
+        asked
+            .iter()
+            .enumerate()
+            .map(|(i, (system, q))| {
+                ask_all(&engine, vec![(&format!("cold-{i}"), opening(system, q))]).remove(0)
+            })
+            .inspect(|r| assert_eq!(r.usage.cached_tokens, 0, "no cache, no sharing"))
+            .map(|r| r.text)
+            .collect()
+    };
+    let engine = start(settings(&dir.path().join("warm"), 4, 1 << 30, true));
+    let first = ask_all(&engine, vec![("a", opening(HOUSE_RULES, questions[0]))]).remove(0);
+    assert_eq!(first.usage.cached_tokens, 0);
+    assert_eq!(first.text, cold[0]);
+    // One after the other: b opens like a.
+    let b = ask_all(&engine, vec![("b", opening(HOUSE_RULES, questions[1]))]).remove(0);
+    assert_eq!(b.usage.cache_origin, CacheOrigin::Shared);
+    assert!(
+        b.usage.cached_tokens >= 40 && b.usage.cached_tokens < b.usage.prompt_tokens,
+        "the system prompt came from a: {:?}",
+        b.usage
+    );
+    assert_eq!(b.text, cold[1], "the same answer as a cold read");
+    // Control: another system prompt shares nothing.
+    let other = ask_all(
+        &engine,
+        vec![("c", opening("Reply in one word.", questions[2]))],
+    )
+    .remove(0);
+    assert_eq!(other.usage.cached_tokens, 0, "{:?}", other.usage);
+    // At once: two new conversations that open alike; the second waits for
+    // the first's prompt and copies it (one of them shares).
+    let both = ask_all(
+        &engine,
+        vec![
+            ("d", opening(KITCHEN_RULES, questions[2])),
+            ("e", opening(KITCHEN_RULES, questions[1])),
+        ],
+    );
+    assert_eq!(both[0].usage.cached_tokens, 0, "{:?}", both[0].usage);
+    assert_eq!(both[1].usage.cache_origin, CacheOrigin::Shared);
+    assert!(
+        both[1].usage.cached_tokens > 40,
+        "the second copied the first's prompt: {:?}",
+        both[1].usage
+    );
+    assert_eq!(both[1].text, cold[2], "the same answer as a cold read");
+}
+
 #[test]
 fn evicted_conversations_resume_from_ram_disk_and_after_restart() {
     let _guard = lock();

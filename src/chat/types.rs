@@ -266,6 +266,9 @@ pub enum CacheOrigin {
     Ram,
     /// Restored from disk: evicted past the RAM budget, or saved at a restart.
     Disk,
+    /// Another conversation's prompt prefix: a new conversation that opens
+    /// like one already cached.
+    Shared,
 }
 
 /// Token counts and timings of one reply.

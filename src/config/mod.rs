@@ -117,6 +117,10 @@ pub struct EngineConfig {
     /// (Mistral writes the system text into the last user turn); 0 keeps
     /// only the common prefix.
     pub reuse_min_chunk: u32,
+    /// A new conversation starts from the cached prompt of another that
+    /// opens alike (the same system prompt) instead of reading it again.
+    /// Greedy replies may then differ from a cold read by rounding.
+    pub share_prompts: bool,
     /// A folder of llama.cpp GPU backend modules (`libggml-cuda.so`) besides
     /// the binary's own folder; never inside the agent's workspace.
     pub backends_dir: Option<PathBuf>,
@@ -137,6 +141,7 @@ impl Default for EngineConfig {
             disk_cache_mb: 4096,
             prompt_cache: true,
             reuse_min_chunk: 16,
+            share_prompts: true,
             backends_dir: None,
             swa_full: true,
             swa_checkpoints: 8,
@@ -298,6 +303,7 @@ impl Config {
             disk_cache_mb: e.disk_cache_mb.unwrap_or(de.disk_cache_mb),
             prompt_cache: e.prompt_cache.unwrap_or(de.prompt_cache),
             reuse_min_chunk: e.reuse_min_chunk.unwrap_or(de.reuse_min_chunk),
+            share_prompts: e.share_prompts.unwrap_or(de.share_prompts),
             backends_dir: e.backends_dir.map(|d| env.expand(&d)),
             swa_full: e.swa_full.unwrap_or(de.swa_full),
             swa_checkpoints: e.swa_checkpoints.unwrap_or(de.swa_checkpoints),

@@ -57,6 +57,7 @@ pub struct RawEngine {
     pub disk_cache_mb: Option<u64>,
     pub prompt_cache: Option<bool>,
     pub reuse_min_chunk: Option<u32>,
+    pub share_prompts: Option<bool>,
     pub backends_dir: Option<String>,
     pub swa_full: Option<bool>,
     pub swa_checkpoints: Option<u32>,

@@ -40,12 +40,13 @@ impl Config {
         let e = &self.engine;
         let _ = writeln!(
             out,
-            "[engine]\nslots = {}\nram_cache_mb = {}\ndisk_cache_mb = {}\nprompt_cache = {}\nreuse_min_chunk = {}\nswa_full = {}\nswa_checkpoints = {}\n",
+            "[engine]\nslots = {}\nram_cache_mb = {}\ndisk_cache_mb = {}\nprompt_cache = {}\nreuse_min_chunk = {}\nshare_prompts = {}\nswa_full = {}\nswa_checkpoints = {}\n",
             e.slots,
             e.ram_cache_mb,
             e.disk_cache_mb,
             e.prompt_cache,
             e.reuse_min_chunk,
+            e.share_prompts,
             e.swa_full,
             e.swa_checkpoints
         );

@@ -11,6 +11,7 @@
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
 
 use super::cache::SeqCache;
 use super::reply::{Reply, Status};
@@ -55,6 +56,20 @@ impl<'m> Batcher<'m> {
     /// The sequences of the replies in flight.
     pub(super) fn busy(&self) -> Vec<usize> {
         self.active.iter().map(Reply::seq).collect()
+    }
+
+    /// The whole prompts of the replies still reading theirs: what their
+    /// sequences hold, then what is still to be read.
+    pub(super) fn reading(&self, cache: &mut SeqCache) -> Vec<Vec<LlamaToken>> {
+        self.active
+            .iter()
+            .filter(|r| r.is_reading())
+            .map(|r| {
+                let mut prompt = cache.tokens_mut(r.seq()).clone();
+                prompt.extend_from_slice(r.pending());
+                prompt
+            })
+            .collect()
     }
 
     /// Whether a reply of `conversation` is in flight (its sequence can

@@ -36,6 +36,34 @@ pub(super) struct Generator<'m> {
     control: ControlTexts,
     /// A sliding-window model's window: the cells it keeps before a cut.
     window: Option<usize>,
+    /// `[engine] share_prompts`.
+    sharing: bool,
+}
+
+/// A prompt as text and as tokens.
+struct Rendered {
+    text: String,
+    tokens: Vec<LlamaToken>,
+}
+
+/// What became of a job handed to [`Generator::start`].
+pub(super) enum Admission<'m> {
+    /// It joins the batch.
+    Reply(Box<Reply<'m>>),
+    /// It ended here: cancelled, or refused with the error sent.
+    Ended,
+    /// It waits for a prompt being read now, whose tokens it will copy.
+    Wait(Job),
+}
+
+/// Whether a prompt is better off waiting for one of `reading` to be read:
+/// one of them opens with most of it (half or more, and more than a few
+/// tokens beyond the `available` ones the cache already holds).
+fn waits_for(tokens: &[LlamaToken], reading: &[Vec<LlamaToken>], available: usize) -> bool {
+    reading.iter().any(|other| {
+        let shared = tokens.iter().zip(other).take_while(|(a, b)| a == b).count();
+        shared >= available + 8 && shared * 2 >= tokens.len()
+    })
 }
 
 /// How much of a conversation's cached tokens a new prompt may keep.
@@ -69,6 +97,7 @@ impl<'m> Generator<'m> {
             bos_text,
             control: ControlTexts::of(model),
             window: None,
+            sharing: true,
         }
     }
 
@@ -80,15 +109,18 @@ impl<'m> Generator<'m> {
 
     /// Admits a job: renders and tokenises its prompt, gives its
     /// conversation a sequence (never one of `busy`), and keeps what the
-    /// sequence already holds of the prompt. `None` when the job ended
-    /// here (cancelled, or refused with an error sent to its caller).
+    /// sequence already holds of the prompt. A new conversation whose
+    /// prompt is mostly one of `reading` (the prompts being read now) waits
+    /// until that one is in the cache, then copies it instead of reading it
+    /// again (see [`super::cache`]'s sharing).
     pub(super) fn start(
         &self,
         ctx: &mut LlamaContext<'_>,
         cache: &mut SeqCache,
         job: Job,
         busy: &[usize],
-    ) -> Option<Reply<'m>> {
+        reading: &[Vec<LlamaToken>],
+    ) -> Admission<'m> {
         let Job {
             request,
             cancel,
@@ -100,42 +132,61 @@ impl<'m> Generator<'m> {
                 usage: Usage::default(),
                 finish: FinishReason::Cancelled,
             });
-            return None;
+            return Admission::Ended;
         }
-        match self.admit(ctx, cache, request, busy) {
-            Ok(admitted) => Some(Reply::new(
+        let started = Instant::now();
+        let rendered = match self.prompt(&request) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = outbox.push(StreamEvent::Error(e));
+                return Admission::Ended;
+            }
+        };
+        if self.shares()
+            && !cache.knows(&request.conversation)
+            && waits_for(&rendered.tokens, reading, cache.shareable(&rendered.tokens))
+        {
+            tracing::debug!(conversation = %request.conversation, "waiting for a prompt being read that opens alike");
+            return Admission::Wait(Job {
+                request,
+                cancel,
+                events: outbox.into_sender(),
+            });
+        }
+        match self.admit(ctx, cache, request, busy, rendered, started) {
+            Ok(admitted) => Admission::Reply(Box::new(Reply::new(
                 self.model,
                 self.format,
                 admitted,
                 cancel,
                 outbox,
-            )),
+            ))),
             Err(e) => {
                 let _ = outbox.push(StreamEvent::Error(e));
-                None
+                Admission::Ended
             }
         }
     }
 
-    fn admit(
-        &self,
-        ctx: &mut LlamaContext<'_>,
-        cache: &mut SeqCache,
-        request: ChatRequest,
-        busy: &[usize],
-    ) -> Result<Admitted, ProviderError> {
-        let started = Instant::now();
+    /// Whether a new conversation may copy another's prompt (`[engine]
+    /// share_prompts`).
+    pub(super) fn with_sharing(mut self, sharing: bool) -> Self {
+        self.sharing = sharing;
+        self
+    }
+
+    /// Whether this model's conversations can start from each other's
+    /// prompts: sharing and the prompt cache are on, and no layer has a
+    /// sliding window.
+    fn shares(&self) -> bool {
+        self.sharing && self.reuse != Reuse::Off && self.window.is_none()
+    }
+
+    /// The request's prompt, rendered and tokenised.
+    fn prompt(&self, request: &ChatRequest) -> Result<Rendered, ProviderError> {
         let vocab = self.model.vocab();
         let tools = request.offered_tools();
         let format = self.format;
-        // Checked before anything reaches llama.cpp.
-        let sampler = sampling::Picker::new(
-            self.model,
-            &request.sampling,
-            tools,
-            request.tool_choice,
-            format,
-        )?;
         // A known family gets the tools through its template; under
         // hearth's own protocol the system prompt describes them.
         let native = format.family() != ModelFamily::Xml;
@@ -154,6 +205,35 @@ impl<'m> Generator<'m> {
             && (self.bos_text.is_empty() || !prompt.starts_with(&self.bos_text));
         let tokens = vocab.tokenize(prompt.as_bytes(), add_bos, true);
         tracing::trace!(prompt, n = tokens.len(), "rendered prompt");
+        Ok(Rendered {
+            text: prompt,
+            tokens,
+        })
+    }
+
+    fn admit(
+        &self,
+        ctx: &mut LlamaContext<'_>,
+        cache: &mut SeqCache,
+        request: ChatRequest,
+        busy: &[usize],
+        rendered: Rendered,
+        started: Instant,
+    ) -> Result<Admitted, ProviderError> {
+        let Rendered {
+            text: prompt,
+            tokens,
+        } = rendered;
+        let tools = request.offered_tools();
+        let format = self.format;
+        // Checked before anything reaches llama.cpp.
+        let sampler = sampling::Picker::new(
+            self.model,
+            &request.sampling,
+            tools,
+            request.tool_choice,
+            format,
+        )?;
         let n_ctx_seq = ctx.n_ctx() as usize / cache.n_slots();
         if tokens.is_empty() {
             return Err(ProviderError::InvalidRequest("the prompt is empty".into()));
@@ -168,7 +248,11 @@ impl<'m> Generator<'m> {
             prompt_tokens: tokens.len() as u32,
             ..Usage::default()
         };
-        let (seq, origin) = cache.acquire(ctx, &request.conversation, busy);
+        let (seq, mut origin) = cache.acquire(ctx, &request.conversation, busy);
+        // A conversation with nothing cached starts from another's prefix.
+        if self.shares() && cache.share_prefix(ctx, seq, &tokens) > 0 {
+            origin = crate::chat::CacheOrigin::Shared;
+        }
         let kept = self.keep(ctx, cache, seq, &tokens);
         usage.cached_tokens = kept as u32;
         usage.cache_origin = if kept > 0 {
@@ -266,5 +350,36 @@ impl<'m> Generator<'m> {
         cached.clear();
         cached.extend_from_slice(&tokens[..covered]);
         keep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(v: &[i32]) -> Vec<LlamaToken> {
+        v.iter().map(|&x| LlamaToken(x)).collect()
+    }
+
+    #[test]
+    fn a_prompt_waits_only_for_one_that_gives_it_most_of_itself() {
+        let prompt = t(&(0..20).collect::<Vec<_>>());
+        let alike = t(&(0..16).chain(100..110).collect::<Vec<_>>());
+        let other = t(&(0..4).chain(100..120).collect::<Vec<_>>());
+        assert!(waits_for(&prompt, std::slice::from_ref(&alike), 0));
+        assert!(
+            !waits_for(&prompt, std::slice::from_ref(&other), 0),
+            "4 tokens"
+        );
+        assert!(
+            !waits_for(&prompt, std::slice::from_ref(&alike), 12),
+            "the cache already has 12 of the 16"
+        );
+        assert!(!waits_for(&prompt, &[], 0), "nothing is being read");
+        let long = t(&(0..100).collect::<Vec<_>>());
+        assert!(
+            !waits_for(&long, std::slice::from_ref(&alike), 0),
+            "16 of 100 tokens: not worth a wait"
+        );
     }
 }

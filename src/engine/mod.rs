@@ -80,6 +80,9 @@ pub struct EngineSettings {
     pub prompt_cache: bool,
     /// Shortest cached run moved to a new position; 0: the prefix only.
     pub reuse_min_chunk: u32,
+    /// `[engine] share_prompts`: a new conversation copies another's
+    /// cached prompt prefix.
+    pub share_prompts: bool,
     /// `[engine] backends_dir`: GPU backend modules kept apart from the binary.
     pub backends_dir: Option<PathBuf>,
     /// `[engine] swa_full`: a sliding-window model keeps every position.
@@ -108,6 +111,7 @@ impl EngineSettings {
             kv_dir: Some(config.data_dir.join("kv")),
             prompt_cache: e.prompt_cache,
             reuse_min_chunk: e.reuse_min_chunk,
+            share_prompts: e.share_prompts,
             backends_dir: e.backends_dir.clone(),
             swa_full: e.swa_full,
             swa_checkpoints: e.swa_checkpoints,

@@ -54,6 +54,11 @@ impl Outbox {
         if due { self.flush() } else { Ok(()) }
     }
 
+    /// The channel back, for a job handed on before anything was sent.
+    pub fn into_sender(self) -> Sender<StreamEvent> {
+        self.events
+    }
+
     pub fn flush(&mut self) -> Result<(), Gone> {
         match self.pending.take() {
             Some(event) => self.send(event),

@@ -21,7 +21,7 @@ use super::backends::{self, Backends};
 use super::batcher::Batcher;
 use super::cache::{CHECKPOINT_EVERY, CacheSettings, Fingerprint, SeqCache};
 use super::formats::{self, ModelFamily};
-use super::generate::{Generator, Reuse};
+use super::generate::{Admission, Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
 use super::queue::{PriorityQueue, Waiting};
 use super::template::{self, ChatTemplate};
@@ -151,7 +151,8 @@ pub(super) fn run(
         settings.batch_size as usize,
         reuse,
     )
-    .with_window(window);
+    .with_window(window)
+    .with_sharing(settings.share_prompts);
     let mut queue = PriorityQueue::default();
     // Prompts are read in checkpoint-sized chunks when checkpoints are on.
     let prompt_chunk = match checkpoints {
@@ -174,15 +175,24 @@ pub(super) fn run(
         }
         // Requests join while a sequence is free of replies in flight; a
         // conversation's next request waits for its reply in flight.
+        // One that opens like a prompt being read waits a step for it.
+        let mut held = Vec::new();
         while batcher.len() < cache.n_slots() {
             let Some(job) = queue.pop_first(|j| !batcher.serves(&j.request.conversation)) else {
                 break;
             };
             waiting.remove(job.request.priority);
             let busy = batcher.busy();
-            if let Some(reply) = generator.start(&mut ctx, &mut cache, job, &busy) {
-                batcher.add(reply);
+            let reading = batcher.reading(&mut cache);
+            match generator.start(&mut ctx, &mut cache, job, &busy, &reading) {
+                Admission::Reply(reply) => batcher.add(*reply),
+                Admission::Ended => {}
+                Admission::Wait(job) => held.push(job),
             }
+        }
+        for job in held {
+            waiting.add(job.request.priority);
+            queue.push(job.request.priority, job);
         }
         if !batcher.is_empty() {
             batcher.step(&mut ctx, &mut cache);

@@ -237,7 +237,7 @@ impl Metrics {
             });
         }
         for kind in ["decoded", "reused"] {
-            for tier in ["fresh", "slot", "ram", "disk"] {
+            for tier in ["fresh", "slot", "ram", "disk", "shared"] {
                 let _ = self
                     .prompt_tokens
                     .get_or_create(&PromptLabels { kind, tier });
@@ -272,6 +272,7 @@ impl Metrics {
             CacheOrigin::Resident => "slot",
             CacheOrigin::Ram => "ram",
             CacheOrigin::Disk => "disk",
+            CacheOrigin::Shared => "shared",
         };
         let reused = u64::from(usage.cached_tokens.min(usage.prompt_tokens));
         let decoded = u64::from(usage.prompt_tokens) - reused;

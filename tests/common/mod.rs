@@ -41,6 +41,7 @@ pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
         kv_dir: None,
         prompt_cache: true,
         reuse_min_chunk: 16,
+        share_prompts: true,
         backends_dir: None,
         swa_full: true,
         swa_checkpoints: 8,

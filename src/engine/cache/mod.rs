@@ -13,6 +13,7 @@ mod arrange;
 mod checkpoint;
 pub mod reuse;
 mod saved;
+mod share;
 mod slots;
 
 use std::collections::VecDeque;
@@ -103,6 +104,18 @@ impl SeqCache {
             }
             _ => (i, Origin::Fresh),
         }
+    }
+
+    /// Whether `conversation` has anything cached: a sequence, a state in
+    /// RAM or a state file.
+    pub fn knows(&self, conversation: &str) -> bool {
+        self.slots.find(conversation).is_some()
+            || self.ram.iter().any(|(c, _)| c == conversation)
+            || self
+                .settings
+                .disk_dir
+                .as_ref()
+                .is_some_and(|dir| saved::path_for(dir, conversation).exists())
     }
 
     /// The tokens held by sequence `seq`.
