@@ -43,10 +43,13 @@ target/release/hearth bench --json "$work/hearth.json" >/dev/null
 # This machine's speed drifts by 20 % from minute to minute, so the speed
 # comparison alternates the two, seven rounds, and compares medians.
 echo "== speed: llama-bench -t $threads (flash attention off, as hearth on the CPU) and hearth, alternating"
+# llama-bench runs once more at the end, so each hearth run also has a
+# llama-bench run right after it (report.py gives both ratios).
 for round in 1 2 3 4 5 6 7; do
   "$work/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -fa 0 -r 1 -o json > "$work/llama-bench-$round.json"
   target/release/hearth bench --speed-only --json "$work/hearth-speed-$round.json" >/dev/null 2>&1
 done
+"$work/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -fa 0 -r 1 -o json > "$work/llama-bench-8.json"
 
 server=
 serve() { # serve LOG ARGS...: llama-server on $port until the next serve

@@ -8,20 +8,36 @@ import sys
 work = sys.argv[1]
 hearth = json.load(open(f"{work}/hearth.json"))
 
-rounds = []
-for i in range(1, 8):
+def bench_speeds(i):
     bench = json.load(open(f"{work}/llama-bench-{i}.json"))
-    mine = json.load(open(f"{work}/hearth-speed-{i}.json"))
     tg = next(r["avg_ts"] for r in bench if r.get("n_gen", 0) > 0)
     pp = next(r["avg_ts"] for r in bench if r.get("n_prompt", 0) > 0)
+    return tg, pp
+
+
+rounds = []
+for i in range(1, 8):
+    mine = json.load(open(f"{work}/hearth-speed-{i}.json"))
+    tg, pp = bench_speeds(i)
     rounds.append((mine["decode_tokens_per_s"], tg, mine["prompt_tokens_per_s"], pp))
 med = lambda i: statistics.median(r[i] for r in rounds)
 ratio = lambda i, j: statistics.median(r[i] / r[j] for r in rounds)
 print()
 print("| measure (median of 7 alternating rounds) | hearth | llama.cpp | ratio (median of per-round ratios) |")
 print("|---|---|---|---|")
-print(f"| decode, tokens/s (llama-bench tg128) | {med(0):.1f} | {med(1):.1f} | {ratio(0, 1):.2f} |")
-print(f"| prompt, tokens/s (llama-bench pp512) | {med(2):.0f} | {med(3):.0f} | {ratio(2, 3):.2f} |")
+print(f"| decode, tokens/s (llama-bench tg128) | {med(0):.1f} | {med(1):.1f} | {ratio(0, 1):.3f} |")
+print(f"| prompt, tokens/s (llama-bench pp512) | {med(2):.0f} | {med(3):.0f} | {ratio(2, 3):.3f} |")
+print("per-round decode ratios: " + ", ".join(f"{r[0] / r[1]:.3f}" for r in rounds))
+try:
+    after = [bench_speeds(i) for i in range(2, 9)]
+except FileNotFoundError:
+    after = None
+if after:
+    # Each hearth run against the mean of the llama-bench runs just before
+    # and just after it: drift within a round cancels to first order.
+    dec = statistics.median(r[0] / ((r[1] + a[0]) / 2) for r, a in zip(rounds, after))
+    pro = statistics.median(r[2] / ((r[3] + a[1]) / 2) for r, a in zip(rounds, after))
+    print(f"against the llama-bench runs before and after each (median): decode {dec:.3f}, prompt {pro:.3f}")
 
 mean = lambda xs: sum(xs) / len(xs)
 turns = json.load(open(f"{work}/turns.json"))["turns"]
