@@ -260,8 +260,18 @@ async fn the_daemon_binary_serves_smollm2_to_every_way_in_and_counts_it() {
         !answer["reply"].as_str().unwrap().trim().is_empty(),
         "{answer}"
     );
-    let samples = scrape(addr).await;
+    // The outcome is counted once the reply has gone out, so the last one
+    // may land just after its answer: wait for it.
     let replied = json!({"channel": "gateway", "outcome": "replied"});
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let samples = loop {
+        let samples = scrape(addr).await;
+        let n = sample(&samples, "hearth_messages_total", replied.clone());
+        if n >= 5.0 || tokio::time::Instant::now() > deadline {
+            break samples;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(
         sample(&samples, "hearth_messages_total", replied),
         5.0,
