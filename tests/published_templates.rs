@@ -123,6 +123,21 @@ fn tool_conversation(native: bool) -> Vec<ChatMessage> {
     out
 }
 
+/// hearth's own system prompt for `tools`, listing them itself when the
+/// family has no native format.
+fn agent_system_prompt(tools: &[ToolSpec], native: bool, workspace: &Path) -> String {
+    hearth::agent::prompt::build(&PromptInputs {
+        tools,
+        list_tools: !native,
+        workspace,
+        channel: "cli",
+        channel_capabilities: "plain text",
+        model: "test",
+        date: "2026-11-23",
+        profile: Profile::Full,
+    })
+}
+
 /// The prompt the engine renders for `family`: its system text as the
 /// agent builds it (listing the tools only under hearth's own protocol),
 /// the tools through the template only for a known family.
@@ -134,16 +149,7 @@ fn engine_prompt(
     let workspace = tempfile::tempdir().unwrap();
     let tools = [weather()];
     let native = family != ModelFamily::Xml;
-    let system = hearth::agent::prompt::build(&PromptInputs {
-        tools: &tools,
-        list_tools: !native,
-        workspace: workspace.path(),
-        channel: "cli",
-        channel_capabilities: "plain text",
-        model: "test",
-        date: "2026-11-23",
-        profile: Profile::Full,
-    });
+    let system = agent_system_prompt(&tools, native, workspace.path());
     let mut messages = tool_conversation(native);
     messages[0] = ChatMessage::system(system);
     messages.extend(answer.map(ChatMessage::assistant));
@@ -440,16 +446,7 @@ fn hermes_3_lists_each_tool_once_on_the_second_turn() {
     assert!(tools.iter().any(|s| s.name == "file_read"));
     for native in [true, false] {
         let workspace = tempfile::tempdir().unwrap();
-        let system = hearth::agent::prompt::build(&PromptInputs {
-            tools: &tools,
-            list_tools: !native,
-            workspace: workspace.path(),
-            channel: "cli",
-            channel_capabilities: "plain text",
-            model: "test",
-            date: "2026-11-25",
-            profile: Profile::Full,
-        });
+        let system = agent_system_prompt(&tools, native, workspace.path());
         let mut messages = tool_conversation(native);
         messages[0] = ChatMessage::system(system);
         let prompt = t

@@ -178,7 +178,7 @@ impl<'m> Generator<'m> {
     /// Whether this model's conversations can start from each other's
     /// prompts: sharing and the prompt cache are on, and no layer has a
     /// sliding window.
-    fn shares(&self) -> bool {
+    pub(super) fn shares(&self) -> bool {
         self.sharing && self.reuse != Reuse::Off && self.window.is_none()
     }
 

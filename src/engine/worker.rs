@@ -183,7 +183,12 @@ pub(super) fn run(
             };
             waiting.remove(job.request.priority);
             let busy = batcher.busy();
-            let reading = batcher.reading(&mut cache);
+            // Only a model whose conversations share prompts waits for one.
+            let reading = if generator.shares() {
+                batcher.reading(&mut cache)
+            } else {
+                Vec::new()
+            };
             match generator.start(&mut ctx, &mut cache, job, &busy, &reading) {
                 Admission::Reply(reply) => batcher.add(*reply),
                 Admission::Ended => {}
