@@ -26,6 +26,7 @@
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
 //! - [`models`]: the model catalogue, downloads from a Hugging Face hub, what fits here.
 //! - [`config`]: TOML → validated configuration.
+//! - [`retry`]: the one retry policy: a wait that doubles up to a ceiling.
 //! - [`clock`]: wall-clock time behind a trait, for the scheduler and the LMS notifier.
 //! - [`workspace`]: one workspace folder per conversation.
 
@@ -49,6 +50,7 @@ pub mod paths;
 pub mod pipeline;
 pub mod private;
 pub mod providers;
+pub mod retry;
 pub mod sandbox;
 pub mod scheduler;
 pub mod security;

@@ -259,3 +259,48 @@ fn no_production_file_is_over_the_limit() {
         long.join(", ")
     );
 }
+
+/// Ways a doubling wait gets written by hand.
+const DOUBLING: &[&str] = &[
+    "* 2).min(",
+    "*= 2",
+    "saturating_pow(",
+    "2u32.pow(",
+    "<< attempt",
+];
+
+fn hand_written_doubling(code: &str) -> Vec<&'static str> {
+    DOUBLING
+        .iter()
+        .copied()
+        .filter(|pattern| code.contains(pattern))
+        .collect()
+}
+
+#[test]
+fn waits_that_double_come_from_the_one_retry_policy() {
+    // Positive controls: the two shapes the code had before `retry.rs`.
+    assert_eq!(
+        hand_written_doubling("self.next = (self.next * 2).min(BACKOFF_MAX);"),
+        ["* 2).min("]
+    );
+    assert_eq!(
+        hand_written_doubling("sleep(Duration::from_millis(500 << attempt.min(4)))"),
+        ["<< attempt"]
+    );
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let copies: Vec<String> = files
+        .iter()
+        .filter(|path| **path != src().join("retry.rs"))
+        .filter_map(|path| {
+            let found = hand_written_doubling(&production(path)?);
+            (!found.is_empty()).then(|| format!("{} ({})", path.display(), found.join(", ")))
+        })
+        .collect();
+    assert!(
+        copies.is_empty(),
+        "use crate::retry::RetryPolicy instead of doubling by hand: {}",
+        copies.join("; ")
+    );
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use futures::future::BoxFuture;
 use hearth::chat::{Priority, ProviderError};
-use hearth::lms::{Notice, NoticeSink, Notifier};
+use hearth::lms::{Notice, NoticeError, NoticeSink, Notifier};
 use hearth::providers::ScriptedProvider;
 use std::sync::Arc;
 
@@ -152,7 +152,7 @@ struct Outage {
 }
 
 impl NoticeSink for Outage {
-    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), String>> {
+    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), NoticeError>> {
         use std::sync::atomic::Ordering;
         Box::pin(async move {
             self.attempts.fetch_add(1, Ordering::SeqCst);

@@ -296,7 +296,7 @@ async fn a_call_planted_in_an_lms_calendar_or_a_fetched_page_never_runs() {
         fn deliver<'a>(
             &'a self,
             _: &'a hearth::lms::Notice,
-        ) -> futures::future::BoxFuture<'a, Result<(), String>> {
+        ) -> futures::future::BoxFuture<'a, Result<(), hearth::lms::NoticeError>> {
             Box::pin(async { Ok(()) })
         }
     }

@@ -8,12 +8,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::dispatch::{Delivery, PromptJob};
-use crate::lms::{Notice, NoticeSink, Notifier, PollReport};
+use crate::lms::{Notice, NoticeError, NoticeSink, Notifier, PollReport};
 use crate::memory::{self, MemoryStore, StoreMemory, TurnMemory};
 use crate::metrics::Metrics;
 use crate::providers::Provider;
+use crate::retry::RetryPolicy;
 use crate::sandbox::Sandbox;
-use crate::scheduler::{self, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
+use crate::scheduler::{self, FireError, Job, JobSink, JobStore, Payload, Scheduler, SystemClock};
 use crate::tools::ToolRegistry;
 use futures::future::BoxFuture;
 
@@ -132,17 +133,17 @@ impl Services {
     }
 }
 
-/// The first pause after a delivery pass that left notices refused.
-const COURIER_FIRST_RETRY: Duration = Duration::from_secs(10);
-/// The longest pause between passes while the channel refuses.
-const COURIER_MAX_RETRY: Duration = Duration::from_secs(600);
+/// The pause after a delivery pass that left notices refused: 10 s, doubling
+/// up to 10 minutes while the channel refuses.
+const COURIER_RETRY: RetryPolicy =
+    RetryPolicy::new(Duration::from_secs(10), Duration::from_secs(600));
 
 /// The LMS delivery loop: a pass whenever a poll recorded something, and
 /// while notices are refused (the chat is down), again after a pause that
-/// doubles up to [`COURIER_MAX_RETRY`]. Polls never wait for it.
+/// doubles up to [`COURIER_RETRY`]'s ceiling. Polls never wait for it.
 async fn courier(n: Arc<Notifier>, sink: Notices, metrics: Arc<Metrics>, stop: CancellationToken) {
     let woken = n.queued_notices();
-    let mut retry = COURIER_FIRST_RETRY;
+    let mut backoff = COURIER_RETRY.backoff();
     loop {
         let mut report = PollReport::default();
         n.deliver(&sink, &mut report).await;
@@ -150,20 +151,19 @@ async fn courier(n: Arc<Notifier>, sink: Notices, metrics: Arc<Metrics>, stop: C
             metrics.lms_notices(&source.source, source.sent as u64);
         }
         let pause = if report.failed() > 0 {
+            let pause = backoff.failed();
             tracing::info!(
                 sent = report.sent(),
                 failed = report.failed(),
                 "LMS notices; retrying in {} s",
-                retry.as_secs()
+                pause.as_secs()
             );
-            let pause = retry;
-            retry = (retry * 2).min(COURIER_MAX_RETRY);
             pause
         } else {
             if report.sent() > 0 {
                 tracing::info!(sent = report.sent(), "LMS notices");
             }
-            retry = COURIER_FIRST_RETRY;
+            backoff.reset();
             // Reminders come due with time: look again at least each poll interval.
             n.poll_interval()
         };
@@ -191,7 +191,7 @@ fn count_polls(metrics: &Metrics, report: &PollReport) {
 }
 
 impl JobSink for Jobs {
-    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), String>> {
+    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), FireError>> {
         Box::pin(async move {
             match &job.payload {
                 Payload::AgentPrompt { prompt } => self
@@ -205,23 +205,25 @@ impl JobSink for Jobs {
                         prompt,
                     })
                     .await
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| FireError::Delivery(Box::new(e))),
                 Payload::LmsPoll { .. } => {
                     let Some(n) = &self.notifier else {
-                        return Err("no [[lms.sources]] are configured".into());
+                        return Err(FireError::NotConfigured(
+                            "no [[lms.sources]] are configured",
+                        ));
                     };
                     // The courier delivers what the poll recorded.
                     let report = n.poll().await;
                     count_polls(&self.metrics, &report);
-                    let failed: Vec<String> = report
+                    let failed: Vec<(String, String)> = report
                         .sources
                         .iter()
-                        .filter_map(|s| Some(format!("{}: {}", s.source, s.error.as_ref()?)))
+                        .filter_map(|s| Some((s.source.clone(), s.error.clone()?)))
                         .collect();
                     if failed.is_empty() {
                         Ok(())
                     } else {
-                        Err(failed.join("; "))
+                        Err(FireError::Sources(failed))
                     }
                 }
             }
@@ -235,15 +237,15 @@ struct Notices {
 }
 
 impl NoticeSink for Notices {
-    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), String>> {
+    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), NoticeError>> {
         Box::pin(async move {
             let Some(target) = &notice.target else {
-                return Err("no [lms] deliver target is configured".into());
+                return Err(NoticeError::NoTarget);
             };
             self.delivery
                 .deliver(&target.channel, &target.to, &notice.text)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| NoticeError::Refused(Box::new(e)))
         })
     }
 }

@@ -23,4 +23,4 @@ pub mod tracker;
 pub use bus::{BUS_CAPACITY, InboxSink, bus};
 pub use delivery::{Delivery, DeliveryError, PromptJob};
 pub use dispatcher::{Dispatcher, Report, in_flight_limit};
-pub use supervisor::{Backoff, supervise};
+pub use supervisor::supervise;

@@ -11,39 +11,13 @@ use tokio_util::sync::CancellationToken;
 use crate::channels::{Channel, Intake};
 use crate::metrics::Metrics;
 use crate::pipeline::{ListenerState, StatusBoard};
+use crate::retry::RetryPolicy;
 
-pub const BACKOFF_START: Duration = Duration::from_secs(2);
-pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// Restarts wait 2 s, then 4, 8, … up to a minute.
+pub const RESTARTS: RetryPolicy = RetryPolicy::new(Duration::from_secs(2), Duration::from_secs(60));
 /// A run this long counts as healthy: the next failure waits 2 s again.
 pub const HEALTHY_RUN: Duration = Duration::from_secs(60);
 pub const HEARTBEAT: Duration = Duration::from_secs(30);
-
-/// The growing wait between restarts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    next: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Self {
-            next: BACKOFF_START,
-        }
-    }
-}
-
-impl Backoff {
-    /// The wait before the next restart; doubles the one after it.
-    pub fn next_wait(&mut self) -> Duration {
-        let wait = self.next;
-        self.next = (self.next * 2).min(BACKOFF_MAX);
-        wait
-    }
-
-    pub fn reset(&mut self) {
-        self.next = BACKOFF_START;
-    }
-}
 
 /// Runs `channel.listen` until `shutdown`, until the bus closes or until
 /// its input ends, restarting it with backoff whenever it fails.
@@ -55,7 +29,7 @@ pub async fn supervise(
     shutdown: CancellationToken,
 ) {
     let name = channel.name().to_string();
-    let mut backoff = Backoff::default();
+    let mut backoff = RESTARTS.backoff();
     loop {
         status.update(&name, |h| h.state = ListenerState::Running);
         let started = tokio::time::Instant::now();
@@ -79,7 +53,7 @@ pub async fn supervise(
             Err(e) => e.to_string(),
         };
         metrics.channel_error(&name, "listen");
-        let wait = backoff.next_wait();
+        let wait = backoff.failed();
         tracing::warn!(
             channel = name,
             error,
@@ -117,11 +91,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn doubles_to_sixty_and_resets() {
-        let mut b = Backoff::default();
-        let waits: Vec<u64> = (0..7).map(|_| b.next_wait().as_secs()).collect();
+    fn restarts_wait_two_seconds_doubling_to_a_minute() {
+        let mut b = RESTARTS.backoff();
+        let waits: Vec<u64> = (0..7).map(|_| b.failed().as_secs()).collect();
         assert_eq!(waits, [2, 4, 8, 16, 32, 60, 60]);
         b.reset();
-        assert_eq!(b.next_wait().as_secs(), 2);
+        assert_eq!(b.failed().as_secs(), 2);
     }
 }

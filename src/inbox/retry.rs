@@ -4,15 +4,16 @@
 
 use std::time::Duration;
 
-pub const FIRST_WAIT: Duration = Duration::from_secs(2);
-pub const LONGEST_WAIT: Duration = Duration::from_secs(300);
+use crate::retry::RetryPolicy;
+
+/// 2 s after the first failure, doubling up to 5 minutes.
+pub const SENDS: RetryPolicy = RetryPolicy::new(Duration::from_secs(2), Duration::from_secs(300));
 /// How long after its first failure a reply is still tried.
 pub const GIVE_UP_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// The wait after the `tries`-th failure (1 for the first).
 pub fn wait_after(tries: u32) -> Duration {
-    let doublings = tries.saturating_sub(1).min(16);
-    (FIRST_WAIT * 2u32.pow(doublings)).min(LONGEST_WAIT)
+    SENDS.after(tries)
 }
 
 /// Whether a reply that first failed at `first_failure` (Unix seconds) is

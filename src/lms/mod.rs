@@ -33,7 +33,7 @@ pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use courier::GIVE_UP_AFTER;
 pub use error::LmsError;
 pub use item::{ItemKind, LmsItem};
-pub use notice::{Notice, NoticeKind, NoticeSink, format_due};
+pub use notice::{Notice, NoticeError, NoticeKind, NoticeSink, format_due};
 pub use notifier::{MAX_BACKOFF, Notifier, PollReport, SourceReport};
 pub use outbox::{Queued, SourceStatus};
 pub use source::{LmsSource, from_config};

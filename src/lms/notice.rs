@@ -41,7 +41,17 @@ pub struct Notice {
 /// Where notices go. Return `Ok` only once the channel accepted the message:
 /// on `Err` the notice is tried again on the next poll.
 pub trait NoticeSink: Send + Sync {
-    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), String>>;
+    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), NoticeError>>;
+}
+
+/// Why a notice was not delivered (it is tried again later).
+#[derive(Debug, thiserror::Error)]
+pub enum NoticeError {
+    #[error("no [lms] deliver target is configured")]
+    NoTarget,
+    /// The chat did not take it.
+    #[error(transparent)]
+    Refused(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A due date in the user's zone: `Fri 14 Mar 2025 23:59 CET`, or

@@ -23,6 +23,7 @@ use super::store::SeenStore;
 use super::{Clock, LmsError, LmsUpcoming, SystemClock, http};
 use crate::config::LmsConfig;
 use crate::providers::Provider;
+use crate::retry::RetryPolicy;
 
 /// The longest a failing source is left alone.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(6 * 3600);
@@ -83,7 +84,7 @@ impl PollReport {
 
 /// Consecutive failures of one source.
 #[derive(Debug, Clone)]
-struct Backoff {
+struct Failing {
     failures: u32,
     until: DateTime<Utc>,
     last_error: String,
@@ -95,7 +96,7 @@ pub struct Notifier {
     pub(super) store: Arc<SeenStore>,
     pub(super) provider: Option<Arc<dyn Provider>>,
     pub(super) clock: Arc<dyn Clock>,
-    backoff: Mutex<HashMap<String, Backoff>>,
+    backoff: Mutex<HashMap<String, Failing>>,
     /// One poll at a time.
     polling: tokio::sync::Mutex<()>,
     /// One delivery at a time, so an overlapping pass cannot send twice.
@@ -234,7 +235,7 @@ impl Notifier {
         report
     }
 
-    fn lock_backoff(&self) -> std::sync::MutexGuard<'_, HashMap<String, Backoff>> {
+    fn lock_backoff(&self) -> std::sync::MutexGuard<'_, HashMap<String, Failing>> {
         self.backoff.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -262,18 +263,20 @@ impl Notifier {
         tracing::warn!(source, "LMS poll failed: {message}");
         let mut backoff = self.lock_backoff();
         let failures = backoff.get(source).map_or(0, |b| b.failures) + 1;
-        let skipped = 2u32.saturating_pow(failures - 1).saturating_sub(1);
         let interval = self.config.poll_interval;
-        let wait = match skipped {
-            0 => Duration::ZERO,
-            n => interval.saturating_mul(n) + interval / 2,
+        // Doubling in poll intervals, less half of one.
+        let wait = match failures {
+            1 => Duration::ZERO,
+            n => RetryPolicy::new(interval, Duration::MAX)
+                .after(n)
+                .saturating_sub(interval / 2),
         };
         let wait = wait
             .max(error.retry_after().unwrap_or_default())
             .min(MAX_BACKOFF);
         backoff.insert(
             source.to_string(),
-            Backoff {
+            Failing {
                 failures,
                 until: now + chrono::Duration::from_std(wait).unwrap_or_default(),
                 last_error: message.clone(),

@@ -20,9 +20,12 @@ use sha2::{Digest, Sha256};
 
 use super::catalogue::Model;
 use super::expect::expected;
+use crate::retry::RetryPolicy;
 
 /// Transfers tried in one run before giving up (the part file is kept).
 pub const ATTEMPTS: u32 = 5;
+/// The pause before each resumed attempt: 1 s, doubling up to 8 s.
+const RESUMES: RetryPolicy = RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(8));
 
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
@@ -202,7 +205,7 @@ pub async fn pull(
             });
         }
         if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(500 << attempt.min(4))).await;
+            tokio::time::sleep(RESUMES.after(attempt)).await;
         }
         attempt += 1;
         last_reason.clear();

@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::Provider;
 use crate::chat::{ChatRequest, ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
+use crate::retry::RetryPolicy;
 
-/// The pause before the first retry when the API named none.
-const FIRST_PAUSE: Duration = Duration::from_secs(2);
+/// The pauses when the API names none: 2 s, doubling (the budget ends it).
+const PAUSES: RetryPolicy = RetryPolicy::new(Duration::from_secs(2), Duration::MAX);
 /// The most a request waits in all before "busy" is the answer.
 const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
 
@@ -51,7 +52,7 @@ impl Provider for Patient {
         let (tx, rx) = mpsc::channel(64);
         runtime.spawn(async move {
             let mut waited = Duration::ZERO;
-            let mut pause = FIRST_PAUSE;
+            let mut pauses = PAUSES.backoff();
             let mut stream = loop {
                 let mut stream = inner.chat(request.clone(), cancel.clone());
                 let (message, asked) = match stream.next().await {
@@ -69,11 +70,7 @@ impl Provider for Patient {
                 };
                 let wait = match asked {
                     Some(secs) => Duration::from_secs(secs),
-                    None => {
-                        let own = pause;
-                        pause *= 2;
-                        own
-                    }
+                    None => pauses.failed(),
                 };
                 if waited + wait > budget {
                     let error = ProviderError::Busy {
@@ -164,7 +161,7 @@ mod tests {
         let started = tokio::time::Instant::now();
         assert_eq!(ask(&p, CancellationToken::new()).await.unwrap(), "Paris");
         // 5 s as asked, then the first pause of its own.
-        assert_eq!(started.elapsed(), Duration::from_secs(5) + FIRST_PAUSE);
+        assert_eq!(started.elapsed(), Duration::from_secs(5) + PAUSES.first);
         assert_eq!(api.requests().len(), 3);
     }
 

@@ -24,13 +24,28 @@ use super::job::{Job, NewJob, Payload, Schedule, ScheduleError};
 use super::store::{JobStore, StoreError};
 use crate::clock::Clock;
 use crate::config::SchedulerConfig;
+use crate::retry::RetryPolicy;
 use futures::future::BoxFuture;
 
 /// Where fired jobs go. The daemon implements it: an agent prompt runs
 /// through the pipeline and its reply is sent to the job's delivery target;
 /// an LMS poll runs the notifier.
 pub trait JobSink: Send + Sync {
-    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), String>>;
+    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), FireError>>;
+}
+
+/// Why a fired job did not complete; its text is stored as the job's last result.
+#[derive(Debug, thiserror::Error)]
+pub enum FireError {
+    /// What the job needs is not configured.
+    #[error("{0}")]
+    NotConfigured(&'static str),
+    /// The job's reply did not reach its chat.
+    #[error(transparent)]
+    Delivery(Box<dyn std::error::Error + Send + Sync>),
+    /// These sources of a poll failed: each source's name and error.
+    #[error("{}", .0.iter().map(|(source, error)| format!("{source}: {error}")).collect::<Vec<_>>().join("; "))]
+    Sources(Vec<(String, String)>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,13 +68,10 @@ pub enum SchedulerError {
 /// clock change, a suspend or a job added by the command line is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
 
-/// Waits before each retry of a failed prompt job.
-const RETRY_DELAYS: [Duration; 4] = [
-    Duration::from_secs(60),
-    Duration::from_secs(120),
-    Duration::from_secs(240),
-    Duration::from_secs(480),
-];
+/// Waits before each retry of a failed prompt job: 1, 2, 4 and 8 minutes.
+const RETRIES: RetryPolicy = RetryPolicy::new(Duration::from_secs(60), Duration::from_secs(480));
+/// How many times a failed prompt job is tried again.
+const RETRY_TIMES: u32 = 4;
 
 pub struct Scheduler {
     store: Arc<JobStore>,
@@ -190,7 +202,8 @@ impl Scheduler {
             tokio::spawn(async move {
                 let result = fire_with_retries(&*sink, &running, next_run, &*clock).await;
                 // A one-shot is gone already; nothing to record then.
-                let _ = store.record_result(running.id, result.err().as_deref());
+                let _ =
+                    store.record_result(running.id, result.err().map(|e| e.to_string()).as_deref());
             });
             fired.push(job);
         }
@@ -236,22 +249,23 @@ async fn fire_with_retries(
     job: &Job,
     next_run: Option<DateTime<Utc>>,
     clock: &dyn Clock,
-) -> Result<(), String> {
+) -> Result<(), FireError> {
     let mut result = sink.fire(job).await;
     let retriable = matches!(job.payload, Payload::AgentPrompt { .. });
-    for (attempt, delay) in RETRY_DELAYS.iter().enumerate() {
+    for attempt in 1..=RETRY_TIMES {
         let Err(e) = &result else { break };
-        let retry_at = clock.now() + chrono::Duration::from_std(*delay).unwrap_or_default();
+        let delay = RETRIES.after(attempt);
+        let retry_at = clock.now() + chrono::Duration::from_std(delay).unwrap_or_default();
         if !retriable || next_run.is_some_and(|next| retry_at >= next) {
             break;
         }
         tracing::warn!(
             job = job.id,
-            attempt = attempt + 1,
+            attempt,
             "scheduled job failed, trying again in {} s: {e}",
             delay.as_secs()
         );
-        tokio::time::sleep(*delay).await;
+        tokio::time::sleep(delay).await;
         result = sink.fire(job).await;
     }
     if let Err(e) = &result {

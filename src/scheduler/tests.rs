@@ -49,7 +49,7 @@ impl Recorder {
 }
 
 impl JobSink for Recorder {
-    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), String>> {
+    fn fire<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<(), FireError>> {
         Box::pin(async move {
             self.fired
                 .lock()
@@ -424,12 +424,12 @@ impl Flaky {
 }
 
 impl JobSink for Flaky {
-    fn fire<'a>(&'a self, _: &'a Job) -> BoxFuture<'a, Result<(), String>> {
+    fn fire<'a>(&'a self, _: &'a Job) -> BoxFuture<'a, Result<(), FireError>> {
         Box::pin(async move {
             let mut attempts = self.attempts.lock().unwrap();
             attempts.push(self.clock.now());
             if attempts.len() <= self.failures {
-                Err("telegram is down".to_string())
+                Err(FireError::Delivery("telegram is down".into()))
             } else {
                 Ok(())
             }

@@ -18,7 +18,7 @@ use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use hearth::config::{LmsConfig, LmsKind, LmsSourceConfig, Secret};
-use hearth::lms::{ManualClock, Notice, NoticeSink, Notifier, PollReport};
+use hearth::lms::{ManualClock, Notice, NoticeError, NoticeSink, Notifier, PollReport};
 
 pub fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -348,7 +348,7 @@ impl Recorder {
 }
 
 impl NoticeSink for Recorder {
-    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), String>> {
+    fn deliver<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<(), NoticeError>> {
         Box::pin(async move {
             if self
                 .refuse
@@ -357,7 +357,7 @@ impl NoticeSink for Recorder {
                 .iter()
                 .any(|w| notice.item.title.contains(w.as_str()))
             {
-                return Err("telegram: 502 Bad Gateway".into());
+                return Err(NoticeError::Refused("telegram: 502 Bad Gateway".into()));
             }
             self.notices.lock().unwrap().push(notice.clone());
             Ok(())
