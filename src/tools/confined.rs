@@ -14,7 +14,41 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why a workspace file was not opened; each names the path as given,
+/// relative to the workspace.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfinedError {
+    #[error("{} is outside the workspace", .0.display())]
+    Outside(PathBuf),
+    #[error("{} is a symbolic link; refused", .0.display())]
+    Symlink(PathBuf),
+    #[error("{} leads out of the workspace; refused", .0.display())]
+    LeadsOut(PathBuf),
+    #[error("{} is not a regular file", .0.display())]
+    NotAFile(PathBuf),
+    #[error("{} is not a folder", .0.display())]
+    NotAFolder(PathBuf),
+    #[error("{} has another hard link; writing through it is refused", .0.display())]
+    HardLink(PathBuf),
+    #[error("cannot {doing} {}: {source}", .path.display())]
+    Io {
+        doing: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl ConfinedError {
+    fn io(doing: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| Self::Io {
+            doing,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
 
 /// What the file is opened for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +62,7 @@ pub enum Access {
 }
 
 /// Opens `path` (absolute, inside `workspace`) for `access`.
-pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, String> {
+pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, ConfinedError> {
     let relative = relative_in(workspace, path)?;
     let mut flags = libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY;
     flags |= match access {
@@ -37,24 +71,24 @@ pub fn open(workspace: &Path, path: &Path, access: Access) -> Result<File, Strin
         Access::Write { append: true } => libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND,
     };
     let file = open_beneath(workspace, relative, flags).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => format!("{} is a symbolic link; refused", relative.display()),
-        Some(libc::EXDEV) => format!("{} leads out of the workspace; refused", relative.display()),
-        _ => format!("cannot open {}: {e}", relative.display()),
+        Some(libc::ELOOP) => ConfinedError::Symlink(relative.to_path_buf()),
+        Some(libc::EXDEV) => ConfinedError::LeadsOut(relative.to_path_buf()),
+        _ => ConfinedError::io("open", relative)(e),
     })?;
-    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let meta = file
+        .metadata()
+        .map_err(ConfinedError::io("inspect", relative))?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", relative.display()));
+        return Err(ConfinedError::NotAFile(relative.to_path_buf()));
     }
     still_inside(workspace, &file, relative)?;
     if let Access::Write { append } = access {
         if meta.nlink() > 1 {
-            return Err(format!(
-                "{} has another hard link; writing through it is refused",
-                relative.display()
-            ));
+            return Err(ConfinedError::HardLink(relative.to_path_buf()));
         }
         if !append {
-            file.set_len(0).map_err(|e| e.to_string())?;
+            file.set_len(0)
+                .map_err(ConfinedError::io("truncate", relative))?;
         }
     }
     Ok(file)
@@ -72,14 +106,21 @@ pub fn read_text(workspace: &Path, relative: &str, max_bytes: u64) -> Option<Str
 
 /// The first `limit` bytes of a workspace file, and its length: a large
 /// file is never read past what is shown.
-pub fn read_start(workspace: &Path, path: &Path, limit: u64) -> Result<(Vec<u8>, u64), String> {
+pub fn read_start(
+    workspace: &Path,
+    path: &Path,
+    limit: u64,
+) -> Result<(Vec<u8>, u64), ConfinedError> {
     use std::io::Read;
     let file = open(workspace, path, Access::Read)?;
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let len = file
+        .metadata()
+        .map_err(ConfinedError::io("inspect", path))?
+        .len();
     let mut bytes = Vec::with_capacity(len.min(limit) as usize);
     file.take(limit)
         .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+        .map_err(ConfinedError::io("read", path))?;
     Ok((bytes, len))
 }
 
@@ -88,31 +129,29 @@ pub fn read_start(workspace: &Path, path: &Path, limit: u64) -> Result<(Vec<u8>,
 /// component swapped for a symlink between the policy's check and the
 /// listing cannot lead out, since the kernel resolves the path beneath the
 /// workspace during the open and the listing reads that very folder.
-pub fn read_dir(workspace: &Path, path: &Path) -> Result<std::fs::ReadDir, String> {
+pub fn read_dir(workspace: &Path, path: &Path) -> Result<std::fs::ReadDir, ConfinedError> {
     let relative = relative_in(workspace, path)?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let dir = open_beneath(workspace, relative, flags).map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => format!("{} is a symbolic link; refused", relative.display()),
-        Some(libc::EXDEV) => format!("{} leads out of the workspace; refused", relative.display()),
+        Some(libc::ELOOP) => ConfinedError::Symlink(relative.to_path_buf()),
+        Some(libc::EXDEV) => ConfinedError::LeadsOut(relative.to_path_buf()),
         // O_NOFOLLOW with O_DIRECTORY answers a final symlink with ENOTDIR.
-        Some(libc::ENOTDIR) if path.is_symlink() => {
-            format!("{} is a symbolic link; refused", relative.display())
-        }
-        Some(libc::ENOTDIR) => format!("{} is not a folder", relative.display()),
-        _ => format!("cannot list {}: {e}", relative.display()),
+        Some(libc::ENOTDIR) if path.is_symlink() => ConfinedError::Symlink(relative.to_path_buf()),
+        Some(libc::ENOTDIR) => ConfinedError::NotAFolder(relative.to_path_buf()),
+        _ => ConfinedError::io("list", relative)(e),
     })?;
     still_inside(workspace, &dir, relative)?;
     let fd = format!("/proc/self/fd/{}", dir.as_raw_fd());
     // The descriptor's own entry in /proc is the opened folder itself, not
     // its path walked again.
-    std::fs::read_dir(&fd).map_err(|e| format!("cannot list {}: {e}", relative.display()))
+    std::fs::read_dir(&fd).map_err(ConfinedError::io("list", relative))
 }
 
 /// `path` relative to `workspace` (`.` for the workspace itself).
-fn relative_in<'a>(workspace: &Path, path: &'a Path) -> Result<&'a Path, String> {
+fn relative_in<'a>(workspace: &Path, path: &'a Path) -> Result<&'a Path, ConfinedError> {
     let relative = path
         .strip_prefix(workspace)
-        .map_err(|_| format!("{} is outside the workspace", path.display()))?;
+        .map_err(|_| ConfinedError::Outside(path.to_path_buf()))?;
     Ok(if relative.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -122,16 +161,13 @@ fn relative_in<'a>(workspace: &Path, path: &'a Path) -> Result<&'a Path, String>
 
 /// Refuses an opened `file` whose real path (from `/proc/self/fd`) is not
 /// in the workspace.
-fn still_inside(workspace: &Path, file: &File, relative: &Path) -> Result<(), String> {
+fn still_inside(workspace: &Path, file: &File, relative: &Path) -> Result<(), ConfinedError> {
     let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .map_err(|e| format!("cannot check where {} leads: {e}", relative.display()))?;
+        .map_err(ConfinedError::io("resolve", relative))?;
     if real.starts_with(workspace) {
         Ok(())
     } else {
-        Err(format!(
-            "{} leads out of the workspace; refused",
-            relative.display()
-        ))
+        Err(ConfinedError::LeadsOut(relative.to_path_buf()))
     }
 }
 
@@ -195,7 +231,16 @@ mod tests {
             ("hard", write),
         ] {
             let e = open(&ws, &ws.join(path), access).unwrap_err();
-            assert!(e.contains("refused"), "{path}: {e}");
+            assert!(
+                matches!(
+                    e,
+                    ConfinedError::Symlink(_)
+                        | ConfinedError::LeadsOut(_)
+                        | ConfinedError::HardLink(_)
+                ),
+                "{path}: {e:?}"
+            );
+            assert!(e.to_string().contains("refused"), "{path}: {e}");
         }
         assert!(!root.join("new").exists());
         assert_eq!(read_text(&ws, "ok.txt", 100).as_deref(), Some("fine"));
@@ -214,7 +259,7 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("secret-name"), "s").unwrap();
         std::fs::write(ws.join("d/inside"), "i").unwrap();
-        let names = |path: &Path| -> Result<Vec<String>, String> {
+        let names = |path: &Path| -> Result<Vec<String>, ConfinedError> {
             Ok(read_dir(&ws, path)?
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -228,7 +273,10 @@ mod tests {
         std::os::unix::fs::symlink(&root, ws.join("up")).unwrap();
         for path in ["l", "up/outside", "d/../../outside"] {
             let e = names(&ws.join(path)).unwrap_err();
-            assert!(e.contains("refused"), "{path}: {e}");
+            assert!(
+                matches!(e, ConfinedError::Symlink(_) | ConfinedError::LeadsOut(_)),
+                "{path}: {e:?}"
+            );
         }
         // The race: another thread swaps `d` for a link to `outside` and
         // back while the folder is listed, again and again.

@@ -56,7 +56,7 @@ impl Tool for FileRead {
             let limit = (ctx.output_cap as u64 + 1) * 4;
             let workspace = ctx.policy.workspace().to_path_buf();
             let shown = display(ctx, &path);
-            let read = blocking(move || confined::read_start(&workspace, &path, limit)).await;
+            let read = blocking(move || Ok(confined::read_start(&workspace, &path, limit)?)).await;
             match read {
                 Ok((bytes, len)) => {
                     let mut text = String::from_utf8_lossy(&bytes).into_owned();
@@ -157,26 +157,18 @@ impl Tool for FileEdit {
             let edited = blocking(move || {
                 let (bytes, len) = confined::read_start(&workspace, &path, EDIT_LIMIT)?;
                 if len > bytes.len() as u64 {
-                    return Err(format!(
-                        "the file is over {EDIT_LIMIT} bytes; too large to edit"
-                    ));
+                    return Err(FileError::TooLarge);
                 }
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| "the file is not UTF-8 text".to_string())?;
+                let text = String::from_utf8(bytes).map_err(|_| FileError::NotText)?;
                 match text.matches(&old).count() {
-                    0 => Err(
-                        "`old` does not occur in the file; read it first and copy the text exactly"
-                            .to_string(),
-                    ),
+                    0 => Err(FileError::NotFound),
                     1 => write_checked(
                         &workspace,
                         &path,
                         text.replacen(&old, &new, 1).as_bytes(),
                         false,
                     ),
-                    n => Err(format!(
-                        "`old` occurs {n} times; include more context so it occurs once"
-                    )),
+                    n => Err(FileError::Ambiguous(n)),
                 }
             })
             .await;
@@ -213,7 +205,7 @@ impl Tool for ListDir {
             };
             let workspace = ctx.policy.workspace().to_path_buf();
             let listed = blocking(move || {
-                confined::read_dir(&workspace, &path).map(|entries| {
+                Ok(confined::read_dir(&workspace, &path).map(|entries| {
                     entries
                         .flatten()
                         .map(|entry| {
@@ -224,12 +216,12 @@ impl Tool for ListDir {
                             name
                         })
                         .collect::<Vec<_>>()
-                })
+                })?)
             })
             .await;
             let mut names = match listed {
                 Ok(names) => names,
-                Err(e) => return ToolResult::error(e),
+                Err(e) => return ToolResult::error(e.to_string()),
             };
             names.sort();
             ToolResult::ok(if names.is_empty() {
@@ -284,7 +276,7 @@ impl Tool for Glob {
             let root = ctx.policy.workspace().to_path_buf();
             let (found, note) = match blocking(move || Ok(walk(&root, &pattern))).await {
                 Ok(walked) => walked,
-                Err(e) => return ToolResult::error(e),
+                Err(e) => return ToolResult::error(e.to_string()),
             };
             let mut text = if found.is_empty() {
                 "no matches".to_string()
@@ -344,22 +336,46 @@ fn walk(root: &Path, pattern: &glob::Pattern) -> (Vec<String>, Option<String>) {
     (found, note)
 }
 
+/// Why a file tool's work failed; the text goes to the model.
+#[derive(Debug, thiserror::Error)]
+enum FileError {
+    #[error(transparent)]
+    Confined(#[from] confined::ConfinedError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("the file is over {EDIT_LIMIT} bytes; too large to edit")]
+    TooLarge,
+    #[error("the file is not UTF-8 text")]
+    NotText,
+    #[error("`old` does not occur in the file; read it first and copy the text exactly")]
+    NotFound,
+    #[error("`old` occurs {0} times; include more context so it occurs once")]
+    Ambiguous(usize),
+    #[error("the file task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 /// Runs blocking file work off the async runtime.
 async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    work: impl FnOnce() -> Result<T, FileError> + Send + 'static,
+) -> Result<T, FileError> {
     tokio::task::spawn_blocking(work)
         .await
-        .unwrap_or_else(|e| Err(format!("the file task failed: {e}")))
+        .unwrap_or_else(|e| Err(FileError::Task(e)))
 }
 
 /// Bytes of a file `file_edit` takes on.
 const EDIT_LIMIT: u64 = 4 << 20;
 
 /// Writes (or appends) `bytes` to a workspace file, through the checks.
-fn write_checked(workspace: &Path, path: &Path, bytes: &[u8], append: bool) -> Result<(), String> {
+fn write_checked(
+    workspace: &Path,
+    path: &Path,
+    bytes: &[u8],
+    append: bool,
+) -> Result<(), FileError> {
     let mut file = confined::open(workspace, path, Access::Write { append })?;
-    file.write_all(bytes).map_err(|e| e.to_string())
+    Ok(file.write_all(bytes)?)
 }
 
 /// A path as the model should see it: relative to the workspace.
