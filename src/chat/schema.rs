@@ -8,27 +8,54 @@
 
 use serde_json::Value;
 
+/// Where in the arguments the first problem is (`$.tags[0]`), and what it is.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SchemaError {
+    #[error("{path} must be {expected}")]
+    NotConst { path: String, expected: Value },
+    #[error("{path} must be one of {options}")]
+    NotOneOf { path: String, options: Value },
+    #[error("{path} must be of type {kinds}")]
+    WrongType { path: String, kinds: String },
+    #[error("{path} is required")]
+    Missing { path: String },
+    #[error("{path} is not an allowed property")]
+    NotAllowed { path: String },
+    #[error("{path} is shorter than {min} characters")]
+    TooShort { path: String, min: u64 },
+    #[error("{path} is longer than {max} characters")]
+    TooLong { path: String, max: u64 },
+    #[error("{path} is below {min}")]
+    Below { path: String, min: f64 },
+    #[error("{path} is above {max}")]
+    Above { path: String, max: f64 },
+}
+
 /// Checks `value` against `schema`; the error names the path.
-pub fn validate(value: &Value, schema: &Value) -> Result<(), String> {
+pub fn validate(value: &Value, schema: &Value) -> Result<(), SchemaError> {
     check(value, schema, "$")
 }
 
-fn check(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
+fn check(value: &Value, schema: &Value, path: &str) -> Result<(), SchemaError> {
+    let path_ = || path.to_string();
     let Some(schema) = schema.as_object() else {
         return Ok(());
     };
     if let Some(expected) = schema.get("const")
         && value != expected
     {
-        return Err(format!("{path} must be {expected}"));
+        return Err(SchemaError::NotConst {
+            path: path_(),
+            expected: expected.clone(),
+        });
     }
     if let Some(Value::Array(options)) = schema.get("enum")
         && !options.contains(value)
     {
-        return Err(format!(
-            "{path} must be one of {}",
-            Value::Array(options.clone())
-        ));
+        return Err(SchemaError::NotOneOf {
+            path: path_(),
+            options: Value::Array(options.clone()),
+        });
     }
     if let Some(kind) = schema.get("type") {
         let kinds: Vec<&str> = match kind {
@@ -37,7 +64,10 @@ fn check(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
             _ => Vec::new(),
         };
         if !kinds.is_empty() && !kinds.iter().any(|k| is_type(value, k)) {
-            return Err(format!("{path} must be of type {}", kinds.join(" or ")));
+            return Err(SchemaError::WrongType {
+                path: path_(),
+                kinds: kinds.join(" or "),
+            });
         }
     }
     match value {
@@ -46,7 +76,9 @@ fn check(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
             if let Some(Value::Array(required)) = schema.get("required") {
                 for key in required.iter().filter_map(Value::as_str) {
                     if !map.contains_key(key) {
-                        return Err(format!("{path}.{key} is required"));
+                        return Err(SchemaError::Missing {
+                            path: format!("{path}.{key}"),
+                        });
                     }
                 }
             }
@@ -54,7 +86,9 @@ fn check(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
                 match properties.and_then(|p| p.get(key)) {
                     Some(sub) => check(v, sub, &format!("{path}.{key}"))?,
                     None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                        return Err(format!("{path}.{key} is not an allowed property"));
+                        return Err(SchemaError::NotAllowed {
+                            path: format!("{path}.{key}"),
+                        });
                     }
                     None => {}
                 }
@@ -72,12 +106,12 @@ fn check(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
             if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
                 && len < min
             {
-                return Err(format!("{path} is shorter than {min} characters"));
+                return Err(SchemaError::TooShort { path: path_(), min });
             }
             if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
                 && len > max
             {
-                return Err(format!("{path} is longer than {max} characters"));
+                return Err(SchemaError::TooLong { path: path_(), max });
             }
         }
         Value::Number(n) => {
@@ -85,12 +119,12 @@ fn check(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
             if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
                 && x < min
             {
-                return Err(format!("{path} is below {min}"));
+                return Err(SchemaError::Below { path: path_(), min });
             }
             if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
                 && x > max
             {
-                return Err(format!("{path} is above {max}"));
+                return Err(SchemaError::Above { path: path_(), max });
             }
         }
         _ => {}
@@ -129,10 +163,17 @@ mod tests {
             "additionalProperties": false
         });
         assert!(validate(&json!({"unit": "c", "days": 3, "tags": ["a"]}), &schema).is_ok());
-        assert!(
+        assert_eq!(
+            validate(&json!({"days": 3}), &schema),
+            Err(SchemaError::Missing {
+                path: "$.unit".into()
+            })
+        );
+        assert_eq!(
             validate(&json!({"days": 3}), &schema)
                 .unwrap_err()
-                .contains("$.unit is required")
+                .to_string(),
+            "$.unit is required"
         );
         assert!(validate(&json!({"unit": "k"}), &schema).is_err());
         assert!(validate(&json!({"unit": "c", "days": 9}), &schema).is_err());
@@ -140,11 +181,13 @@ mod tests {
         assert!(
             validate(&json!({"unit": "c", "tags": ["long"]}), &schema)
                 .unwrap_err()
+                .to_string()
                 .contains("$.tags[0]")
         );
         assert!(
             validate(&json!({"unit": "c", "x": 1}), &schema)
                 .unwrap_err()
+                .to_string()
                 .contains("not an allowed")
         );
     }

@@ -98,12 +98,12 @@ fn new_job(scheduler: &Scheduler, a: AddArgs) -> anyhow::Result<NewJob> {
     let schedule = if let Some(c) = &a.cron {
         Schedule::cron(c)?
     } else if let Some(t) = &a.at {
-        Schedule::At(parse_at(t, timezone, now).map_err(anyhow::Error::msg)?)
+        Schedule::At(parse_at(t, timezone, now)?)
     } else if let Some(d) = &a.after {
-        let d = parse_duration(d).map_err(anyhow::Error::msg)?;
+        let d = parse_duration(d)?;
         Schedule::At(now + chrono::Duration::from_std(d).context("--in is too long")?)
     } else if let Some(d) = &a.every {
-        Schedule::Every(parse_duration(d).map_err(anyhow::Error::msg)?)
+        Schedule::Every(parse_duration(d)?)
     } else {
         bail!("say when: --cron, --at, --in or --every");
     };

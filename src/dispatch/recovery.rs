@@ -133,7 +133,7 @@ pub async fn resend_loop(runtime: Arc<Runtime>, shutdown: CancellationToken) {
                     channel = entry.message.channel,
                     "a reply that had failed was delivered"
                 ),
-                Err(e) => tracing::debug!(id = entry.message.id, error = e, "resend failed"),
+                Err(e) => tracing::debug!(id = entry.message.id, error = %e, "resend failed"),
             }
         }
     }

@@ -43,6 +43,7 @@ pub use hooks::{Hook, HookAction};
 pub use outcome::Outcome;
 pub use reload::{ConfigWatcher, Reload};
 pub use routing::{ProviderSet, Route, StaticProviders};
+pub use send::SendError;
 pub use session::{Sessions, history_key};
 
 use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage};

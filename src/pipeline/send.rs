@@ -85,22 +85,24 @@ impl Runtime {
             .await;
         match self.settle(message, sent, 0, None).await {
             Ok(()) => reply.success,
-            Err(e) => Outcome::Undelivered(e),
+            Err(e) => Outcome::Undelivered(e.to_string()),
         }
     }
 
     /// Sends a recorded reply on from where it stopped: after a restart,
     /// or when its next try is due.
-    pub async fn resend(&self, entry: &Entry) -> Result<(), String> {
+    pub async fn resend(&self, entry: &Entry) -> Result<(), SendError> {
         let message = &entry.message;
         let Some(channel) = self.channels.get(&message.channel).cloned() else {
-            let why = format!("no channel named `{}` any more", message.channel);
-            self.inbox.finish(message, State::Failed, Some(&why));
+            let why = SendError::NoChannel(message.channel.clone());
+            self.inbox
+                .finish(message, State::Failed, Some(&why.to_string()));
             return Err(why);
         };
         let Some(text) = &entry.reply else {
-            let why = "no reply was recorded".to_string();
-            self.inbox.finish(message, State::Failed, Some(&why));
+            let why = SendError::NoReply;
+            self.inbox
+                .finish(message, State::Failed, Some(&why.to_string()));
             return Err(why);
         };
         let out = SendMessage::reply_to(message, text.clone());
@@ -119,7 +121,7 @@ impl Runtime {
         sent: Result<(), ChannelError>,
         tries: u32,
         first_failure: Option<i64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SendError> {
         let e = match sent {
             Ok(()) => {
                 self.inbox.finish(message, State::Answered, None);
@@ -133,13 +135,15 @@ impl Runtime {
             self.inbox
                 .finish(message, State::Failed, Some(&e.to_string()));
         } else if first_failure.is_some_and(|first| retry::given_up(first, now)) {
-            let why = format!("undelivered for a day, given up: {e}");
+            let why = SendError::GivenUp(e);
             tracing::warn!(
                 channel = message.channel,
                 chat = message.reply_target,
                 "{why}"
             );
-            self.inbox.finish(message, State::Failed, Some(&why));
+            self.inbox
+                .finish(message, State::Failed, Some(&why.to_string()));
+            return Err(why);
         } else {
             let wait = retry::wait_after(tries + 1);
             tracing::warn!(error = %e, channel = message.channel, wait_secs = wait.as_secs(), "cannot deliver a reply now; it will be tried again");
@@ -148,6 +152,19 @@ impl Runtime {
                 tracing::error!(error = %e, "cannot record the retry");
             }
         }
-        Err(e.to_string())
+        Err(SendError::Channel(e))
     }
+}
+
+/// Why a reply did not reach its chat; the inbox records what follows.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("no channel named `{0}` any more")]
+    NoChannel(String),
+    #[error("no reply was recorded")]
+    NoReply,
+    #[error("undelivered for a day, given up: {0}")]
+    GivenUp(ChannelError),
+    #[error(transparent)]
+    Channel(ChannelError),
 }

@@ -10,11 +10,32 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
+/// Why a duration or a time was not understood; each says what would be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    #[error("an empty duration")]
+    Empty,
+    #[error("`{0}` is not a duration (try 90s, 15m, 2h, 1d, 1h30m)")]
+    NotADuration(String),
+    #[error("`{text}` is not a duration (a number must precede `{unit}`)")]
+    NoNumber { text: String, unit: char },
+    #[error("`{0}` is too long")]
+    TooLong(String),
+    #[error("`{0}` ends without a unit (s, m, h, d, w)")]
+    NoUnit(String),
+    #[error("{time} does not exist in {zone} (a clock change)")]
+    Skipped { time: NaiveDateTime, zone: String },
+    #[error("the date is out of range")]
+    OutOfRange,
+    #[error("`{0}` is not a time (try 2025-06-02 09:00, 2025-06-02T09:00:00+09:00, or 09:00)")]
+    NotATime(String),
+}
+
 /// A duration such as `1h30m`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, TimeError> {
     let t = text.trim().to_lowercase();
     if t.is_empty() {
-        return Err("an empty duration".into());
+        return Err(TimeError::Empty);
     }
     if let Ok(secs) = t.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
@@ -35,23 +56,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             'h' => 3_600,
             'd' => 86_400,
             'w' => 604_800,
-            _ => {
-                return Err(format!(
-                    "`{text}` is not a duration (try 90s, 15m, 2h, 1d, 1h30m)"
-                ));
-            }
+            _ => return Err(TimeError::NotADuration(text.to_string())),
         };
-        let n: u64 = number
-            .parse()
-            .map_err(|_| format!("`{text}` is not a duration (a number must precede `{c}`)"))?;
+        let n: u64 = number.parse().map_err(|_| TimeError::NoNumber {
+            text: text.to_string(),
+            unit: c,
+        })?;
         total = n
             .checked_mul(unit)
             .and_then(|v| total.checked_add(v))
-            .ok_or_else(|| format!("`{text}` is too long"))?;
+            .ok_or_else(|| TimeError::TooLong(text.to_string()))?;
         number.clear();
     }
     if !number.is_empty() {
-        return Err(format!("`{text}` ends without a unit (s, m, h, d, w)"));
+        return Err(TimeError::NoUnit(text.to_string()));
     }
     Ok(Duration::from_secs(total))
 }
@@ -74,16 +92,19 @@ pub fn format_duration(d: Duration) -> String {
 
 /// An instant from `text`, read in `tz` unless it carries an offset; a
 /// time of day alone is the next such time after `now`.
-pub fn parse_at(text: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+pub fn parse_at(text: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>, TimeError> {
     let t = text.trim();
     if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
         return Ok(dt.with_timezone(&Utc));
     }
-    let local = |naive: NaiveDateTime| -> Result<DateTime<Utc>, String> {
+    let local = |naive: NaiveDateTime| -> Result<DateTime<Utc>, TimeError> {
         tz.from_local_datetime(&naive)
             .earliest()
             .map(|d| d.with_timezone(&Utc))
-            .ok_or_else(|| format!("{naive} does not exist in {} (a clock change)", tz.name()))
+            .ok_or_else(|| TimeError::Skipped {
+                time: naive,
+                zone: tz.name().to_string(),
+            })
     };
     for format in [
         "%Y-%m-%d %H:%M:%S",
@@ -102,13 +123,11 @@ pub fn parse_at(text: &str, tz: Tz, now: DateTime<Utc>) -> Result<DateTime<Utc>,
             if candidate > now {
                 return Ok(candidate);
             }
-            let tomorrow = today.succ_opt().ok_or("the date is out of range")?;
+            let tomorrow = today.succ_opt().ok_or(TimeError::OutOfRange)?;
             return local(tomorrow.and_time(time));
         }
     }
-    Err(format!(
-        "`{text}` is not a time (try 2025-06-02 09:00, 2025-06-02T09:00:00+09:00, or 09:00)"
-    ))
+    Err(TimeError::NotATime(text.to_string()))
 }
 
 #[cfg(test)]
@@ -145,6 +164,9 @@ mod tests {
         );
         assert!(parse_at("tomorrow-ish", seoul, now).is_err());
         // 02:30 does not exist in Berlin on the spring change.
-        assert!(parse_at("2025-03-30 02:30", chrono_tz::Europe::Berlin, now).is_err());
+        assert!(matches!(
+            parse_at("2025-03-30 02:30", chrono_tz::Europe::Berlin, now),
+            Err(TimeError::Skipped { .. })
+        ));
     }
 }

@@ -67,13 +67,14 @@ impl CronAdd {
         let now = scheduler.now();
         let schedule = match kind {
             "cron" => Schedule::cron(text).map_err(|e| e.to_string())?,
-            "at" => Schedule::At(parse_at(text, timezone, now)?),
+            "at" => Schedule::At(parse_at(text, timezone, now).map_err(|e| e.to_string())?),
             "in" => {
-                let d = chrono::Duration::from_std(parse_duration(text)?)
-                    .map_err(|_| format!("`{text}` is too long"))?;
+                let d = parse_duration(text).map_err(|e| e.to_string())?;
+                let d =
+                    chrono::Duration::from_std(d).map_err(|_| format!("`{text}` is too long"))?;
                 Schedule::At(now + d)
             }
-            _ => Schedule::Every(parse_duration(text)?),
+            _ => Schedule::Every(parse_duration(text).map_err(|e| e.to_string())?),
         };
         let delivery = match (origin, str_arg(args, "channel"), str_arg(args, "to")) {
             (Some(o), channel, to) => {
