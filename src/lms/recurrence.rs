@@ -46,19 +46,28 @@ pub struct Series<'a> {
     pub rdates: &'a [DateTime<Utc>],
 }
 
+/// A recurrence rule that could not be read or does not fit its event.
+#[derive(Debug, thiserror::Error)]
+#[error("RRULE `{rule}`: {source}")]
+pub struct RuleError {
+    pub rule: String,
+    pub source: Box<rrule::RRuleError>,
+}
+
 /// The occurrence starts of `series` within `window`, in order. A rule the
 /// crate cannot read is an error naming it.
-pub fn occurrences(series: &Series<'_>, window: &Window) -> Result<Vec<DateTime<Utc>>, String> {
+pub fn occurrences(series: &Series<'_>, window: &Window) -> Result<Vec<DateTime<Utc>>, RuleError> {
     let tz = rrule::Tz::Tz(series.zone);
     let start = series.start.with_timezone(&tz);
     let mut set = RRuleSet::new(start);
     for rule in series.rules {
         let text = utc_until(rule, series.zone);
-        let parsed: RRule<Unvalidated> =
-            text.parse().map_err(|e| format!("RRULE `{rule}`: {e}"))?;
-        let valid = parsed
-            .validate(start)
-            .map_err(|e| format!("RRULE `{rule}`: {e}"))?;
+        let error = |source: rrule::RRuleError| RuleError {
+            rule: rule.clone(),
+            source: Box::new(source),
+        };
+        let parsed: RRule<Unvalidated> = text.parse().map_err(error)?;
+        let valid = parsed.validate(start).map_err(error)?;
         set = set.rrule(valid);
     }
     for d in series.rdates {
@@ -175,6 +184,7 @@ mod tests {
             std::time::Duration::from_secs(86_400),
         );
         let e = occurrences(&series, &window).unwrap_err();
-        assert!(e.contains("FREQ=SOMETIMES"), "{e}");
+        assert!(e.rule.contains("FREQ=SOMETIMES"), "{e}");
+        assert!(e.to_string().starts_with("RRULE `"), "{e}");
     }
 }

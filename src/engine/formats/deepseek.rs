@@ -89,14 +89,11 @@ impl Format for DeepSeek {
             let arguments = arguments.trim().strip_suffix("```").unwrap_or(arguments);
             let call = match json::leading_value(arguments) {
                 Some((v, _)) => json::checked(&name, v, tools, self.new_id(ids)),
-                None => Err(format!(
-                    "the arguments of `{name}` are not JSON: {}",
-                    json::excerpt(arguments.trim())
-                )),
+                None => Err(json::CallError::unreadable(&name, arguments)),
             };
             match call {
                 Ok(call) => out.calls.push(call),
-                Err(e) => out.malformed.push(e),
+                Err(e) => out.malformed.push(e.to_string()),
             }
         }
         out

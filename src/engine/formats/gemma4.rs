@@ -76,7 +76,7 @@ impl Format for Gemma4 {
             Some(arguments @ Value::Object(_)) => {
                 match calls::checked(name, arguments, tools, self.new_id(ids)) {
                     Ok(call) => out.calls.push(call),
-                    Err(e) => out.malformed.push(e),
+                    Err(e) => out.malformed.push(e.to_string()),
                 }
             }
             _ => out.malformed.push(format!(

@@ -84,7 +84,7 @@ impl Format for Glm {
         }
         match json::checked(name, Value::Object(arguments), tools, self.new_id(ids)) {
             Ok(call) => out.calls.push(call),
-            Err(e) => out.malformed.push(e),
+            Err(e) => out.malformed.push(e.to_string()),
         }
         out
     }

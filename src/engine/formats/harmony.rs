@@ -82,7 +82,7 @@ impl Format for Harmony {
         };
         match json::checked(&name, arguments, tools, self.new_id(ids)) {
             Ok(call) => out.calls.push(call),
-            Err(e) => out.malformed.push(e),
+            Err(e) => out.malformed.push(e.to_string()),
         }
         out
     }

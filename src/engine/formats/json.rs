@@ -3,8 +3,43 @@
 
 use serde_json::Value;
 
-use crate::chat::schema::validate;
+use crate::chat::schema::{SchemaError, validate};
 use crate::chat::{ToolCall, ToolSpec};
+
+/// Why text the model wrote is not a call to an offered tool; the text is
+/// shown to the model so that it can write the call again.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("a tool call must be a JSON object")]
+    NotAnObject,
+    #[error("the tool call has no \"name\"")]
+    NoName,
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    #[error("the arguments of `{name}` are not JSON: {source}")]
+    NotJson {
+        name: String,
+        source: serde_json::Error,
+    },
+    /// Arguments that could not be read at all: the start of them.
+    #[error("the arguments of `{name}` are not JSON: {excerpt}")]
+    Unreadable { name: String, excerpt: String },
+    #[error("the arguments of `{name}`: {source}")]
+    Arguments {
+        name: String,
+        source: Box<SchemaError>,
+    },
+}
+
+impl CallError {
+    /// Arguments to `name` that are no JSON value: their start, for the model.
+    pub fn unreadable(name: &str, text: &str) -> Self {
+        Self::Unreadable {
+            name: name.to_string(),
+            excerpt: excerpt(text.trim()),
+        }
+    }
+}
 
 /// The JSON value at the head of `text` (after whitespace) and the rest.
 pub fn leading_value(text: &str) -> Option<(Value, &str)> {
@@ -21,10 +56,8 @@ pub fn leading_value(text: &str) -> Option<(Value, &str)> {
 /// "parameters"}` (Command R), `{"type": "function", "function": {…}}`;
 /// the arguments may be a JSON string. Returns the name, the arguments and
 /// the id when the object carries one.
-pub fn call_parts(value: &Value) -> Result<(String, Value, Option<String>), String> {
-    let object = value
-        .as_object()
-        .ok_or("a tool call must be a JSON object")?;
+pub fn call_parts(value: &Value) -> Result<(String, Value, Option<String>), CallError> {
+    let object = value.as_object().ok_or(CallError::NotAnObject)?;
     if let Some(inner) = object.get("function").filter(|f| f.is_object()) {
         let (name, arguments, _) = call_parts(inner)?;
         let id = object.get("id").and_then(Value::as_str).map(String::from);
@@ -33,7 +66,7 @@ pub fn call_parts(value: &Value) -> Result<(String, Value, Option<String>), Stri
     let name = ["name", "tool_name"]
         .iter()
         .find_map(|k| object.get(*k).and_then(Value::as_str))
-        .ok_or("the tool call has no \"name\"")?;
+        .ok_or(CallError::NoName)?;
     let arguments = ["arguments", "parameters"]
         .iter()
         .find_map(|k| object.get(*k))
@@ -53,19 +86,23 @@ pub fn checked(
     arguments: Value,
     tools: &[ToolSpec],
     id: String,
-) -> Result<ToolCall, String> {
+) -> Result<ToolCall, CallError> {
     let tool = tools
         .iter()
         .find(|t| t.name == name)
-        .ok_or_else(|| format!("unknown tool `{name}`"))?;
+        .ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
     let arguments = match arguments {
         Value::String(s) if s.trim().is_empty() => Value::Object(Default::default()),
-        Value::String(s) => serde_json::from_str(&s)
-            .map_err(|e| format!("the arguments of `{name}` are not JSON: {e}"))?,
+        Value::String(s) => serde_json::from_str(&s).map_err(|source| CallError::NotJson {
+            name: name.to_string(),
+            source,
+        })?,
         v => v,
     };
-    validate(&arguments, &tool.parameters)
-        .map_err(|e| format!("the arguments of `{name}`: {e}"))?;
+    validate(&arguments, &tool.parameters).map_err(|source| CallError::Arguments {
+        name: name.to_string(),
+        source: Box::new(source),
+    })?;
     Ok(ToolCall {
         id,
         name: name.to_string(),
@@ -97,7 +134,7 @@ pub fn call_list<'t>(
             checked(&name, args, tools, id.unwrap_or_else(&mut *new_id))
         }) {
             Ok(call) => out.calls.push(call),
-            Err(e) => out.malformed.push(e),
+            Err(e) => out.malformed.push(e.to_string()),
         }
     }
     rest

@@ -88,7 +88,7 @@ impl Format for Mistral {
                 Some((args, rest)) => {
                     match json::checked(name, args, tools, id) {
                         Ok(call) => out.calls.push(call),
-                        Err(e) => out.malformed.push(e),
+                        Err(e) => out.malformed.push(e.to_string()),
                     }
                     out.text.push_str(rest.trim());
                 }
