@@ -10,6 +10,7 @@
 use std::num::NonZeroU32;
 use std::sync::mpsc::{self as std_mpsc, TryRecvError};
 
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use std::sync::Arc;
@@ -58,20 +59,7 @@ pub(super) fn run(
     };
     let threads = hardware::thread_count(settings.threads);
     let slots = settings.slots.max(1);
-    let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new(fit.n_ctx_seq * slots))
-        .with_n_seq_max(slots)
-        .with_n_batch(settings.batch_size)
-        .with_n_ubatch(settings.batch_size)
-        .with_n_threads(threads)
-        .with_n_threads_batch(threads)
-        .with_swa_full(settings.swa_full)
-        .with_flash_attention_policy(if settings.flash_attention {
-            llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED
-        } else {
-            llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED
-        });
-    let mut ctx = match model.new_context(&backend, params) {
+    let mut ctx = match model.new_context(&backend, context_params(&settings, &fit, threads)) {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!("context creation failed: {e}");
@@ -82,48 +70,16 @@ pub(super) fn run(
         }
     };
     let n_ctx_seq = ctx.n_ctx() / slots;
-    let reuse = match (settings.prompt_cache, settings.reuse_min_chunk) {
-        (false, _) => Reuse::Off,
-        (true, 0) => Reuse::Prefix,
-        (true, _) if !cells_can_move(&model) => {
-            tracing::debug!("this model's cached cells cannot move; reusing prefixes only");
-            Reuse::Prefix
-        }
-        (true, n) => Reuse::Moved {
-            min_chunk: n as usize,
-        },
-    };
-    let info = ModelInfo {
-        path: settings.model_path.clone(),
-        architecture: model
-            .meta_val_str("general.architecture")
-            .unwrap_or_default(),
-        n_params: model.n_params(),
-        n_ctx_train: model.n_ctx_train(),
-        n_ctx: n_ctx_seq,
-        slots,
+    let reuse = reuse_policy(&settings, &model);
+    let info = model_info(
+        &settings,
+        &model,
+        (&template, &fit, family),
         threads,
-        n_layers: model.n_layer(),
-        gpu_layers: fit.gpu_layers,
-        template_origin: template.origin().to_string(),
-        family,
-        family_configured: settings.tool_format.is_some(),
-        reuse_min_chunk: match reuse {
-            Reuse::Moved { min_chunk } => min_chunk as u32,
-            Reuse::Off | Reuse::Prefix => 0,
-        },
-    };
-    tracing::info!(?info, "model loaded");
-    let fingerprint = Fingerprint {
-        model_file: settings
-            .model_path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        model_size: std::fs::metadata(&settings.model_path).map_or(0, |m| m.len()),
-        n_params: model.n_params(),
         n_ctx_seq,
-    };
+        &reuse,
+    );
+    tracing::info!(?info, "model loaded");
     let window = sliding_window(&model);
     // A window-size cache forgets what is behind the window: checkpoints
     // bring an earlier position back.
@@ -131,16 +87,7 @@ pub(super) fn run(
         Some(_) if !settings.swa_full => settings.swa_checkpoints as usize,
         _ => 0,
     };
-    let mut cache = SeqCache::new(
-        CacheSettings {
-            slots: slots as usize,
-            ram_budget: settings.ram_cache_bytes,
-            disk_budget: settings.disk_cache_bytes,
-            disk_dir: settings.kv_dir.clone(),
-            checkpoints,
-        },
-        fingerprint,
-    );
+    let mut cache = seq_cache(&settings, &model, n_ctx_seq, checkpoints);
     if ready.send(Ok((info, Arc::clone(&model)))).is_err() {
         return;
     }
@@ -153,13 +100,120 @@ pub(super) fn run(
     )
     .with_window(window)
     .with_sharing(settings.share_prompts);
-    let mut queue = PriorityQueue::default();
     // Prompts are read in checkpoint-sized chunks when checkpoints are on.
     let prompt_chunk = match checkpoints {
         0 => settings.batch_size as usize,
         _ => CHECKPOINT_EVERY,
     };
-    let mut batcher = Batcher::new(settings.batch_size as usize, prompt_chunk);
+    let batcher = Batcher::new(settings.batch_size as usize, prompt_chunk);
+    serve(&mut ctx, &mut cache, &generator, batcher, &jobs, &waiting);
+    cache.persist_all(&mut ctx);
+    tracing::debug!("engine worker stopped");
+}
+
+/// What `hearth doctor`, `/status` and the API tell about the loaded model.
+fn model_info(
+    settings: &EngineSettings,
+    model: &LlamaModel,
+    (template, fit, family): (&ChatTemplate, &Fit, ModelFamily),
+    threads: i32,
+    n_ctx_seq: u32,
+    reuse: &Reuse,
+) -> ModelInfo {
+    ModelInfo {
+        path: settings.model_path.clone(),
+        architecture: model
+            .meta_val_str("general.architecture")
+            .unwrap_or_default(),
+        n_params: model.n_params(),
+        n_ctx_train: model.n_ctx_train(),
+        n_ctx: n_ctx_seq,
+        slots: settings.slots.max(1),
+        threads,
+        n_layers: model.n_layer(),
+        gpu_layers: fit.gpu_layers,
+        template_origin: template.origin().to_string(),
+        family,
+        family_configured: settings.tool_format.is_some(),
+        reuse_min_chunk: match reuse {
+            Reuse::Moved { min_chunk } => *min_chunk as u32,
+            Reuse::Off | Reuse::Prefix => 0,
+        },
+    }
+}
+
+/// The context for `slots` conversations of the fitted size, on `threads`.
+fn context_params(settings: &EngineSettings, fit: &Fit, threads: i32) -> LlamaContextParams {
+    let slots = settings.slots.max(1);
+    LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(fit.n_ctx_seq * slots))
+        .with_n_seq_max(slots)
+        .with_n_batch(settings.batch_size)
+        .with_n_ubatch(settings.batch_size)
+        .with_n_threads(threads)
+        .with_n_threads_batch(threads)
+        .with_swa_full(settings.swa_full)
+        .with_flash_attention_policy(if settings.flash_attention {
+            llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED
+        } else {
+            llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED
+        })
+}
+
+/// How much of a cached prompt a new one may reuse with this model.
+fn reuse_policy(settings: &EngineSettings, model: &LlamaModel) -> Reuse {
+    match (settings.prompt_cache, settings.reuse_min_chunk) {
+        (false, _) => Reuse::Off,
+        (true, 0) => Reuse::Prefix,
+        (true, _) if !cells_can_move(model) => {
+            tracing::debug!("this model's cached cells cannot move; reusing prefixes only");
+            Reuse::Prefix
+        }
+        (true, n) => Reuse::Moved {
+            min_chunk: n as usize,
+        },
+    }
+}
+
+/// The conversations' KV cache: slots in the context, RAM and disk behind them.
+fn seq_cache(
+    settings: &EngineSettings,
+    model: &LlamaModel,
+    n_ctx_seq: u32,
+    checkpoints: usize,
+) -> SeqCache {
+    let fingerprint = Fingerprint {
+        model_file: settings
+            .model_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        model_size: std::fs::metadata(&settings.model_path).map_or(0, |m| m.len()),
+        n_params: model.n_params(),
+        n_ctx_seq,
+    };
+    SeqCache::new(
+        CacheSettings {
+            slots: settings.slots.max(1) as usize,
+            ram_budget: settings.ram_cache_bytes,
+            disk_budget: settings.disk_cache_bytes,
+            disk_dir: settings.kv_dir.clone(),
+            checkpoints,
+        },
+        fingerprint,
+    )
+}
+
+/// Serves jobs until every handle is gone and nothing is queued.
+fn serve<'m>(
+    ctx: &mut LlamaContext<'_>,
+    cache: &mut SeqCache,
+    generator: &Generator<'m>,
+    mut batcher: Batcher<'m>,
+    jobs: &std_mpsc::Receiver<Job>,
+    waiting: &Waiting,
+) {
+    let mut queue = PriorityQueue::default();
     let mut open = true;
     loop {
         // Everything that has arrived competes by priority.
@@ -185,11 +239,11 @@ pub(super) fn run(
             let busy = batcher.busy();
             // Only a model whose conversations share prompts waits for one.
             let reading = if generator.shares() {
-                batcher.reading(&mut cache)
+                batcher.reading(cache)
             } else {
                 Vec::new()
             };
-            match generator.start(&mut ctx, &mut cache, job, &busy, &reading) {
+            match generator.start(ctx, cache, job, &busy, &reading) {
                 Admission::Reply(reply) => batcher.add(*reply),
                 Admission::Ended => {}
                 Admission::Wait(job) => held.push(job),
@@ -200,7 +254,7 @@ pub(super) fn run(
             queue.push(job.request.priority, job);
         }
         if !batcher.is_empty() {
-            batcher.step(&mut ctx, &mut cache);
+            batcher.step(ctx, cache);
         } else if !queue.is_empty() {
             continue;
         } else if !open {
@@ -212,8 +266,6 @@ pub(super) fn run(
             }
         }
     }
-    cache.persist_all(&mut ctx);
-    tracing::debug!("engine worker stopped");
 }
 
 /// Whether cached cells can take new positions: llama.cpp re-rotates keys
