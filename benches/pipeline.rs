@@ -10,6 +10,7 @@
 //! present.
 //!
 //! Run: `cargo bench --bench pipeline` (figures are in the README).
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

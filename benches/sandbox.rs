@@ -7,6 +7,7 @@
 //! cost over the plain spawn.
 //!
 //! Run: `cargo bench --bench sandbox` (figures go to the README).
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::path::Path;
 use std::time::{Duration, Instant};

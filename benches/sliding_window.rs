@@ -10,6 +10,7 @@
 //! round by round in rotating order (this machine's speed drifts). Medians
 //! are printed. Run: `cargo bench --bench sliding_window` (needs
 //! `make test-models`).
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 #[path = "../tests/common/mod.rs"]
 mod common;

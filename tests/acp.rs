@@ -6,6 +6,7 @@
 //! In process with the typist model (streams word by word, writes the
 //! calls it is told to) through the real dispatcher, pipeline and tools;
 //! and once through the real `hearth acp` binary on SmolLM2.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 mod support;

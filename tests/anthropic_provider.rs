@@ -3,6 +3,7 @@
 //! `message_start` … `message_stop`, `content_block_*` with text, thinking
 //! and `tool_use` blocks, `input_json_delta` pieces, `ping`, `error`), and
 //! answers errors in its shape (529 overloaded, 429 with `retry-after`).
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! llama.cpp's backends loaded at run time: the best CPU code for this
 //! machine from the binary's own folder, a GPU module from a configured
 //! folder, and never a library planted where hearth happens to be started.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

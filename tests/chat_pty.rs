@@ -2,6 +2,7 @@
 //! the binary on a pseudo-terminal, its model an OpenAI-compatible fake on
 //! 127.0.0.1 (the local model is absent, so the fallback answers) that
 //! writes a `file_write` call and then repeats what the tool said.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

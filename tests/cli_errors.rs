@@ -1,5 +1,6 @@
 //! Bad input gives one line naming the cause and the fix, a non-zero exit,
 //! and never a panic.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

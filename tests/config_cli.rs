@@ -1,4 +1,5 @@
 //! `hearth config check` and `hearth doctor` as a user runs them.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

@@ -6,6 +6,7 @@
 //!
 //! "Answered" is read from what the chat shows (the fake's stored
 //! messages, edits and deletions applied), not from the daemon's word.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 mod support;

@@ -1,5 +1,6 @@
 //! `hearth daemon` as a user runs it: no channel is a plain error; with a
 //! channel it runs until SIGTERM and then exits 0.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The dispatcher end to end: an in-memory channel, scripted and slow
 //! providers, paused clocks: concurrency, interruption, `/stop`, the
 //! in-flight limit, listener restarts and shutdown.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

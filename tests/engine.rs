@@ -4,6 +4,7 @@
 //!
 //! llama.cpp allows one backend per process, so these tests take turns
 //! through a lock.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

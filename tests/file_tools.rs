@@ -2,6 +2,7 @@
 //! careless umask would test them: a 10 GB file is read in a few MB, a glob
 //! over symlink loops returns while the runtime keeps working, and after a
 //! daemon run under umask 022 nothing hearth wrote is readable by others.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

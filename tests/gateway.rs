@@ -1,5 +1,6 @@
 //! The HTTP gateway channel end to end: a real daemon (dispatcher and
 //! pipeline) behind it, clients speaking HTTP to 127.0.0.1.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

@@ -5,6 +5,7 @@
 //! model is the parrot, which repeats everything that reaches it, memory
 //! context included: a leak shows in the reply. The owner asking the same
 //! question gets the answer (the positive control).
+#![allow(clippy::unwrap_used)] // test helpers: an unwrap is the clearest failure
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! included), the body cap, errors, POST under readonly, and the timeout;
 //! and what a page steering the model would try: names that resolve to
 //! loopback, other ports, a `Host` header, redirects to either.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The LMS notifier against a fake Canvas (`support::lms_fake`): bearer
 //! auth, `Link` pagination, a course whose announcements are closed to the
 //! user, and planner items handed in.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

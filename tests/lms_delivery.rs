@@ -1,6 +1,7 @@
 //! LMS delivery (`support::lms_fake`): refused notices stay queued, sites
 //! that fail back off, summaries fall back, and a chat that hangs never
 //! holds a poll.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! The LMS notifier against a fake Moodle (`support::lms_fake`) that speaks
 //! its web services as Moodle does: the token check, extensions in the
 //! action events, paging, refused functions, submitted work, a first run.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 mod support;

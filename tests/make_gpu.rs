@@ -7,6 +7,7 @@
 //! on the vendored sources and gets past configure and generate; cuBLAS,
 //! which only the link needs, is a stand-in there (a library with no
 //! symbols), since the real one is 444 MB.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

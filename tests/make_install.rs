@@ -4,6 +4,7 @@
 //! beside it is never touched. The control: the binary copied alone, as a
 //! user would without the target, cannot start, which is why the libraries
 //! travel with it.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! `hearth memory` and `hearth cron` as a user runs them, on the real
 //! binary with its own data dir.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

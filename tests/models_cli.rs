@@ -4,6 +4,7 @@
 //! refused and deleted, a hub that cannot be reached is named with the fix,
 //! and `models use` switches the configured model without losing the rest
 //! of the config file.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 mod support;

@@ -1,6 +1,7 @@
 //! The OpenAI-compatible provider against a fake chat-completions server on
 //! 127.0.0.1, and the fallback chain from the local engine to it, end to end
 //! through the pipeline.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! The pipeline's phases end to end through the dispatcher: hooks,
 //! sessions, routes, error outcomes, live feedback, background jobs,
 //! memory and the commands answered without a model.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! greedy determinism, named sessions across invocations, the piped chat,
 //! Ctrl-C during a reply, and the Gemma 3 model through the built-in
 //! `gemma` template.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

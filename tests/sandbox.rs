@@ -5,6 +5,7 @@
 //! output, no process is left behind, the network is closed, and the host
 //! keeps its processes. Positive controls beside them show that ordinary
 //! work still goes through, and `sandbox = "off"` shows the suite can fail.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::collections::BTreeMap;
 use std::io::Read;

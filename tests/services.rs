@@ -1,6 +1,7 @@
 //! The daemon's background services wired as `hearth daemon` wires them:
 //! LMS notices reach a chat through the channel, a scheduled prompt runs
 //! through the agent into its chat, and the services' tools are offered.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

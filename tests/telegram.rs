@@ -1,5 +1,6 @@
 //! The Telegram channel against a fake Bot API server on 127.0.0.1: real
 //! teloxide requests, real long polling, real multipart uploads.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

@@ -10,6 +10,7 @@
 //!
 //! Real teloxide timing means real time here: short poll timeouts and draft
 //! intervals keep the file quick (about 20 s).
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 mod support;

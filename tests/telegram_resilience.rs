@@ -4,6 +4,7 @@
 //! [`Daemon`](hearth::daemon) and [`TelegramChannel`](hearth::channels::telegram).
 //! The ordinary paths (typing, drafts, long replies, 429s, commands, topics,
 //! the real model) are in `telegram_e2e.rs`.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 mod support;

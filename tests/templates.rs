@@ -1,4 +1,5 @@
 //! Chat templates rendered from the real models' metadata.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 

@@ -5,6 +5,7 @@
 //!
 //! The model is a parrot that repeats what it reads, the worst case: a
 //! planted call that survived as markup would be parsed from its reply.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

@@ -7,6 +7,7 @@
 //! or jobs, through tools or through the model's answers; each one's job
 //! fires in their own chat with their own memory. Every probe has its
 //! positive control: the owner asking the same gets the answer.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

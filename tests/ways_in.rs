@@ -5,6 +5,7 @@
 //! WebSocket and `/api/chat` included.
 //!
 //! The model is the typist (see `support::ways_in`), except in the last test.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod common;
 mod support;

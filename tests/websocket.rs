@@ -5,6 +5,7 @@
 //!
 //! The model is the typist: it answers as the parrot does (quoting the
 //! user, or writing the call it is told to), one word at a time.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 mod support;
 

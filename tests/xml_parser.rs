@@ -1,5 +1,6 @@
 //! The tool-call parser against realistic outputs of local models, kept as
 //! fixtures in `tests/fixtures/tool_calls.json` (malformed ones included).
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use hearth::agent::dispatch::xml::{Dialects, parse_reply_with};
 use serde_json::Value;

@@ -2,6 +2,8 @@
 //! the services hearth talks to, each speaking the real protocol on
 //! 127.0.0.1, and helpers that build a runtime for the pipeline tests.
 #![allow(dead_code)]
+// Test helpers fail loudly: an unwrap is the clearest report here.
+#![allow(clippy::unwrap_used)]
 
 pub mod hub_fake;
 pub mod lms_fake;
