@@ -44,7 +44,7 @@ chat: prereqs model build
 	$(HEARTH) chat
 
 test: prereqs test-models test-clients cuda-compiler
-	$(CARGO) test --release --all-targets
+	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
 	$(HEARTH) bench --json target/bench/hearth-bench.json

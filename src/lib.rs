@@ -32,28 +32,28 @@
 
 pub mod agent;
 pub mod channels;
-pub mod chat;
 pub mod cli;
-pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod dispatch;
-pub mod engine;
+pub mod engine_setup;
 pub mod history;
 pub mod inbox;
 pub mod lms;
 pub mod lock;
 pub mod memory;
 pub mod metrics;
-pub mod models;
 pub mod paths;
 pub mod pipeline;
-pub mod private;
 pub mod providers;
-pub mod retry;
-pub mod sandbox;
 pub mod scheduler;
 pub mod security;
 pub mod storage;
 pub mod tools;
 pub mod workspace;
+
+// The floors below, under the names the rest of hearth uses.
+pub use hearth_core::{chat, clock, private, retry};
+pub use hearth_engine as engine;
+pub use hearth_engine::models;
+pub use hearth_sandbox as sandbox;

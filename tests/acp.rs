@@ -8,8 +8,8 @@
 //! and once through the real `hearth acp` binary on SmolLM2.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Stdio;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! answers errors in its shape (529 overloaded, 429 with `retry-after`).
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;

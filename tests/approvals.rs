@@ -8,7 +8,7 @@
 //! what the tool answered, so its reply shows what the model was told.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,7 +1,12 @@
-//! The house rules that keep the code's shape: which part may import which
-//! (read from the `crate::` paths of the production code in `src/`), and
-//! how long a production file may grow. `docs/ARCHITECTURE.md` draws the
-//! same picture.
+//! The house rules the compiler cannot check. The floors are crates
+//! (`hearth-core` <- `hearth-sandbox`, `hearth-engine` <- `hearth`), so an
+//! import the wrong way between them does not compile; these tests keep what
+//! is left: which crate may depend on which (Cargo would accept a lower
+//! crate naming an upper one that does not name it back), which part of the
+//! `hearth` crate may import which (read from the `crate::` paths of the
+//! production code in `src/`), how long a production file may grow, and
+//! that waits double only through the one retry policy.
+//! `docs/ARCHITECTURE.md` draws the same picture.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,29 +15,38 @@ use std::path::{Path, PathBuf};
 /// Longest production file, in lines.
 const MAX_LINES: usize = 500;
 
-/// Edges that must never appear, beyond the rule against any circle.
+/// Edges inside the `hearth` crate that must never appear, beyond the rule
+/// against any circle. (The engine, the chat vocabulary and the sandbox are
+/// crates of their own now: the compiler holds their walls.)
 const FORBIDDEN: &[(&str, &[&str])] = &[
-    (
-        "engine",
-        &[
-            "providers",
-            "agent",
-            "pipeline",
-            "channels",
-            "dispatch",
-            "daemon",
-        ],
-    ),
     ("memory", &["channels", "pipeline"]),
-    (
-        "chat",
-        &["engine", "providers", "agent", "pipeline", "channels"],
-    ),
     (
         "config",
         &["agent", "engine", "providers", "pipeline", "channels"],
     ),
+    ("history", &["pipeline", "channels", "agent"]),
 ];
+
+/// The crates below `hearth` and the hearth crates each may depend on.
+const FLOORS: &[(&str, &[&str])] = &[
+    ("hearth-core", &[]),
+    ("hearth-sandbox", &["hearth-core"]),
+    ("hearth-engine", &["hearth-core"]),
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every production source folder: the `hearth` crate's and the floors'.
+fn all_sources() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    for (name, _) in FLOORS {
+        rust_files(&root().join("crates").join(name).join("src"), &mut files);
+    }
+    files
+}
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -160,7 +174,7 @@ fn circle(graph: &BTreeMap<String, BTreeMap<String, PathBuf>>, start: &str) -> O
 fn no_part_imports_a_part_that_depends_on_it() {
     let graph = imports();
     assert!(
-        graph.contains_key("engine") && graph.contains_key("pipeline"),
+        graph.contains_key("config") && graph.contains_key("pipeline"),
         "the parts were found: {:?}",
         graph.keys().collect::<Vec<_>>()
     );
@@ -245,8 +259,12 @@ fn test_code_is_left_out_wherever_it_stands_and_nothing_else_is() {
 
 #[test]
 fn no_production_file_is_over_the_limit() {
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    let files = all_sources();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("hearth-engine/src/lib.rs"))
+    );
     let long: Vec<String> = files
         .iter()
         .filter_map(|path| {
@@ -289,11 +307,12 @@ fn waits_that_double_come_from_the_one_retry_policy() {
         hand_written_doubling("sleep(Duration::from_millis(500 << attempt.min(4)))"),
         ["<< attempt"]
     );
-    let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    let files = all_sources();
+    let policy = root().join("crates/hearth-core/src/retry.rs");
+    assert!(files.contains(&policy));
     let copies: Vec<String> = files
         .iter()
-        .filter(|path| **path != src().join("retry.rs"))
+        .filter(|path| **path != policy)
         .filter_map(|path| {
             let found = hand_written_doubling(&production(path)?);
             (!found.is_empty()).then(|| format!("{} ({})", path.display(), found.join(", ")))
@@ -301,7 +320,96 @@ fn waits_that_double_come_from_the_one_retry_policy() {
         .collect();
     assert!(
         copies.is_empty(),
-        "use crate::retry::RetryPolicy instead of doubling by hand: {}",
+        "use hearth_core::retry::RetryPolicy instead of doubling by hand: {}",
         copies.join("; ")
+    );
+}
+
+/// The hearth crates a manifest depends on (`[dependencies]` only).
+fn hearth_dependencies(manifest: &str) -> Vec<String> {
+    let value: toml::Value = manifest.parse().expect("a manifest in TOML");
+    let mut found: Vec<String> = value
+        .get("dependencies")
+        .and_then(|d| d.as_table())
+        .into_iter()
+        .flat_map(|d| d.keys())
+        .filter(|name| name.starts_with("hearth"))
+        .cloned()
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn each_floor_depends_only_on_the_floors_below_it() {
+    // A positive control: a lower crate naming an upper one is seen.
+    assert_eq!(
+        hearth_dependencies(
+            "[dependencies]\nhearth-core.workspace = true\nhearth = { path = \"../..\" }\n"
+        ),
+        ["hearth", "hearth-core"]
+    );
+    for (name, allowed) in FLOORS {
+        let manifest = std::fs::read_to_string(root().join("crates").join(name).join("Cargo.toml"))
+            .expect("the crate's manifest");
+        let found = hearth_dependencies(&manifest);
+        assert_eq!(found, *allowed, "{name} may depend on {allowed:?} only");
+    }
+}
+
+#[test]
+fn only_the_engine_crate_speaks_to_llama_cpp() {
+    // hearth names llama-cpp-sys-2 only so its build script learns where the
+    // libraries were built; its code goes through hearth-engine.
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let direct: Vec<String> = files
+        .iter()
+        .filter(|path| production(path).is_some_and(|code| code.contains("llama_cpp_")))
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(direct.is_empty(), "use hearth::engine instead: {direct:?}");
+    let mut engine = Vec::new();
+    rust_files(&root().join("crates/hearth-engine/src"), &mut engine);
+    assert!(
+        engine
+            .iter()
+            .any(|path| production(path).is_some_and(|code| code.contains("llama_cpp_2"))),
+        "the check would see a direct use"
+    );
+}
+
+/// A channel's name as a string in code: how code that should ask a
+/// channel what it can do would recognise it instead.
+fn names_a_channel(code: &str) -> Vec<&'static str> {
+    ["\"telegram\"", "\"cli\"", "\"gateway\"", "\"acp\""]
+        .into_iter()
+        .filter(|name| code.contains(name))
+        .collect()
+}
+
+#[test]
+fn no_part_above_the_channels_recognises_one_by_its_name() {
+    // A positive control: the check that prompt.rs had before capabilities.
+    assert_eq!(
+        names_a_channel("match channel { \"telegram\" => MARKDOWN, _ => PLAIN }"),
+        ["\"telegram\""]
+    );
+    let mut files = Vec::new();
+    for part in ["pipeline", "dispatch", "agent", "memory", "tools", "inbox"] {
+        rust_files(&src().join(part), &mut files);
+    }
+    assert!(files.len() > 20, "the parts were found");
+    let found: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let names = names_a_channel(&production(path)?);
+            (!names.is_empty()).then(|| format!("{} ({})", path.display(), names.join(", ")))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "ask the channel (Channel::shows, drafts, presence, stream) instead: {}",
+        found.join("; ")
     );
 }

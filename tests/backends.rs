@@ -3,7 +3,7 @@
 //! folder, and never a library planted where hearth happens to be started.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -4,7 +4,7 @@
 //! writes a `file_write` call and then repeats what the tool said.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};

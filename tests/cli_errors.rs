@@ -2,7 +2,7 @@
 //! and never a panic.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, assert_no_panic};
 

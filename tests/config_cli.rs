@@ -1,7 +1,7 @@
 //! `hearth config check` and `hearth doctor` as a user runs them.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

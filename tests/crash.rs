@@ -8,8 +8,8 @@
 //! messages, edits and deletions applied), not from the daemon's word.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! in-flight limit, listener restarts and shutdown.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! daemon run under umask 022 nothing hearth wrote is readable by others.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;

@@ -7,7 +7,7 @@
 //! through a lock.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -2,7 +2,7 @@
 //! pipeline) behind it, clients speaking HTTP to 127.0.0.1.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

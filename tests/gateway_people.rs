@@ -7,7 +7,7 @@
 //! question gets the answer (the positive control).
 #![allow(clippy::unwrap_used)] // test helpers: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

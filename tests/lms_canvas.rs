@@ -3,7 +3,7 @@
 //! user, and planner items handed in.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

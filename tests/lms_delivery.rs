@@ -3,7 +3,7 @@
 //! holds a poll.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

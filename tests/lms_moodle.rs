@@ -3,8 +3,8 @@
 //! action events, paging, refused functions, submitted work, a first run.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use common::Sandbox;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! binary with its own data dir.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, assert_no_panic};
 

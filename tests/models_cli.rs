@@ -6,8 +6,8 @@
 //! of the config file.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Output;
 

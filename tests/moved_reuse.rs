@@ -7,7 +7,7 @@
 //! markers are single tokens, as Mistral's are in its own tokenizer.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! through the pipeline.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;

@@ -3,7 +3,7 @@
 //! memory and the commands answered without a model.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -322,7 +322,7 @@ async fn typing_drafts_tool_notices_and_reactions() {
             .with_policy(ChannelPolicy {
                 interrupt_on_new_message: true,
                 show_tool_calls: true,
-                stream_drafts: true,
+                stream_replies: true,
             })
             .always_answer(hearth::channels::Answer::Once),
     );

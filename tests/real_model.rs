@@ -4,7 +4,7 @@
 //! `gemma` template.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use common::{Sandbox, assert_no_panic};
 use hearth::chat::Role;

@@ -3,7 +3,7 @@
 //! through the agent into its chat, and the services' tools are offered.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

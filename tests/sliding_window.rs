@@ -12,7 +12,7 @@
 //! it reads the prompt again rather than answer from what is left.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use hearth::chat::{ChatMessage, ChatReply, ChatRequest, SamplingParams};
 use hearth::engine::{Engine, EngineSettings};

@@ -2,14 +2,16 @@
 //! teloxide requests, real long polling, real multipart uploads.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hearth::channels::telegram::{Allowlist, TelegramSettings, utf16_len};
-use hearth::channels::{Channel, ChannelError, ChannelMessage, SendMessage, TelegramChannel};
+use hearth::channels::{
+    Channel, ChannelError, ChannelMessage, Drafts, Presence, SendMessage, TelegramChannel,
+};
 use hearth::config::{Secret, StreamMode};
 use hearth::workspace::Workspaces;
 use support::telegram_fake::{BOT_USERNAME, FakeTelegram, Incoming, TOKEN, visible};
@@ -250,7 +252,7 @@ async fn drafts_are_edited_at_most_once_per_interval_and_end_with_the_whole_repl
     let fake = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let ch = channel(&fake, dir.path(), &["42"]);
-    assert!(ch.supports_drafts() && ch.policy().stream_drafts);
+    assert!(ch.drafts().is_some() && ch.policy().stream_replies);
     let mut message = SendMessage::new("42", "Thinking");
     let draft = ch.send_draft(&message).await.unwrap();
     let mut text = String::from("Thinking");

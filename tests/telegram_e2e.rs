@@ -12,8 +12,8 @@
 //! intervals keep the file quick (about 20 s).
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -416,7 +416,7 @@ async fn real_model_answers_an_allowed_user_in_telegram() {
     cfg.model.context_size = 2048;
     cfg.generation.max_tokens = 48;
     cfg.generation.temperature = 0.0;
-    let settings = hearth::engine::EngineSettings::from_config(&cfg).expect("engine settings");
+    let settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
     let engine = tokio::task::spawn_blocking(move || hearth::engine::Engine::start(settings, None))
         .await
         .unwrap()

@@ -6,8 +6,7 @@
 //! the real model) are in `telegram_e2e.rs`.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Chat templates rendered from the real models' metadata.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
+use crate::common;
 
 use hearth::chat::ChatMessage;
 use hearth::engine::gguf::GgufMetadata;

@@ -7,7 +7,7 @@
 //! planted call that survived as markup would be parsed from its reply.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -9,7 +9,7 @@
 //! positive control: the owner asking the same gets the answer.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

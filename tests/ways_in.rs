@@ -7,8 +7,8 @@
 //! The model is the typist (see `support::ways_in`), except in the last test.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

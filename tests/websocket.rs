@@ -7,7 +7,7 @@
 //! user, or writing the call it is told to), one word at a time.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

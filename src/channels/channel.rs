@@ -1,8 +1,13 @@
-//! The `Channel` trait: three required methods, the rest optional.
+//! The `Channel` trait: three required methods, the rest optional; what
+//! only some platforms can do is a capability trait a channel offers
+//! ([`Drafts`], [`Presence`], [`ReplyStream`]).
 
 use super::approval::{Answer, ApprovalRequest};
+use super::drafts::Drafts;
 use super::intake::Intake;
 use super::journal::SendJournal;
+use super::presence::Presence;
+use super::reply::ReplyStream;
 use super::{ChannelError, ChannelMessage, SendMessage};
 use futures::future::BoxFuture;
 
@@ -13,8 +18,9 @@ pub struct ChannelPolicy {
     pub interrupt_on_new_message: bool,
     /// Tell the user which tool is running ("🔧 shell …").
     pub show_tool_calls: bool,
-    /// Stream the reply into a draft (only when `supports_drafts`).
-    pub stream_drafts: bool,
+    /// Show the reply while it is made: in a draft, or event by event to a
+    /// client that streams (only where the channel offers either).
+    pub stream_replies: bool,
 }
 
 impl Default for ChannelPolicy {
@@ -22,21 +28,25 @@ impl Default for ChannelPolicy {
         Self {
             interrupt_on_new_message: true,
             show_tool_calls: false,
-            stream_drafts: false,
+            stream_replies: false,
         }
     }
 }
 
+/// What a channel shows by default: text as it is.
+pub const PLAIN_TEXT: &str = "plain text; short paragraphs read best";
+
 /// One messaging platform.
 ///
-/// `name`, `send` and `listen` are required. Typing indicators, drafts
-/// (a message edited while the reply streams) and reactions are optional:
-/// their defaults do nothing, or say `Unsupported` for drafts.
+/// `name`, `send` and `listen` are required. What only some platforms can
+/// do is offered through a capability: [`Channel::drafts`] (a message
+/// edited while the reply is written), [`Channel::presence`] (typing and
+/// reactions) and [`Channel::stream`] (clients that take the reply event by
+/// event). The pipeline uses whichever a channel offers; no channel is
+/// recognised by its name.
 ///
-/// The pipeline calls `add_reaction` with 👀 on receipt and ✅ or ⚠️ at the
-/// end, `start_typing` every 4 s while working, and `update_draft` as often
-/// as text arrives: a channel turns off what its config turns off (reactions
-/// become no-ops) and throttles draft edits to what its platform tolerates.
+/// A tool notice goes to a streaming client as an event; elsewhere, with
+/// `show_tool_calls` on, it is sent as a short message.
 pub trait Channel: Send + Sync {
     /// A short, stable name: `"telegram"`, `"cli"`.
     fn name(&self) -> &str;
@@ -80,9 +90,9 @@ pub trait Channel: Send + Sync {
             if journal.delivered(0).is_some() {
                 return Ok(());
             }
-            if let Some(id) = draft {
+            if let (Some(id), Some(drafts)) = (draft, self.drafts()) {
                 // An edit lands once however often it is repeated.
-                if self
+                if drafts
                     .finalize_draft(&message.recipient, id, message)
                     .await
                     .is_ok()
@@ -120,112 +130,29 @@ pub trait Channel: Send + Sync {
         Box::pin(async { Err(ChannelError::Unsupported("asking for approval")) })
     }
 
-    /// Tells the person that `tool` is about to run, with `notice` (its
-    /// text, addressed to the chat and naming the message it serves).
-    /// Called only when the policy's `show_tool_calls` is on; the default
-    /// sends `notice` as a message.
-    fn tool_notice<'a>(
-        &'a self,
-        notice: &'a SendMessage,
-        _tool: &'a str,
-        _arguments: &'a serde_json::Value,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        self.send(notice)
-    }
-
-    /// Tells a client that shows tool calls as they run (ACP) that the
-    /// call of `tool` serving `message_id` ended, with its output (`ok`:
-    /// it ran without error). Called only when `show_tool_calls` is on; the
-    /// default shows nothing.
-    fn tool_finished<'a>(
-        &'a self,
-        _message_id: &'a str,
-        _tool: &'a str,
-        _ok: bool,
-        _output: &'a str,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
-    }
-
     /// Whether the platform is reachable now.
     fn health_check(&self) -> BoxFuture<'_, bool> {
         Box::pin(async { true })
     }
 
-    /// Shows "typing…" in `recipient`'s chat (platforms expire it; callers refresh).
-    fn start_typing<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _thread_ts: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
+    /// How this channel's person sees text, for the runtime line of the
+    /// system prompt.
+    fn shows(&self) -> &'static str {
+        PLAIN_TEXT
     }
 
-    fn stop_typing<'a>(&'a self, _recipient: &'a str) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
+    /// Drafts, where the channel shows a reply in a message edited in place.
+    fn drafts(&self) -> Option<&dyn Drafts> {
+        None
     }
 
-    /// Whether replies can stream into a draft that is edited in place.
-    fn supports_drafts(&self) -> bool {
-        false
+    /// Typing and reactions, where the platform has them.
+    fn presence(&self) -> Option<&dyn Presence> {
+        None
     }
 
-    /// Posts the first text of a draft; returns the draft's message id.
-    fn send_draft<'a>(
-        &'a self,
-        _message: &'a SendMessage,
-    ) -> BoxFuture<'a, Result<String, ChannelError>> {
-        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
-    }
-
-    /// Replaces the draft's text with `text` (the whole reply so far).
-    fn update_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _draft_id: &'a str,
-        _text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Err(ChannelError::Unsupported("drafts")) })
-    }
-
-    /// Puts the whole final reply in place of the draft (splitting if
-    /// needed). The default sends it as a message, which is right where
-    /// drafts are streamed pieces rather than a message edited in place.
-    fn finalize_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _draft_id: &'a str,
-        message: &'a SendMessage,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        self.send(message)
-    }
-
-    /// Removes a draft whose reply was cancelled; by default there is
-    /// nothing to remove.
-    fn cancel_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _draft_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    /// Adds `emoji` to a received message.
-    fn add_reaction<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _message_id: &'a str,
-        _emoji: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn remove_reaction<'a>(
-        &'a self,
-        _recipient: &'a str,
-        _message_id: &'a str,
-        _emoji: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
+    /// The reply event by event, where the channel's clients take it so.
+    fn stream(&self) -> Option<&dyn ReplyStream> {
+        None
     }
 }

@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{Answer, ApprovalRequest, Questions};
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
+use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Drafts, Intake, SendMessage};
 use futures::future::BoxFuture;
 
 const CLI_HELP: &str = "/quit — leave (also Ctrl-D), stopping any reply being written\nCtrl-C stops a reply that is being written.";
@@ -241,12 +241,12 @@ impl Channel for CliChannel {
         ChannelPolicy {
             interrupt_on_new_message: false,
             show_tool_calls: true,
-            stream_drafts: true,
+            stream_replies: true,
         }
     }
 
-    fn supports_drafts(&self) -> bool {
-        true
+    fn drafts(&self) -> Option<&dyn Drafts> {
+        Some(self)
     }
 
     fn ask_approval<'a>(
@@ -285,7 +285,9 @@ impl Channel for CliChannel {
             Ok(answer)
         })
     }
+}
 
+impl Drafts for CliChannel {
     fn send_draft<'a>(
         &'a self,
         message: &'a SendMessage,

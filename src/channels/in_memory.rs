@@ -16,7 +16,9 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 
 use super::approval::{Answer, ApprovalRequest};
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
+use super::{
+    Channel, ChannelError, ChannelMessage, ChannelPolicy, Drafts, Intake, Presence, SendMessage,
+};
 use futures::future::BoxFuture;
 
 /// One thing the pipeline did to the channel.
@@ -301,23 +303,16 @@ impl Channel for InMemoryChannel {
         })
     }
 
-    fn start_typing<'a>(
-        &'a self,
-        recipient: &'a str,
-        _thread_ts: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            self.record(ChannelEvent::Typing {
-                recipient: recipient.to_string(),
-            });
-            Ok(())
-        })
+    fn drafts(&self) -> Option<&dyn Drafts> {
+        self.drafts.then_some(self as &dyn Drafts)
     }
 
-    fn supports_drafts(&self) -> bool {
-        self.drafts
+    fn presence(&self) -> Option<&dyn Presence> {
+        Some(self)
     }
+}
 
+impl Drafts for InMemoryChannel {
     fn send_draft<'a>(
         &'a self,
         message: &'a SendMessage,
@@ -374,6 +369,21 @@ impl Channel for InMemoryChannel {
         Box::pin(async move {
             self.record(ChannelEvent::DraftCancelled {
                 id: draft_id.to_string(),
+            });
+            Ok(())
+        })
+    }
+}
+
+impl Presence for InMemoryChannel {
+    fn start_typing<'a>(
+        &'a self,
+        recipient: &'a str,
+        _thread_ts: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.record(ChannelEvent::Typing {
+                recipient: recipient.to_string(),
             });
             Ok(())
         })

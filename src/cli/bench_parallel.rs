@@ -75,7 +75,7 @@ pub async fn run(
         "--parallel takes 1 to {} conversations",
         PROMPTS.len()
     );
-    let base = EngineSettings::from_config(config)?;
+    let base = crate::engine_setup::engine_settings(config)?;
     let scratch = std::env::temp_dir().join(format!("hearth-bench-{}", std::process::id()));
     let engine = start(EngineSettings {
         slots: base.slots.max(conversations as u32),

@@ -52,7 +52,7 @@ struct Figures {
 }
 
 pub async fn run(config: &Config, slots: Option<u32>) -> anyhow::Result<ExitCode> {
-    let base = EngineSettings::from_config(config)?;
+    let base = crate::engine_setup::engine_settings(config)?;
     let scratch = std::env::temp_dir().join(format!("hearth-bench-{}", std::process::id()));
     let engine = start(EngineSettings {
         slots: slots.unwrap_or(base.slots),

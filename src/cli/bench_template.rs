@@ -20,7 +20,7 @@ use crate::chat::{ChatMessage, Reasoning};
 use crate::config::Config;
 use crate::engine::formats::{self, ModelFamily, detect::detect};
 use crate::engine::template::{ChatTemplate, Turn};
-use crate::engine::{Engine, EngineSettings, reuse};
+use crate::engine::{Engine, reuse};
 use crate::tools::ToolRegistry;
 
 const TURNS: [(&str, &str); 4] = [
@@ -35,7 +35,7 @@ const TURNS: [(&str, &str); 4] = [
 
 pub async fn run(config: &Config, path: &Path) -> anyhow::Result<ExitCode> {
     let files = templates(path)?;
-    let settings = EngineSettings::from_config(config)?;
+    let settings = crate::engine_setup::engine_settings(config)?;
     let engine = tokio::task::spawn_blocking(move || Engine::start(settings, None)).await??;
     let min_chunk = engine.info().reuse_min_chunk as usize;
     println!(

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::config::{Config, ConfigSource, Environment};
-use crate::engine::{Engine, EngineSettings, backends, hardware::Hardware, model_file};
+use crate::engine::{Engine, backends, hardware::Hardware, model_file};
 
 struct Report {
     failed: bool,
@@ -311,7 +311,7 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             return Ok(ExitCode::FAILURE);
         }
     }
-    let settings = match EngineSettings::from_config(&config) {
+    let settings = match crate::engine_setup::engine_settings(&config) {
         Ok(s) => s,
         Err(e) => {
             report.line("load", false, e.to_string());

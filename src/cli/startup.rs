@@ -5,13 +5,13 @@ use std::io::IsTerminal;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::Config;
-use crate::engine::{Engine, EngineError, EngineSettings, ProgressFn};
+use crate::engine::{Engine, EngineError, ProgressFn};
 use crate::providers::LocalProvider;
 
 /// Locates and loads the model on the engine thread. While it loads, a
 /// progress bar shows on stderr when stderr is a terminal.
 pub async fn local_provider(config: &Config) -> Result<LocalProvider, EngineError> {
-    let settings = EngineSettings::from_config(config)?;
+    let settings = crate::engine_setup::engine_settings(config)?;
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(100);
         bar.set_style(

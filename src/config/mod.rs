@@ -12,7 +12,6 @@ mod agent;
 mod daemon;
 mod environment;
 mod error;
-mod family;
 mod gateway;
 mod lms;
 mod load;
@@ -31,8 +30,8 @@ pub use agent::{AgentConfig, DispatcherChoice, default_workspace, old_workspace}
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
-pub use family::{ModelFamily, Reasoning};
 pub use gateway::GatewayConfig;
+pub use hearth_core::model::{GpuLayers, ModelFamily, Reasoning};
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
 };
@@ -92,14 +91,6 @@ pub struct ModelConfig {
     /// `tool_format`: the family whose chat format to speak; `None` (auto)
     /// recognises it from the template.
     pub tool_format: Option<ModelFamily>,
-}
-
-/// How many layers go to the GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GpuLayers {
-    /// As many as fit beside the KV cache (none without a GPU build and GPU).
-    Auto,
-    Count(u32),
 }
 
 /// The engine's KV cache: one sequence per conversation.
@@ -202,6 +193,23 @@ pub struct GenerationConfig {
     /// Tokens a reply may spend reasoning before its reasoning is closed
     /// and it must answer; 0: three quarters of `max_tokens`.
     pub max_reasoning_tokens: u32,
+}
+
+impl From<&GenerationConfig> for crate::chat::SamplingParams {
+    fn from(g: &GenerationConfig) -> Self {
+        Self {
+            max_tokens: g.max_tokens,
+            temperature: g.temperature,
+            top_p: g.top_p,
+            top_k: g.top_k,
+            min_p: g.min_p,
+            repeat_penalty: g.repeat_penalty,
+            seed: g.seed,
+            stop: Vec::new(),
+            reasoning: g.reasoning,
+            max_reasoning_tokens: g.max_reasoning_tokens,
+        }
+    }
 }
 
 /// The default model: the one `models/fetch` obtains.

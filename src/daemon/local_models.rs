@@ -10,7 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::chat::{Priority, ProviderError};
 use crate::config::Config;
-use crate::engine::{Engine, EngineSettings, Waiting};
+use crate::engine::{Engine, Waiting};
 use crate::providers::LocalProvider;
 
 /// The provider name of the in-process engine.
@@ -69,7 +69,7 @@ impl LocalModels {
         }
         let mut config = self.base.clone();
         config.model.path = model_file.to_string();
-        let settings = EngineSettings::from_config(&config)
+        let settings = crate::engine_setup::engine_settings(&config)
             .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
         let engine = tokio::task::spawn_blocking(move || Engine::start(settings, None))
             .await

@@ -72,8 +72,8 @@ pub async fn take_up(runtime: &Runtime, bus: &mpsc::Sender<Inbound>) -> usize {
             inbox.finish(&message, State::Failed, Some(&why));
             continue;
         };
-        if let Some(draft) = &entry.draft {
-            let _ = channel.cancel_draft(&message.reply_target, draft).await;
+        if let (Some(draft), Some(drafts)) = (&entry.draft, channel.drafts()) {
+            let _ = drafts.cancel_draft(&message.reply_target, draft).await;
         }
         if entry.attempts >= GIVE_UP_ATTEMPTS {
             tracing::error!(

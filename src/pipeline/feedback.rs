@@ -1,10 +1,11 @@
-//! What the user sees while a reply is being made: "typing…" refreshed
-//! every 4 s, the reply streaming into a draft where the channel supports
-//! it, and `show_tool_calls` notices.
+//! What the user sees while a reply is being made, through whatever the
+//! channel offers: "typing…" refreshed every 4 s ([`Presence`]); the reply
+//! as typed events to a client that streams ([`ReplyStream`]), or in a
+//! draft edited in place ([`Drafts`]); tool notices.
 //!
-//! The provider is wrapped ([`Tee`]) so text deltas reach the draft as they
-//! arrive; tool notices come from the loop's `before_tool_call` hook. Both
-//! feed one task per message, which owns every channel call.
+//! The provider is wrapped ([`Tee`]) so text reaches the task as it
+//! arrives; tool notices come from the loop's tool-call hooks. Both feed one
+//! task per message, which owns every channel call.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::sanitize;
-use crate::channels::{Channel, ChannelMessage, SendMessage};
+use super::visible::Visible;
+use crate::channels::{Channel, ChannelMessage, ReplyEvent, SendMessage};
 use crate::chat::{ChatRequest, ChatStream, StreamEvent};
 use crate::inbox::Inbox;
 use crate::metrics::Metrics;
@@ -29,6 +30,8 @@ pub enum Progress {
     /// A model round began: the draft restarts from empty.
     RoundStarted,
     Text(String),
+    /// The round's first reasoning (what the model thinks is not shown).
+    Reasoning,
     /// A tool is about to run with these arguments.
     Tool {
         name: String,
@@ -40,6 +43,8 @@ pub enum Progress {
         ok: bool,
         output: String,
     },
+    /// The reply is made: its text, when there is one to show.
+    End(Option<String>),
 }
 
 /// A provider whose text also goes to a progress channel, and whose
@@ -99,8 +104,13 @@ impl Provider for Tee {
         let (metrics, began, first_text) =
             (self.metrics.clone(), self.began, self.first_text.clone());
         tokio::spawn(async move {
+            let mut reasoning = false;
             while let Some(event) = upstream.next().await {
                 match &event {
+                    StreamEvent::ReasoningDelta(_) if !reasoning => {
+                        reasoning = true;
+                        let _ = progress.send(Progress::Reasoning);
+                    }
                     StreamEvent::TextDelta(text) => {
                         if !first_text.swap(true, Ordering::Relaxed) {
                             metrics.first_token(began.elapsed().as_secs_f64());
@@ -121,94 +131,163 @@ impl Provider for Tee {
 
 /// The live feedback of one message, running until [`Feedback::finish`].
 pub struct Feedback {
-    stop: CancellationToken,
+    progress: mpsc::UnboundedSender<Progress>,
     task: tokio::task::JoinHandle<Option<String>>,
 }
 
 impl Feedback {
-    /// Starts typing, drafts (when the channel streams them) and notices.
-    /// A draft's id is recorded in `record`'s inbox entry, so that a
-    /// restart can remove a half-written draft.
+    /// Starts typing, the streamed reply and notices, as the channel
+    /// offers them. A draft's id is recorded in `record`'s inbox entry, so
+    /// that a restart can remove a half-written draft.
     pub fn start(
         channel: Arc<dyn Channel>,
         message: &ChannelMessage,
-        mut progress: mpsc::UnboundedReceiver<Progress>,
         record: Option<(Arc<Inbox>, ChannelMessage)>,
     ) -> Self {
-        let stop = CancellationToken::new();
-        let policy = channel.policy();
-        let drafts = policy.stream_drafts && channel.supports_drafts();
-        let recipient = message.reply_target.clone();
-        let thread = message.thread_ts.clone();
-        let message_id = message.id.clone();
-        let done = stop.clone();
-        let task = tokio::spawn(async move {
-            let mut draft: Option<String> = None;
-            let mut text = String::new();
-            let mut shown = String::new();
-            // Typing first, whatever else is ready: a quick reply must not
-            // race it away (`select!` picks among ready branches at random).
-            let _ = channel.start_typing(&recipient, thread.as_deref()).await;
-            let mut typing = tokio::time::interval_at(
-                tokio::time::Instant::now() + TYPING_REFRESH,
-                TYPING_REFRESH,
-            );
-            loop {
-                tokio::select! {
-                    _ = done.cancelled() => break,
-                    _ = typing.tick() => {
-                        let _ = channel.start_typing(&recipient, thread.as_deref()).await;
-                    }
-                    event = progress.recv() => match event {
-                        None => break,
-                        Some(Progress::RoundStarted) => text.clear(),
-                        Some(Progress::Tool { name, arguments }) if policy.show_tool_calls => {
-                            let mut notice = SendMessage::new(recipient.clone(), format!("🔧 {name}…"));
-                            notice.thread_ts = thread.clone();
-                            notice.in_reply_to = Some(message_id.clone());
-                            let _ = channel.tool_notice(&notice, &name, &arguments).await;
-                        }
-                        Some(Progress::ToolDone { name, ok, output }) if policy.show_tool_calls => {
-                            channel.tool_finished(&message_id, &name, ok, &output).await;
-                        }
-                        Some(Progress::Tool { .. } | Progress::ToolDone { .. }) => {}
-                        Some(Progress::Text(delta)) if drafts => {
-                            text.push_str(&delta);
-                            let visible = sanitize::draft(&text);
-                            if visible.is_empty() || visible == shown {
-                                continue;
-                            }
-                            match &draft {
-                                None => {
-                                    let mut first = SendMessage::new(recipient.clone(), visible.clone());
-                                    first.thread_ts = thread.clone();
-                                    first.in_reply_to = Some(message_id.clone());
-                                    if let Ok(id) = channel.send_draft(&first).await {
-                                        if let Some((inbox, message)) = &record {
-                                            inbox.draft(message, &id);
-                                        }
-                                        draft = Some(id);
-                                    }
-                                }
-                                Some(id) => {
-                                    let _ = channel.update_draft(&recipient, id, &visible).await;
-                                }
-                            }
-                            shown = visible;
-                        }
-                        Some(Progress::Text(_)) => {}
-                    }
-                }
-            }
-            let _ = channel.stop_typing(&recipient).await;
-            draft
-        });
-        Self { stop, task }
+        let (progress, events) = mpsc::unbounded_channel();
+        let show = Show {
+            channel,
+            message: message.clone(),
+            record,
+            visible: Visible::default(),
+            draft: None,
+        };
+        let task = tokio::spawn(show.run(events));
+        Self { progress, task }
     }
 
-    /// Stops typing and notices; returns the draft's id, if one was posted.
-    pub async fn finish(self) -> Option<String> {
-        self.stop.cancel();
+    /// Where the reply's progress goes.
+    pub fn progress(&self) -> mpsc::UnboundedSender<Progress> {
+        self.progress.clone()
+    }
+
+    /// Ends typing and notices once everything sent before was shown;
+    /// `reply`: the reply's text, whose last piece a stream then gets.
+    /// Returns the draft's id, if one was posted.
+    pub async fn finish(self, reply: Option<&str>) -> Option<String> {
+        let _ = self.progress.send(Progress::End(reply.map(str::to_string)));
         self.task.await.ok().flatten()
+    }
+}
+
+/// The task that shows one reply's progress on its channel.
+struct Show {
+    channel: Arc<dyn Channel>,
+    message: ChannelMessage,
+    record: Option<(Arc<Inbox>, ChannelMessage)>,
+    visible: Visible,
+    /// The draft's id, once one was posted.
+    draft: Option<String>,
+}
+
+impl Show {
+    async fn run(mut self, mut events: mpsc::UnboundedReceiver<Progress>) -> Option<String> {
+        let presence = self.channel.clone();
+        let presence = presence.presence();
+        let (recipient, thread) = (
+            self.message.reply_target.clone(),
+            self.message.thread_ts.clone(),
+        );
+        // Typing first, whatever else is ready: a quick reply must not
+        // race it away (`select!` picks among ready branches at random).
+        if let Some(p) = presence {
+            let _ = p.start_typing(&recipient, thread.as_deref()).await;
+        }
+        let mut typing =
+            tokio::time::interval_at(tokio::time::Instant::now() + TYPING_REFRESH, TYPING_REFRESH);
+        loop {
+            tokio::select! {
+                _ = typing.tick(), if presence.is_some() => {
+                    if let Some(p) = presence {
+                        let _ = p.start_typing(&recipient, thread.as_deref()).await;
+                    }
+                }
+                event = events.recv() => match event {
+                    None | Some(Progress::End(None)) => break,
+                    Some(Progress::End(Some(reply))) => {
+                        if let Some(rest) = self.visible.rest(&reply) {
+                            self.stream(ReplyEvent::Text(rest)).await;
+                        }
+                        break;
+                    }
+                    Some(event) => self.show(event).await,
+                }
+            }
+        }
+        if let Some(p) = presence {
+            let _ = p.stop_typing(&recipient).await;
+        }
+        self.draft
+    }
+
+    /// Whether the reply streams to this channel as events.
+    fn streams(&self) -> bool {
+        self.channel.policy().stream_replies && self.channel.stream().is_some()
+    }
+
+    async fn stream(&self, event: ReplyEvent) {
+        if let Some(stream) = self.channel.stream().filter(|_| self.streams()) {
+            stream.event(&self.message.id, &event).await;
+        }
+    }
+
+    async fn show(&mut self, event: Progress) {
+        let policy = self.channel.policy();
+        match event {
+            Progress::RoundStarted => self.visible.round(),
+            Progress::Text(delta) => {
+                let before = self.visible.text().to_string();
+                let piece = self.visible.push(&delta);
+                if self.streams() {
+                    if let Some(piece) = piece {
+                        self.stream(ReplyEvent::Text(piece)).await;
+                    }
+                } else if policy.stream_replies && self.visible.text() != before {
+                    self.draft().await;
+                }
+            }
+            Progress::Reasoning => self.stream(ReplyEvent::Reasoning).await,
+            Progress::Tool { name, arguments } if policy.show_tool_calls => {
+                if self.streams() {
+                    self.stream(ReplyEvent::ToolStarted { name, arguments })
+                        .await;
+                } else {
+                    let notice = SendMessage::reply_to(&self.message, format!("🔧 {name}…"));
+                    let _ = self.channel.send(&notice).await;
+                }
+            }
+            Progress::ToolDone { name, ok, output } if policy.show_tool_calls => {
+                self.stream(ReplyEvent::ToolFinished { name, ok, output })
+                    .await;
+            }
+            Progress::Tool { .. } | Progress::ToolDone { .. } | Progress::End(_) => {}
+        }
+    }
+
+    /// Shows the round's text in the draft, posting it first if need be.
+    async fn draft(&mut self) {
+        let Some(drafts) = self.channel.drafts() else {
+            return;
+        };
+        let text = self.visible.text().to_string();
+        if text.is_empty() {
+            return;
+        }
+        match &self.draft {
+            None => {
+                let first = SendMessage::reply_to(&self.message, text);
+                if let Ok(id) = drafts.send_draft(&first).await {
+                    if let Some((inbox, message)) = &self.record {
+                        inbox.draft(message, &id);
+                    }
+                    self.draft = Some(id);
+                }
+            }
+            Some(id) => {
+                let _ = drafts
+                    .update_draft(&self.message.reply_target, id, &text)
+                    .await;
+            }
+        }
     }
 }

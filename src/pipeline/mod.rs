@@ -32,6 +32,7 @@ pub mod sanitize;
 mod send;
 pub mod session;
 mod turn;
+mod visible;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -327,17 +328,20 @@ impl Runtime {
             };
             return self.reply(&channel, &inbound, reply).await;
         }
-        let _ = channel
-            .add_reaction(&message.reply_target, &message.id, RECEIVED)
-            .await;
+        let presence = channel.presence();
+        if let Some(p) = presence {
+            let _ = p
+                .add_reaction(&message.reply_target, &message.id, RECEIVED)
+                .await;
+        }
         let outcome = self.turn(&channel, &inbound, &key, cancel).await;
         let emoji = match outcome {
             Outcome::Replied => Some(DONE),
             Outcome::Cancelled | Outcome::Superseded | Outcome::HookCancelled(_) => None,
             _ => Some(WARNING),
         };
-        if let Some(emoji) = emoji {
-            let _ = channel
+        if let (Some(emoji), Some(p)) = (emoji, presence) {
+            let _ = p
                 .add_reaction(&message.reply_target, &message.id, emoji)
                 .await;
         }

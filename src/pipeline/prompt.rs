@@ -6,16 +6,6 @@ use crate::agent::prompt::{self, Profile, PromptInputs};
 use crate::chat::{ChatMessage, ToolSpec};
 use crate::config::Config;
 
-/// What the channel can show, for the prompt's runtime line.
-fn capabilities(channel: &str) -> &'static str {
-    match channel {
-        "telegram" => {
-            "Telegram: Markdown (bold, italics, code, links) is shown formatted; short paragraphs read best; send a workspace file with [IMAGE:path], [DOCUMENT:path] or [VOICE:path]"
-        }
-        _ => "plain text; short paragraphs read best",
-    }
-}
-
 /// The system prompt for a channel and model. Byte-identical all day.
 /// `context_window`: the provider's, when it knows it (the profile follows
 /// it; else the configured context size; compact when neither is known).
@@ -26,6 +16,7 @@ pub fn system(
     tools: &[ToolSpec],
     list_tools: bool,
     channel: &str,
+    shows: &str,
     model: &str,
     context_window: Option<u32>,
 ) -> String {
@@ -39,7 +30,7 @@ pub fn system(
         list_tools,
         workspace: &config.agent.workspace,
         channel,
-        channel_capabilities: capabilities(channel),
+        channel_capabilities: shows,
         model,
         date: &date,
         profile,

@@ -45,8 +45,8 @@ impl Runtime {
         let out = match hooks::sending(&self.hooks, SendMessage::reply_to(message, text)).await {
             HookAction::Continue(m) => m,
             HookAction::Cancel(why) => {
-                if let Some(id) = &reply.draft {
-                    let _ = channel.cancel_draft(&message.reply_target, id).await;
+                if let (Some(id), Some(drafts)) = (&reply.draft, channel.drafts()) {
+                    let _ = drafts.cancel_draft(&message.reply_target, id).await;
                 }
                 if inbound.recorded {
                     self.inbox.finish(message, State::Cancelled, Some(&why));
@@ -55,12 +55,14 @@ impl Runtime {
             }
         };
         if !inbound.recorded {
-            let sent = match &reply.draft {
-                Some(id) => match channel.finalize_draft(&out.recipient, id, &out).await {
-                    Ok(()) => Ok(()),
-                    Err(_) => channel.send(&out).await,
-                },
-                None => channel.send(&out).await,
+            let sent = match (&reply.draft, channel.drafts()) {
+                (Some(id), Some(drafts)) => {
+                    match drafts.finalize_draft(&out.recipient, id, &out).await {
+                        Ok(()) => Ok(()),
+                        Err(_) => channel.send(&out).await,
+                    }
+                }
+                _ => channel.send(&out).await,
             };
             // Saved even when delivery failed: the model did answer.
             if let Some((key, turn)) = &reply.turn

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::feedback::{Feedback, Progress, Tee};
@@ -146,15 +145,16 @@ impl Runtime {
             &specs,
             !native,
             &message.channel,
+            channel.shows(),
             &route.model,
             provider.context_window(),
         );
         let messages = prompt::messages(system, history, &user_text, memory);
-        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
         let record = inbound
             .recorded
             .then(|| (self.inbox.clone(), message.clone()));
-        let feedback = Feedback::start(channel.clone(), message, progress_rx, record);
+        let feedback = Feedback::start(channel.clone(), message, record);
+        let progress_tx = feedback.progress();
         let tee = Tee::new(provider, progress_tx.clone(), self.metrics().clone());
         let done = progress_tx.clone();
         let notices = progress_tx;
@@ -218,7 +218,9 @@ impl Runtime {
             // A provider that ignores cancellation must not hold the message.
             _ = cancel.cancelled() => Err(LoopError::Cancelled),
         };
-        let draft = feedback.finish().await;
+        // The reply's text, so a stream's last piece completes it.
+        let shown = result.as_ref().ok().map(|done| sanitize::reply(&done.text));
+        let draft = feedback.finish(shown.as_deref()).await;
         // Saved before anything below rewrites the history.
         if let Some(started) = started
             && let Err(e) = started.await
@@ -238,7 +240,7 @@ impl Runtime {
                         tracing::error!(error = %e, "cannot store the compacted history");
                     }
                 }
-                let text = sanitize::reply(&done.text);
+                let text = shown.unwrap_or_default();
                 let text = if text.is_empty() {
                     "I have no answer to that.".to_string()
                 } else {
@@ -260,8 +262,8 @@ impl Runtime {
                 outcome
             }
             Err(LoopError::Cancelled) => {
-                if let Some(id) = draft {
-                    let _ = channel.cancel_draft(&message.reply_target, &id).await;
+                if let (Some(id), Some(drafts)) = (draft, channel.drafts()) {
+                    let _ = drafts.cancel_draft(&message.reply_target, &id).await;
                 }
                 Outcome::Cancelled
             }

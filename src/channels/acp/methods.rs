@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::rpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use super::{AcpChannel, NAME, PROTOCOL_VERSION, SENDER, STOP_ID, Turn};
-use crate::channels::{Accepted, ChannelMessage, Deltas, Intake};
+use crate::channels::{Accepted, ChannelMessage, Intake};
 
 impl AcpChannel {
     pub(super) async fn call(
@@ -96,7 +96,7 @@ impl AcpChannel {
                 Turn {
                     request,
                     session: session.clone(),
-                    deltas: Deltas::default(),
+                    streamed: false,
                     running: Vec::new(),
                     approved: Vec::new(),
                     cancelled: false,

@@ -28,7 +28,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio_util::sync::CancellationToken;
 
 use super::approval::{Answer, ApprovalRequest};
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Deltas, Intake, SendMessage};
+use super::{
+    Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, ReplyEvent, ReplyStream,
+    SendMessage,
+};
 use rpc::{Incoming, Peer};
 
 pub const NAME: &str = "acp";
@@ -44,7 +47,8 @@ struct Turn {
     /// The `session/prompt` request to answer.
     request: Value,
     session: String,
-    deltas: Deltas,
+    /// Whether any of the reply's text was streamed.
+    streamed: bool,
     /// Tool calls reported running: (call id, tool).
     running: Vec<(String, String)>,
     /// Calls the editor allowed that have not started yet: (tool, call id),
@@ -142,17 +146,66 @@ impl AcpChannel {
             .await;
     }
 
-    /// Streams what `whole` adds to the turn's text.
-    async fn draft(&self, message_id: &str, whole: &str) {
-        self.update(message_id, |turn| turn.deltas.next(whole).map(chunk))
-            .await;
+    /// Streams `piece` of the turn's text.
+    async fn text(&self, message_id: &str, piece: &str) {
+        self.update(message_id, |turn| {
+            turn.streamed = true;
+            Some(chunk(piece.to_string()))
+        })
+        .await;
     }
 
-    /// Ends the turn of `message_id`: the rest of its text, then the answer
-    /// to its prompt.
+    /// Shows the call of `tool` serving `id` as running; a call the editor
+    /// allowed keeps its question's id.
+    async fn tool_started(&self, id: &str, tool: &str, arguments: &Value) {
+        let approved = self.state().turns.get_mut(id).and_then(|turn| {
+            let at = turn.approved.iter().position(|(t, _)| t == tool)?;
+            Some(turn.approved.remove(at).1)
+        });
+        let (call, update) = match approved {
+            Some(call) => {
+                let update = calls::update(&call, "in_progress", None);
+                (call, update)
+            }
+            None => {
+                let call = self.next_call_id();
+                let update = calls::started(&call, tool, arguments, "in_progress");
+                (call, update)
+            }
+        };
+        self.update(id, |_| Some(update)).await;
+        if let Some(turn) = self.state().turns.get_mut(id) {
+            turn.running.push((call, tool.to_string()));
+        }
+    }
+
+    /// Shows the call of `tool` serving `message_id` as ended, with its output.
+    async fn tool_finished(&self, message_id: &str, tool: &str, ok: bool, output: &str) {
+        let found = self.state().turns.get_mut(message_id).and_then(|turn| {
+            let at = turn.running.iter().position(|(_, t)| t == tool)?;
+            Some((turn.session.clone(), turn.running.remove(at).0))
+        });
+        if let Some((session, call)) = found {
+            let status = if ok { "completed" } else { "failed" };
+            self.session_update(&session, calls::update(&call, status, Some(output)))
+                .await;
+        }
+    }
+
+    /// Ends the turn of `message_id`: its text if none streamed (the
+    /// stream's last piece completed it otherwise), then the answer to its
+    /// prompt.
     async fn end(&self, message_id: &str, text: Option<&str>) {
-        if let Some(text) = text {
-            self.draft(message_id, text).await;
+        let streamed = self
+            .state()
+            .turns
+            .get(message_id)
+            .is_some_and(|t| t.streamed);
+        if let Some(text) = text
+            && !streamed
+            && !text.is_empty()
+        {
+            self.text(message_id, text).await;
         }
         let turn = self.state().turns.remove(message_id);
         self.changed.notify_waiters();
@@ -241,58 +294,6 @@ impl Channel for AcpChannel {
         Box::pin(self.end(&message.id, None))
     }
 
-    fn tool_notice<'a>(
-        &'a self,
-        notice: &'a SendMessage,
-        tool: &'a str,
-        arguments: &'a Value,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            let id = notice.in_reply_to.as_deref().unwrap_or("");
-            // A call the editor allowed keeps its question's id.
-            let approved = self.state().turns.get_mut(id).and_then(|turn| {
-                let at = turn.approved.iter().position(|(t, _)| t == tool)?;
-                Some(turn.approved.remove(at).1)
-            });
-            let (call, update) = match approved {
-                Some(call) => {
-                    let update = calls::update(&call, "in_progress", None);
-                    (call, update)
-                }
-                None => {
-                    let call = self.next_call_id();
-                    let update = calls::started(&call, tool, arguments, "in_progress");
-                    (call, update)
-                }
-            };
-            self.update(id, |_| Some(update)).await;
-            if let Some(turn) = self.state().turns.get_mut(id) {
-                turn.running.push((call, tool.to_string()));
-            }
-            Ok(())
-        })
-    }
-
-    fn tool_finished<'a>(
-        &'a self,
-        message_id: &'a str,
-        tool: &'a str,
-        ok: bool,
-        output: &'a str,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            let found = self.state().turns.get_mut(message_id).and_then(|turn| {
-                let at = turn.running.iter().position(|(_, t)| t == tool)?;
-                Some((turn.session.clone(), turn.running.remove(at).0))
-            });
-            if let Some((session, call)) = found {
-                let status = if ok { "completed" } else { "failed" };
-                self.session_update(&session, calls::update(&call, status, Some(output)))
-                    .await;
-            }
-        })
-    }
-
     fn ask_approval<'a>(
         &'a self,
         request: &'a ApprovalRequest,
@@ -364,37 +365,30 @@ impl Channel for AcpChannel {
         ChannelPolicy {
             interrupt_on_new_message: false,
             show_tool_calls: true,
-            stream_drafts: true,
+            stream_replies: true,
         }
     }
 
-    fn supports_drafts(&self) -> bool {
-        true
+    fn stream(&self) -> Option<&dyn ReplyStream> {
+        Some(self)
     }
+}
 
-    fn send_draft<'a>(
-        &'a self,
-        message: &'a SendMessage,
-    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+/// The reply as session updates: text chunks, and tool calls that run and
+/// end (what the model thinks is not shown).
+impl ReplyStream for AcpChannel {
+    fn event<'a>(&'a self, message_id: &'a str, event: &'a ReplyEvent) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let id = message.in_reply_to.clone().unwrap_or_default();
-            if !self.state().turns.contains_key(&id) {
-                return Err(ChannelError::Unsupported("drafts without a prompt"));
+            match event {
+                ReplyEvent::Text(piece) => self.text(message_id, piece).await,
+                ReplyEvent::Reasoning => {}
+                ReplyEvent::ToolStarted { name, arguments } => {
+                    self.tool_started(message_id, name, arguments).await;
+                }
+                ReplyEvent::ToolFinished { name, ok, output } => {
+                    self.tool_finished(message_id, name, *ok, output).await;
+                }
             }
-            self.draft(&id, &message.content).await;
-            Ok(id)
-        })
-    }
-
-    fn update_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        draft_id: &'a str,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            self.draft(draft_id, text).await;
-            Ok(())
         })
     }
 }

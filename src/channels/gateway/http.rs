@@ -232,7 +232,7 @@ pub(super) async fn settled(
 ) -> Option<Event> {
     loop {
         match events.recv().await? {
-            Event::Draft(_) | Event::Tool(_) => continue,
+            Event::Text(_) | Event::Reasoning | Event::Tool(_) => continue,
             event => return Some(event),
         }
     }

@@ -42,7 +42,10 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::approval::{Answer, ApprovalRequest, Questions};
-use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, SendMessage};
+use super::{
+    Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, ReplyEvent, ReplyStream,
+    SendMessage,
+};
 use crate::config::GatewayConfig;
 use crate::metrics::Metrics;
 use futures::future::BoxFuture;
@@ -51,8 +54,10 @@ pub const NAME: &str = "gateway";
 
 /// What the client behind a message hears about it.
 enum Event {
-    /// The reply so far (the whole text of the model's current round).
-    Draft(String),
+    /// Text of the reply to append to what the client has.
+    Text(String),
+    /// The model began to reason (what it thinks is not shown).
+    Reasoning,
     /// A tool is about to run.
     Tool(String),
     Question(Box<ApprovalRequest>),
@@ -326,57 +331,32 @@ impl Channel for GatewayChannel {
         ChannelPolicy {
             // Requests queue: each client waits for its own answer.
             interrupt_on_new_message: false,
-            // Notices and drafts go to the message's own client as events:
-            // a WebSocket or a streamed completion shows them, a plain
+            // The reply's events go to the message's own client: a
+            // WebSocket or a streamed completion shows them, a plain
             // request waits for the reply alone.
             show_tool_calls: true,
-            stream_drafts: true,
+            stream_replies: true,
         }
     }
 
-    fn tool_notice<'a>(
-        &'a self,
-        notice: &'a SendMessage,
-        tool: &'a str,
-        _arguments: &'a serde_json::Value,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            if let Some(id) = &notice.in_reply_to {
-                self.shared.tell(id, Event::Tool(tool.to_string()));
-            }
-            Ok(())
-        })
+    fn stream(&self) -> Option<&dyn ReplyStream> {
+        Some(self)
     }
+}
 
-    fn supports_drafts(&self) -> bool {
-        true
-    }
-
-    /// A draft is the message's own client: its id is the message's.
-    fn send_draft<'a>(
-        &'a self,
-        message: &'a SendMessage,
-    ) -> BoxFuture<'a, Result<String, ChannelError>> {
-        Box::pin(async move {
-            let id = message.in_reply_to.as_deref().unwrap_or("");
-            if self.shared.tell(id, Event::Draft(message.content.clone())) {
-                Ok(id.to_string())
-            } else {
-                Err(ChannelError::Unsupported("drafts without a waiting client"))
-            }
-        })
-    }
-
-    fn update_draft<'a>(
-        &'a self,
-        _recipient: &'a str,
-        draft_id: &'a str,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            self.shared.tell(draft_id, Event::Draft(text.to_string()));
-            Ok(())
-        })
+/// Each event goes to the client waiting for its message, if one still is.
+impl ReplyStream for GatewayChannel {
+    fn event<'a>(&'a self, message_id: &'a str, event: &'a ReplyEvent) -> BoxFuture<'a, ()> {
+        let told = match event {
+            ReplyEvent::Text(piece) => Some(Event::Text(piece.clone())),
+            ReplyEvent::Reasoning => Some(Event::Reasoning),
+            ReplyEvent::ToolStarted { name, .. } => Some(Event::Tool(name.clone())),
+            ReplyEvent::ToolFinished { .. } => None,
+        };
+        if let Some(told) = told {
+            self.shared.tell(message_id, told);
+        }
+        Box::pin(async {})
     }
 }
 

@@ -28,7 +28,6 @@ use super::guard::Refusal;
 use super::http::{App, Pending, admitted, guarded, name};
 use super::{Event, Shared};
 use crate::channels::Accepted;
-use crate::channels::Deltas;
 use crate::channels::approval::{Answer, ApprovalRequest};
 
 /// The one model hearth offers: its agent, whichever model answers.
@@ -225,7 +224,7 @@ async fn reply(shared: &Shared, events: &mut mpsc::UnboundedReceiver<Event>) -> 
             Event::Question(q) => deny(shared, &q),
             Event::Reply(text) => return Some(text),
             Event::Stopped => return Some("(stopped)".to_string()),
-            Event::Draft(_) | Event::Tool(_) => {}
+            Event::Text(_) | Event::Reasoning | Event::Tool(_) => {}
         }
     }
 }
@@ -273,7 +272,8 @@ fn streamed(
         if !send(completion.chunk(json!({ "role": "assistant", "content": "" }), None)).await {
             return;
         }
-        let mut deltas = Deltas::default();
+        // Whether any text streamed: if none did, the reply goes out whole.
+        let mut streamed = false;
         let deadline = tokio::time::Instant::now() + wait;
         let last = loop {
             let event = match tokio::time::timeout_at(deadline, events.recv()).await {
@@ -281,10 +281,9 @@ fn streamed(
                 Err(_) => break None,
             };
             let whole = match event {
-                Some(Event::Draft(text)) => {
-                    if let Some(piece) = deltas.next(&text)
-                        && !send(completion.chunk(json!({ "content": piece }), None)).await
-                    {
+                Some(Event::Text(piece)) => {
+                    streamed = true;
+                    if !send(completion.chunk(json!({ "content": piece }), None)).await {
                         return;
                     }
                     continue;
@@ -293,7 +292,7 @@ fn streamed(
                     deny(&shared, &q);
                     continue;
                 }
-                Some(Event::Tool(_)) => continue,
+                Some(Event::Reasoning | Event::Tool(_)) => continue,
                 Some(Event::Reply(text)) => text,
                 Some(Event::Stopped) => "(stopped)".to_string(),
                 None => break None,
@@ -302,9 +301,11 @@ fn streamed(
         };
         let finish = match last {
             Some(text) => {
-                // What the drafts did not show (a reply that did not stream).
-                if let Some(piece) = deltas.next(&text)
-                    && !send(completion.chunk(json!({ "content": piece }), None)).await
+                // A reply that did not stream (a notice, a stopped turn)
+                // goes out whole; one that did has had its last piece.
+                if !streamed
+                    && !text.is_empty()
+                    && !send(completion.chunk(json!({ "content": text }), None)).await
                 {
                     return;
                 }

@@ -40,7 +40,6 @@ use super::connections::ConnectionHandle;
 use super::http::{App, guarded, name};
 use super::{Event, question};
 use crate::channels::Accepted;
-use crate::channels::Deltas;
 use crate::channels::approval::{Answer, Delivered};
 
 /// The largest frame a client may send.
@@ -188,7 +187,6 @@ fn closing(error: &axum::Error) -> CloseFrame {
 struct Turn {
     id: String,
     events: UnboundedReceiver<Event>,
-    deltas: Deltas,
 }
 
 /// One socket's conversation.
@@ -290,11 +288,7 @@ impl Session {
         let id = message.id.clone();
         match self.app.bus.accept(message).await {
             Ok(Accepted::Queued) => {
-                self.turn = Some(Turn {
-                    id,
-                    events,
-                    deltas: Deltas::default(),
-                });
+                self.turn = Some(Turn { id, events });
                 Vec::new()
             }
             Ok(Accepted::Known { .. }) => {
@@ -342,16 +336,12 @@ impl Session {
 
     /// What the client hears of an event of its turn.
     fn event(&mut self, event: Option<Event>) -> Vec<Value> {
-        let Some(turn) = &mut self.turn else {
+        if self.turn.is_none() {
             return Vec::new();
-        };
+        }
         match event {
-            Some(Event::Draft(text)) => turn
-                .deltas
-                .next(&text)
-                .map(|piece| json!({ "type": "chunk", "text": piece }))
-                .into_iter()
-                .collect(),
+            Some(Event::Text(piece)) => vec![json!({ "type": "chunk", "text": piece })],
+            Some(Event::Reasoning) => vec![json!({ "type": "reasoning" })],
             Some(Event::Tool(name)) => vec![json!({ "type": "tool", "name": name })],
             Some(Event::Question(q)) => {
                 self.asked.insert(q.id.clone());

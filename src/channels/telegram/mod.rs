@@ -40,7 +40,10 @@ pub use inbound::INBOX;
 pub use settings::TelegramSettings;
 pub use split::{MAX_MESSAGE_UTF16, split_message, utf16_len};
 
-use super::{Channel, ChannelError, ChannelPolicy, Intake, SendJournal, SendMessage, Unrecorded};
+use super::{
+    Channel, ChannelError, ChannelPolicy, Drafts, Intake, Presence, SendJournal, SendMessage,
+    Unrecorded,
+};
 use crate::config::StreamMode;
 use error::channel_error;
 use futures::future::BoxFuture;
@@ -169,7 +172,7 @@ impl Channel for TelegramChannel {
         ChannelPolicy {
             interrupt_on_new_message: self.settings.interrupt_on_new_message,
             show_tool_calls: self.settings.show_tool_calls,
-            stream_drafts: self.settings.stream_mode == StreamMode::Partial,
+            stream_replies: self.settings.stream_mode == StreamMode::Partial,
         }
     }
 
@@ -184,18 +187,20 @@ impl Channel for TelegramChannel {
         Box::pin(async { self.bot.get_me().into_future().await.is_ok() })
     }
 
-    fn start_typing<'a>(
-        &'a self,
-        recipient: &'a str,
-        thread_ts: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(self.typing(recipient, thread_ts))
+    fn shows(&self) -> &'static str {
+        "Telegram: Markdown (bold, italics, code, links) is shown formatted; short paragraphs read best; send a workspace file with [IMAGE:path], [DOCUMENT:path] or [VOICE:path]"
     }
 
-    fn supports_drafts(&self) -> bool {
-        true
+    fn drafts(&self) -> Option<&dyn Drafts> {
+        Some(self)
     }
 
+    fn presence(&self) -> Option<&dyn Presence> {
+        Some(self)
+    }
+}
+
+impl Drafts for TelegramChannel {
     fn send_draft<'a>(
         &'a self,
         message: &'a SendMessage,
@@ -231,6 +236,16 @@ impl Channel for TelegramChannel {
         draft_id: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(self.drop_draft(recipient, draft_id))
+    }
+}
+
+impl Presence for TelegramChannel {
+    fn start_typing<'a>(
+        &'a self,
+        recipient: &'a str,
+        thread_ts: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.typing(recipient, thread_ts))
     }
 
     fn add_reaction<'a>(

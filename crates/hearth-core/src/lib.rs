@@ -1,0 +1,15 @@
+//! hearth-core: the vocabulary every other hearth crate speaks, and the
+//! small mechanisms under all of them. It depends on no other hearth crate.
+//!
+//! - [`chat`]: messages, tools and calls; what is asked of a model and what
+//!   streams back.
+//! - [`model`]: model families, reasoning effort, GPU layers.
+//! - [`retry`]: the one retry policy: a wait that doubles up to a ceiling.
+//! - [`clock`]: wall-clock time behind a trait.
+//! - [`private`]: files and folders only hearth's user may read.
+
+pub mod chat;
+pub mod clock;
+pub mod model;
+pub mod private;
+pub mod retry;

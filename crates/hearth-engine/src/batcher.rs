@@ -1,0 +1,173 @@
+//! Continuous batching: every reply in flight advances in one decode.
+//!
+//! Each step puts the next token of every generating reply into one batch
+//! (a reply's first token, its end-of-turn token and a closed reasoning's
+//! forced tokens are just more tokens to feed), then fills what room is
+//! left with the prompts still being read, interactive before background,
+//! oldest first. One `llama_decode` serves them all: each conversation has
+//! its own KV sequence in the one context, so batching costs no memory. A
+//! request that arrives joins at the next step; a reply that ends (or is
+//! cancelled) leaves at once, and the others carry on unchanged.
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::token::LlamaToken;
+
+use super::cache::SeqCache;
+use super::reply::{Reply, Status};
+use hearth_core::chat::{Priority, ProviderError};
+
+pub(super) struct Batcher<'m> {
+    /// Replies in flight, in the order they were admitted.
+    active: Vec<Reply<'m>>,
+    batch: LlamaBatch<'static>,
+    n_batch: usize,
+    /// Most prompt tokens of one reply per step.
+    prompt_chunk: usize,
+}
+
+/// What one reply put into the batch.
+struct Share {
+    reply: usize,
+    tokens: usize,
+    /// The batch index of its logits, when it asked for them.
+    logits: Option<i32>,
+}
+
+impl<'m> Batcher<'m> {
+    pub(super) fn new(n_batch: usize, prompt_chunk: usize) -> Self {
+        let n_batch = n_batch.max(1);
+        Self {
+            active: Vec::new(),
+            batch: LlamaBatch::new(n_batch, 1),
+            n_batch,
+            prompt_chunk: prompt_chunk.max(1),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.active.is_empty()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.active.len()
+    }
+
+    /// The sequences of the replies in flight.
+    pub(super) fn busy(&self) -> Vec<usize> {
+        self.active.iter().map(Reply::seq).collect()
+    }
+
+    /// The whole prompts of the replies still reading theirs: what their
+    /// sequences hold, then what is still to be read.
+    pub(super) fn reading(&self, cache: &mut SeqCache) -> Vec<Vec<LlamaToken>> {
+        self.active
+            .iter()
+            .filter(|r| r.is_reading())
+            .map(|r| {
+                let mut prompt = cache.tokens_mut(r.seq()).clone();
+                prompt.extend_from_slice(r.pending());
+                prompt
+            })
+            .collect()
+    }
+
+    /// Whether a reply of `conversation` is in flight (its sequence can
+    /// take only one reply at a time).
+    pub(super) fn serves(&self, conversation: &str) -> bool {
+        self.active.iter().any(|r| r.conversation() == conversation)
+    }
+
+    pub(super) fn add(&mut self, reply: Reply<'m>) {
+        self.active.push(reply);
+    }
+
+    /// One decode for every reply in flight.
+    pub(super) fn step(&mut self, ctx: &mut LlamaContext<'_>, cache: &mut SeqCache) {
+        self.active
+            .retain_mut(|r| r.check_cancelled() == Status::Running);
+        let shares = self.fill(cache);
+        if shares.is_empty() {
+            return;
+        }
+        let mut done = vec![false; self.active.len()];
+        if let Err(e) = ctx.decode(&mut self.batch) {
+            // The sequences may hold part of the batch: forget them all.
+            let error = ProviderError::Failed(format!("llama.cpp decode failed: {e}"));
+            for share in &shares {
+                let reply = &mut self.active[share.reply];
+                cache.forget(ctx, reply.seq());
+                done[share.reply] = reply.fail(error.clone()) == Status::Done;
+            }
+        } else {
+            for share in &shares {
+                let reply = &mut self.active[share.reply];
+                let fed = &reply.pending()[..share.tokens];
+                cache.tokens_mut(reply.seq()).extend_from_slice(fed);
+                cache.checkpoint(ctx, reply.seq());
+                let mut status = reply.fed(share.tokens);
+                if let (Status::Running, Some(idx)) = (status, share.logits) {
+                    status = reply.on_logits(ctx, idx);
+                }
+                done[share.reply] = status == Status::Done;
+            }
+        }
+        let mut done = done.into_iter();
+        self.active.retain(|_| !done.next().unwrap_or(false));
+    }
+
+    /// Builds the batch: generating replies' tokens first, then prompts in
+    /// order of priority and age, each as much as fits.
+    fn fill(&mut self, cache: &mut SeqCache) -> Vec<Share> {
+        let mut order: Vec<usize> = (0..self.active.len()).collect();
+        // Stable: admission order within a rank.
+        order.sort_by_key(|&i| {
+            let r = &self.active[i];
+            (r.is_reading(), r.priority() != Priority::Interactive)
+        });
+        self.batch.clear();
+        let mut shares = Vec::new();
+        let mut room = self.n_batch;
+        for i in order {
+            let reply = &self.active[i];
+            let pending = reply.pending();
+            let most = if reply.is_reading() {
+                self.prompt_chunk
+            } else {
+                room
+            };
+            let n = pending.len().min(room).min(most);
+            if n == 0 {
+                continue;
+            }
+            let wants = n == pending.len() && reply.wants_logits();
+            let seq = reply.seq();
+            let start = cache.tokens_mut(seq).len();
+            for (k, &token) in pending[..n].iter().enumerate() {
+                let logits = wants && k + 1 == n;
+                // `room` keeps the batch within the `n_batch` it holds.
+                if let Err(e) = self
+                    .batch
+                    .add(token, (start + k) as i32, &[seq as i32], logits)
+                {
+                    tracing::error!("batch refused a token ({e}); the rest waits a step");
+                    if k > 0 {
+                        shares.push(Share {
+                            reply: i,
+                            tokens: k,
+                            logits: None,
+                        });
+                    }
+                    return shares;
+                }
+            }
+            room -= n;
+            shares.push(Share {
+                reply: i,
+                tokens: n,
+                logits: wants.then(|| self.batch.n_tokens() - 1),
+            });
+        }
+        shares
+    }
+}

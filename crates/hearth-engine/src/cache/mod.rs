@@ -1,0 +1,285 @@
+//! A KV-cache sequence per conversation, with RAM and disk behind it.
+//!
+//! The context has `slots` sequences. A request names its conversation; if
+//! the conversation holds a slot, its cached tokens are reused. Otherwise it
+//! takes a free slot or the least recently used one, whose occupant moves to
+//! host RAM. Past the RAM budget the oldest RAM entries move to disk under
+//! the data dir, and on shutdown everything is written there, so a
+//! conversation resumes with a cache hit even after a restart. A saved state
+//! that does not match the running model and context, or fails its
+//! checksum, is discarded with a log line and never handed to llama.cpp.
+
+mod arrange;
+mod checkpoint;
+pub mod reuse;
+mod saved;
+mod share;
+mod slots;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::session::LlamaStateSeqFlags;
+use llama_cpp_2::token::LlamaToken;
+
+pub use arrange::arrange;
+pub use checkpoint::EVERY as CHECKPOINT_EVERY;
+pub use hearth_core::chat::CacheOrigin as Origin;
+pub use saved::Fingerprint;
+use saved::{LoadError, SavedSeq};
+use slots::Slots;
+
+#[derive(Debug, Clone)]
+pub struct CacheSettings {
+    pub slots: usize,
+    /// Bytes of sequence state kept in RAM before spilling to disk.
+    pub ram_budget: usize,
+    /// Bytes of state files kept on disk; the oldest go first.
+    pub disk_budget: u64,
+    /// Where state files live; `None` keeps nothing on disk.
+    pub disk_dir: Option<PathBuf>,
+    /// Window checkpoints kept per sequence (see [`checkpoint`]); 0: none.
+    pub checkpoints: usize,
+}
+
+pub struct SeqCache {
+    slots: Slots,
+    /// Evicted sequences, oldest first.
+    ram: VecDeque<(String, SavedSeq)>,
+    ram_bytes: usize,
+    settings: CacheSettings,
+    fingerprint: Fingerprint,
+}
+
+impl SeqCache {
+    pub fn new(settings: CacheSettings, fingerprint: Fingerprint) -> Self {
+        Self {
+            slots: Slots::new(settings.slots),
+            ram: VecDeque::new(),
+            ram_bytes: 0,
+            settings,
+            fingerprint,
+        }
+    }
+
+    /// Gives `conversation` a sequence, restoring its saved state if any;
+    /// the sequences in `busy` (replies in flight) are never evicted, so
+    /// the caller leaves at least one sequence out of it. Returns the
+    /// sequence id and where its tokens came from.
+    pub fn acquire(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        conversation: &str,
+        busy: &[usize],
+    ) -> (usize, Origin) {
+        if let Some(i) = self.slots.find(conversation) {
+            self.slots.touch(i);
+            return (i, Origin::Resident);
+        }
+        // Take the conversation's own saved state first, so making room
+        // for it never pushes it to disk.
+        let (saved, origin) = match self.ram.iter().position(|(c, _)| c == conversation) {
+            Some(pos) => {
+                let (_, seq) = self.ram.remove(pos).expect("position is in range");
+                self.ram_bytes -= seq.bytes();
+                (Some(seq), Origin::Ram)
+            }
+            None => (self.load_from_disk(conversation), Origin::Disk),
+        };
+        let i = self.slots.victim(busy);
+        self.evict(ctx, i);
+        self.slots.get_mut(i).conversation = Some(conversation.to_string());
+        self.slots.touch(i);
+        match saved {
+            Some(seq) if self.restore(ctx, i, &seq) => {
+                tracing::debug!(
+                    conversation,
+                    ?origin,
+                    tokens = seq.tokens.len(),
+                    "KV state restored"
+                );
+                self.slots.get_mut(i).tokens = seq.tokens;
+                (i, origin)
+            }
+            _ => (i, Origin::Fresh),
+        }
+    }
+
+    /// Whether `conversation` has anything cached: a sequence, a state in
+    /// RAM or a state file.
+    pub fn knows(&self, conversation: &str) -> bool {
+        self.slots.find(conversation).is_some()
+            || self.ram.iter().any(|(c, _)| c == conversation)
+            || self
+                .settings
+                .disk_dir
+                .as_ref()
+                .is_some_and(|dir| saved::path_for(dir, conversation).exists())
+    }
+
+    /// The tokens held by sequence `seq`.
+    pub fn tokens_mut(&mut self, seq: usize) -> &mut Vec<LlamaToken> {
+        &mut self.slots.get_mut(seq).tokens
+    }
+
+    /// Empties sequence `seq` (after a failed decode left it unknown).
+    pub fn forget(&mut self, ctx: &mut LlamaContext<'_>, seq: usize) {
+        // Removing a whole sequence always succeeds.
+        let _ = ctx.clear_kv_cache_seq(Some(seq as u32), None, None);
+        let slot = self.slots.get_mut(seq);
+        slot.tokens.clear();
+        slot.checkpoints.clear();
+    }
+
+    pub fn n_slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Writes every cached conversation to disk (on shutdown).
+    pub fn persist_all(&mut self, ctx: &mut LlamaContext<'_>) {
+        if self.settings.disk_dir.is_none() {
+            return;
+        }
+        let occupied: Vec<usize> = self.slots.occupied().collect();
+        for i in occupied {
+            let slot = self.slots.get(i);
+            let Some(conversation) = slot.conversation.clone() else {
+                continue;
+            };
+            if slot.tokens.is_empty() {
+                continue;
+            }
+            if let Some(state) = read_state(ctx, i) {
+                let seq = SavedSeq {
+                    tokens: slot.tokens.clone(),
+                    state,
+                };
+                self.save_to_disk(&conversation, &seq);
+            }
+        }
+        while let Some((conversation, seq)) = self.ram.pop_front() {
+            self.save_to_disk(&conversation, &seq);
+        }
+        self.ram_bytes = 0;
+    }
+
+    /// Moves the occupant of slot `i` to RAM (and RAM's oldest to disk).
+    fn evict(&mut self, ctx: &mut LlamaContext<'_>, i: usize) {
+        let slot = self.slots.get_mut(i);
+        let conversation = slot.conversation.take();
+        let tokens = std::mem::take(&mut slot.tokens);
+        slot.checkpoints.clear();
+        if let Some(conversation) = conversation.filter(|_| !tokens.is_empty())
+            && let Some(state) = read_state(ctx, i)
+        {
+            let seq = SavedSeq { tokens, state };
+            self.ram_bytes += seq.bytes();
+            tracing::debug!(conversation, bytes = seq.bytes(), "KV state moved to RAM");
+            self.ram.push_back((conversation, seq));
+        }
+        // Removing a whole sequence always succeeds.
+        let _ = ctx.clear_kv_cache_seq(Some(i as u32), None, None);
+        while self.ram_bytes > self.settings.ram_budget {
+            let Some((conversation, seq)) = self.ram.pop_front() else {
+                break;
+            };
+            self.ram_bytes -= seq.bytes();
+            self.save_to_disk(&conversation, &seq);
+        }
+    }
+
+    fn restore(&self, ctx: &mut LlamaContext<'_>, i: usize, seq: &SavedSeq) -> bool {
+        // SAFETY: the bytes were produced by `read_state` on a context with
+        // the same fingerprint (RAM entries are from this very context; disk
+        // entries passed the fingerprint and checksum checks in `saved`).
+        let ok = unsafe {
+            ctx.state_seq_set_data_ext(&seq.state, i as i32, LlamaStateSeqFlags::empty())
+        };
+        if !ok {
+            tracing::warn!(
+                seq = i,
+                "llama.cpp refused a saved KV state; starting the conversation cold"
+            );
+            let _ = ctx.clear_kv_cache_seq(Some(i as u32), None, None);
+        }
+        ok
+    }
+
+    fn load_from_disk(&self, conversation: &str) -> Option<SavedSeq> {
+        let dir = self.settings.disk_dir.as_ref()?;
+        let path = saved::path_for(dir, conversation);
+        let result = saved::load(&path, conversation, &self.fingerprint);
+        match result {
+            Ok(seq) => {
+                // The state moves into the context; the file would go stale.
+                let _ = std::fs::remove_file(&path);
+                Some(seq)
+            }
+            Err(LoadError::Missing) => None,
+            Err(e @ LoadError::Mismatch(_)) => {
+                // The model or context size changed since: expected, not a fault.
+                tracing::info!(
+                    conversation,
+                    "rebuilding the conversation's KV state: it was {e}"
+                );
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(conversation, path = %path.display(), "discarding saved KV state: {e}");
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    fn save_to_disk(&self, conversation: &str, seq: &SavedSeq) {
+        let Some(dir) = &self.settings.disk_dir else {
+            return;
+        };
+        let path = saved::path_for(dir, conversation);
+        match saved::save(&path, conversation, &self.fingerprint, seq) {
+            Ok(()) => tracing::debug!(conversation, bytes = seq.bytes(), "KV state saved to disk"),
+            Err(e) => {
+                tracing::warn!(conversation, path = %path.display(), "cannot save KV state: {e}")
+            }
+        }
+        prune(dir, self.settings.disk_budget);
+    }
+}
+
+/// The serialised state of sequence `seq`.
+fn read_state(ctx: &LlamaContext<'_>, seq: usize) -> Option<Vec<u8>> {
+    let flags = LlamaStateSeqFlags::empty();
+    let size = ctx.state_seq_get_size_ext(seq as i32, flags);
+    let mut buf = vec![0u8; size];
+    // SAFETY: `buf` has exactly the size llama.cpp reported for this sequence.
+    let written = unsafe { ctx.state_seq_get_data_ext(buf.as_mut_ptr(), seq as i32, flags) };
+    (written == size).then_some(buf)
+}
+
+/// Deletes the oldest state files until the folder fits `budget` bytes.
+fn prune(dir: &std::path::Path, budget: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "kv"))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort();
+    for (_, len, path) in files {
+        if total <= budget {
+            break;
+        }
+        tracing::info!(path = %path.display(), "KV disk budget reached; deleting the oldest saved state");
+        let _ = std::fs::remove_file(&path);
+        total -= len;
+    }
+}

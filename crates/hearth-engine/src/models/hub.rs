@@ -1,0 +1,409 @@
+//! Downloads a catalogue model from a Hugging Face hub (or a mirror).
+//!
+//! The hub answers `HEAD {hub}/{repo}/resolve/{revision}/{file}` with a
+//! redirect to its storage and, for files kept in Git LFS (every GGUF), the
+//! file's sha256 as `X-Linked-Etag` and its size as `X-Linked-Size`. The
+//! download goes to `FILE.part` beside the target, with `Range` requests to
+//! resume a transfer that broke off (in this run, up to [`ATTEMPTS`] times,
+//! or in a later one), and becomes the model only once its size and sha256
+//! match: the catalogue's where it records them, else the hub's. A file that
+//! does not match is deleted, never used.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_LENGTH, CONTENT_RANGE, ETAG, RANGE};
+use sha2::{Digest, Sha256};
+
+use super::catalogue::Model;
+use super::expect::expected;
+use hearth_core::retry::RetryPolicy;
+
+/// Transfers tried in one run before giving up (the part file is kept).
+pub const ATTEMPTS: u32 = 5;
+/// The pause before each resumed attempt: 1 s, doubling up to 8 s.
+const RESUMES: RetryPolicy = RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(8));
+
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    #[error(
+        "{model} has no Hugging Face source in the catalogue; fix: fetch it with `models/fetch {model}`"
+    )]
+    NoHubSource { model: String },
+    #[error(
+        "cannot reach {url}: {reason}; fix: check the network connection, set [models] hub_url to a reachable mirror, or put {file} into {dir} by hand"
+    )]
+    Offline {
+        url: String,
+        reason: String,
+        file: String,
+        dir: PathBuf,
+    },
+    #[error("{url} answered {status}{hint}")]
+    Status {
+        url: String,
+        status: StatusCode,
+        hint: &'static str,
+    },
+    #[error(
+        "the hub names no sha256 for {file} (no X-Linked-Etag) and the catalogue records none, so the download could not be checked; nothing was downloaded"
+    )]
+    NoChecksum { file: String },
+    #[error(
+        "the hub's {file} is not the catalogue's: {what} {hub} there, {catalogue} in the catalogue; nothing was downloaded"
+    )]
+    HubDiffers {
+        file: String,
+        what: &'static str,
+        hub: String,
+        catalogue: String,
+    },
+    #[error(
+        "{file} arrived corrupt: {what} is {got}, expected {expected}; the download was deleted. Run `hearth models pull` again; if it repeats, the hub or a proxy alters the file"
+    )]
+    Corrupt {
+        file: String,
+        what: &'static str,
+        got: String,
+        expected: String,
+    },
+    #[error(
+        "the transfer of {file} broke off {attempts} times (last at {done} of {total} bytes: {reason}); what arrived is kept in {part}: run the same command again to resume"
+    )]
+    Interrupted {
+        file: String,
+        attempts: u32,
+        done: u64,
+        total: u64,
+        reason: String,
+        part: PathBuf,
+    },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "another `hearth models pull` is downloading {file} into {}; wait for it, or stop it and run this again",
+        .dir.display()
+    )]
+    Busy { file: String, dir: PathBuf },
+    #[error(transparent)]
+    Room(#[from] super::expect::RoomError),
+}
+
+/// What the hub says of a file before it is downloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Remote {
+    sha256: Option<String>,
+    size: Option<u64>,
+}
+
+/// A finished pull.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// Bytes that were already there (a part file, or the whole model).
+    pub reused: u64,
+    pub already_present: bool,
+}
+
+/// Downloads `model` into `dir` from the hub at `hub_url`. `progress` is
+/// told the total once known and the bytes done as they arrive.
+pub async fn pull(
+    hub_url: &str,
+    model: &Model,
+    dir: &Path,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<Pulled, PullError> {
+    let entry = &model.entry;
+    let hub = entry.hub.as_ref().ok_or_else(|| PullError::NoHubSource {
+        model: model.name.clone(),
+    })?;
+    let url = format!(
+        "{}/{}/resolve/{}/{}",
+        hub_url.trim_end_matches('/'),
+        hub.repo,
+        hub.revision,
+        entry.file
+    );
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PullError::Io { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let target = dir.join(&entry.file);
+    let part = dir.join(format!("{}.part", entry.file));
+    // One pull of a file at a time: two would write one part file.
+    let lock_path = dir.join(format!("{}.lock", entry.file));
+    let lock = std::fs::File::create(&lock_path).map_err(io(&lock_path))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(PullError::Busy {
+                file: entry.file.clone(),
+                dir: dir.to_path_buf(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
+    }
+
+    let offline = |e: reqwest::Error| PullError::Offline {
+        url: url.clone(),
+        reason: reason(&e),
+        file: entry.file.clone(),
+        dir: dir.to_path_buf(),
+    };
+    let remote = head(&url).await.map_err(|e| match e {
+        HeadError::Net(e) => offline(e),
+        HeadError::Status(status) => status_error(&url, status),
+    })?;
+    let (sha256, size) = expected(model, remote.sha256.as_deref(), remote.size)?;
+
+    if let Ok(meta) = std::fs::metadata(&target)
+        && meta.len() == size
+        && sha256_of(&target).map_err(io(&target))? == sha256
+    {
+        progress(size, size);
+        return Ok(Pulled {
+            path: target,
+            bytes: size,
+            reused: size,
+            already_present: true,
+        });
+    }
+
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(15))
+        .read_timeout(Duration::from_secs(60))
+        .build()
+        .map_err(offline)?;
+    // The part file and its hash are read once; a broken transfer goes on
+    // from where they stand.
+    let (mut file, mut hasher, mut done) = open_part(&part, size).map_err(io(&part))?;
+    super::expect::room_for(dir, size - done)?;
+    let reused = done;
+    let mut last_reason = String::new();
+    let mut attempt = 0;
+    loop {
+        progress(done, size);
+        if done == size {
+            break;
+        }
+        if attempt == ATTEMPTS {
+            return Err(PullError::Interrupted {
+                file: entry.file.clone(),
+                attempts: ATTEMPTS,
+                done,
+                total: size,
+                reason: last_reason,
+                part,
+            });
+        }
+        if attempt > 0 {
+            tokio::time::sleep(RESUMES.after(attempt)).await;
+        }
+        attempt += 1;
+        last_reason.clear();
+        let mut request = client.get(&url);
+        if done > 0 {
+            request = request.header(RANGE, format!("bytes={done}-"));
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) if done == 0 && attempt == 1 => return Err(offline(e)),
+            Err(e) => {
+                last_reason = reason(&e);
+                continue;
+            }
+        };
+        match response.status() {
+            StatusCode::PARTIAL_CONTENT if range_start(&response) == Some(done) => {}
+            StatusCode::OK => {
+                // The server sends the whole file: start over.
+                file.set_len(0).map_err(io(&part))?;
+                hasher = Sha256::new();
+                done = 0;
+            }
+            StatusCode::RANGE_NOT_SATISFIABLE | StatusCode::PARTIAL_CONTENT => {
+                // The part file is longer than the file, or the range came back
+                // from elsewhere: discard it.
+                file.set_len(0).map_err(io(&part))?;
+                hasher = Sha256::new();
+                done = 0;
+                last_reason = "the part file did not fit the remote file".to_string();
+                continue;
+            }
+            status => return Err(status_error(&url, status)),
+        }
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            match chunk {
+                Ok(bytes) => {
+                    if done + bytes.len() as u64 > size {
+                        last_reason = "more bytes than the file has".to_string();
+                        break;
+                    }
+                    file.write_all(&bytes).map_err(io(&part))?;
+                    hasher.update(&bytes);
+                    done += bytes.len() as u64;
+                    progress(done, size);
+                }
+                Err(e) => {
+                    last_reason = reason(&e);
+                    break;
+                }
+            }
+        }
+        file.sync_all().map_err(io(&part))?;
+        if done < size && last_reason.is_empty() {
+            last_reason = "the connection closed early".to_string();
+        }
+    }
+    drop(file);
+
+    let got = hex(&hasher.finalize());
+    if got != sha256 {
+        std::fs::remove_file(&part).map_err(io(&part))?;
+        return Err(PullError::Corrupt {
+            file: entry.file.clone(),
+            what: "its sha256",
+            got,
+            expected: sha256,
+        });
+    }
+    std::fs::rename(&part, &target).map_err(io(&target))?;
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(Pulled {
+        path: target,
+        bytes: size,
+        reused,
+        already_present: false,
+    })
+}
+
+enum HeadError {
+    Net(reqwest::Error),
+    Status(StatusCode),
+}
+
+/// Asks the hub for the file's checksum and size without following its
+/// redirect: the LFS headers are on the hub's own answer.
+async fn head(url: &str) -> Result<Remote, HeadError> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(15))
+        .timeout(Duration::from_secs(60))
+        .build()
+        .map_err(HeadError::Net)?;
+    let response = client.head(url).send().await.map_err(HeadError::Net)?;
+    let status = response.status();
+    if !(status.is_success() || status.is_redirection()) {
+        return Err(HeadError::Status(status));
+    }
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| {
+                v.trim()
+                    .trim_start_matches("W/")
+                    .trim_matches('"')
+                    .to_string()
+            })
+    };
+    let linked_etag = header("x-linked-etag");
+    // A file kept in Git itself has a git hash as its ETag, no sha256.
+    let sha256 = linked_etag
+        .or_else(|| header(ETAG.as_str()))
+        .filter(|e| e.len() == 64 && e.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(|e| e.to_ascii_lowercase());
+    let size = header("x-linked-size")
+        .or_else(|| {
+            status
+                .is_success()
+                .then(|| header(CONTENT_LENGTH.as_str()))
+                .flatten()
+        })
+        .and_then(|s| s.parse().ok());
+    Ok(Remote { sha256, size })
+}
+
+fn status_error(url: &str, status: StatusCode) -> PullError {
+    let hint = match status {
+        StatusCode::NOT_FOUND => {
+            ": the hub has no such file (a renamed repository?); fix: pick another model from `hearth models list`"
+        }
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+            ": the repository is gated or private; fix: accept its licence on the hub, or download it by hand"
+        }
+        StatusCode::TOO_MANY_REQUESTS => ": rate limited; fix: wait a few minutes and run it again",
+        _ => "",
+    };
+    PullError::Status {
+        url: url.to_string(),
+        status,
+        hint,
+    }
+}
+
+/// Opens the part file for appending, with the hash of what it holds.
+fn open_part(part: &Path, size: u64) -> std::io::Result<(std::fs::File, Sha256, u64)> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(part)?;
+    let mut len = file.metadata()?.len();
+    if len > size {
+        file.set_len(0)?;
+        len = 0;
+    }
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0; 1 << 20];
+    let mut reader = std::io::BufReader::new(&mut file);
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok((file, hasher, len))
+}
+
+fn range_start(response: &reqwest::Response) -> Option<u64> {
+    let value = response.headers().get(CONTENT_RANGE)?.to_str().ok()?;
+    let range = value.strip_prefix("bytes ")?;
+    range.split('-').next()?.trim().parse().ok()
+}
+
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An error's message with its causes, e.g. `error sending request: connection refused`.
+fn reason(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

@@ -1,0 +1,54 @@
+//! Every integration test in one binary, so llama.cpp is linked once rather
+//! than once per file. Each module below was a test file of its own; they
+//! share `common` (the real binary in an isolated environment, the test
+//! models) and `support` (fakes that speak the real protocols on 127.0.0.1).
+//! `cargo test --test all MODULE::` runs one of them.
+#![allow(clippy::unwrap_used)] // tests: an unwrap is the clearest failure
+
+mod common;
+mod support;
+
+mod acp;
+mod anthropic_provider;
+mod approvals;
+mod architecture;
+mod backends;
+mod batching;
+mod chat_pty;
+mod cli_errors;
+mod config_cli;
+mod crash;
+mod daemon_cli;
+mod dispatch;
+mod engine;
+mod file_tools;
+mod formats;
+mod gateway;
+mod gateway_people;
+mod http_tool;
+mod lms_calendar;
+mod lms_canvas;
+mod lms_delivery;
+mod lms_moodle;
+mod make_gpu;
+mod make_install;
+mod memory_cron_cli;
+mod models_cli;
+mod moved_reuse;
+mod openai_provider;
+mod pipeline_phases;
+mod published_templates;
+mod real_model;
+mod sandbox;
+mod security;
+mod services;
+mod sliding_window;
+mod telegram;
+mod telegram_e2e;
+mod telegram_resilience;
+mod templates;
+mod trust;
+mod two_people;
+mod ways_in;
+mod websocket;
+mod xml_parser;
