@@ -1,8 +1,11 @@
 //! hearth: a local-first AI assistant daemon.
 //!
 //! One binary embeds llama.cpp in-process and serves a Telegram assistant, an
-//! offline CLI chat and an LMS notifier. The folder tree is the architecture,
-//! from the edges inwards:
+//! offline CLI chat and an LMS notifier. Three crates lie below this one and
+//! are re-exported under the names used here: `hearth-core` ([`chat`],
+//! [`retry`], [`clock`], [`file_modes`]), `hearth-engine` ([`engine`],
+//! [`models`]) and `hearth-sandbox` ([`sandbox`]); `docs/ARCHITECTURE.md`
+//! draws them. The folder tree is the architecture, from the edges inwards:
 //!
 //! - [`cli`]: the `hearth` command line.
 //! - [`daemon`]: `hearth daemon`: channels, providers, services and the dispatcher together.
@@ -10,7 +13,7 @@
 //! - [`dispatch`]: the bus, supervised listeners, in-flight limits, interruption.
 //! - [`paths`]: where a path really leads, before it exists.
 //! - [`pipeline`]: one message's phases, from hooks to the persisted reply.
-//! - [`agent`]: the tool-call loop, dispatchers, the system prompt, context management.
+//! - [`agent`]: the tool-call loop, the call formats, the system prompt, context management.
 //! - [`tools`]: shell, file and HTTP tools in one registry, under the policy.
 //! - [`sandbox`]: the OS sandbox every command runs in (bubblewrap, Landlock), with limits.
 //! - [`security`]: the workspace and command policy; credential scrubbing.
@@ -21,11 +24,11 @@
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`lock`]: one daemon per data folder.
 //! - [`storage`]: opening the SQLite files (WAL, busy timeout, schema).
-//! - [`private`]: files and folders only hearth's user may read.
+//! - [`file_modes`]: files and folders only hearth's user may read.
 //! - [`providers`]: the [`providers::Provider`] seam replies come from.
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
 //! - [`models`]: the model catalogue, downloads from a Hugging Face hub, what fits here.
-//! - [`config`]: TOML → validated configuration.
+//! - [`config`]: TOML → validated configuration; [`engine_setup`]: its engine settings.
 //! - [`retry`]: the one retry policy: a wait that doubles up to a ceiling.
 //! - [`clock`]: wall-clock time behind a trait, for the scheduler and the LMS notifier.
 //! - [`workspace`]: one workspace folder per conversation.
@@ -53,7 +56,7 @@ pub mod tools;
 pub mod workspace;
 
 // The floors below, under the names the rest of hearth uses.
-pub use hearth_core::{chat, clock, private, retry};
+pub use hearth_core::{chat, clock, file_modes, retry};
 pub use hearth_engine as engine;
 pub use hearth_engine::models;
 pub use hearth_sandbox as sandbox;

@@ -51,7 +51,7 @@ impl DataLock {
             dir: dir.to_path_buf(),
             source,
         };
-        crate::private::make_private_dir(dir).map_err(io)?;
+        crate::file_modes::make_private_dir(dir).map_err(io)?;
         let path = dir.join(FILE);
         let mut file = OpenOptions::new()
             .read(true)

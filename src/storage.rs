@@ -33,12 +33,12 @@ pub enum OpenError {
 /// (SQL run once per open, so it must be idempotent: `IF NOT EXISTS`).
 pub fn open(path: &Path, schema: &str) -> Result<Connection, OpenError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        crate::private::make_private_dir(dir).map_err(|source| OpenError::Dir {
+        crate::file_modes::make_private_dir(dir).map_err(|source| OpenError::Dir {
             path: dir.to_path_buf(),
             source,
         })?;
     }
-    crate::private::prepare_database(path).map_err(|source| OpenError::File {
+    crate::file_modes::prepare_database(path).map_err(|source| OpenError::File {
         path: path.to_path_buf(),
         source,
     })?;

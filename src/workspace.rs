@@ -64,7 +64,7 @@ impl Workspaces {
             path: path.to_path_buf(),
             source,
         };
-        crate::private::make_private_dir(&self.root).map_err(|e| failed(&self.root, e))?;
+        crate::file_modes::make_private_dir(&self.root).map_err(|e| failed(&self.root, e))?;
         let root = self
             .root
             .canonicalize()

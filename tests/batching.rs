@@ -7,8 +7,8 @@
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use crate::common;
+use crate::common::engine_lock as lock;
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use hearth::chat::{
@@ -16,12 +16,6 @@ use hearth::chat::{
 };
 use hearth::engine::{Engine, EngineSettings};
 use tokio_util::sync::CancellationToken;
-
-static ENGINE_LOCK: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    ENGINE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 const QUESTIONS: [&str; 4] = [
     "Write a short poem about the sea.",

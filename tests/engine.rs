@@ -7,9 +7,10 @@
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use crate::common;
+use crate::common::engine_lock as lock;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use hearth::chat::{
     CacheOrigin, ChatMessage, ChatReply, ChatRequest, FinishReason, Priority, SamplingParams,
@@ -18,12 +19,6 @@ use hearth::chat::{
 use hearth::engine::{Engine, EngineSettings};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-static ENGINE_LOCK: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    ENGINE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn settings(
     kv_dir: &Path,
@@ -489,7 +484,7 @@ fn queued_requests_run_one_at_a_time_and_cancel_within_a_token() {
 #[test]
 fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
     use hearth::agent::ConversationMessage;
-    use hearth::agent::dispatch::XmlToolDispatcher;
+    use hearth::agent::call_format::XmlToolDispatcher;
     use hearth::agent::tool_loop::{LoopSettings, ToolLoop};
     use hearth::providers::LocalProvider;
     use hearth::security::{Autonomy, SecurityPolicy};

@@ -8,20 +8,13 @@
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use crate::common;
-
-use std::sync::{Mutex, MutexGuard};
+use crate::common::engine_lock as lock;
 
 use hearth::chat::{ChatMessage, ChatRequest, SamplingParams, ToolChoice, ToolSpec};
 use hearth::config::ModelFamily;
 use hearth::engine::{Engine, EngineSettings};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-static ENGINE_LOCK: Mutex<()> = Mutex::new(());
-
-fn lock() -> MutexGuard<'static, ()> {
-    ENGINE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn settings_for(tool_format: Option<ModelFamily>) -> EngineSettings {
     EngineSettings {

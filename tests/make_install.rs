@@ -6,7 +6,6 @@
 //! travel with it.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-
 use std::path::Path;
 use std::process::Command;
 

@@ -66,6 +66,7 @@ fn settings(kv_dir: &Path, template: &Path, prompt_cache: bool, min_chunk: u32) 
 
 /// Runs the three turns in one conversation, greedy.
 fn conversation(settings: EngineSettings) -> Vec<ChatReply> {
+    let _engine_turn = common::engine_lock();
     let engine = Engine::start(settings, None).expect("engine starts");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hearth::agent::dispatch::{self, DispatcherChoice};
+use hearth::agent::call_format::{self, DispatcherChoice};
 use hearth::agent::prompt::{Profile, PromptInputs};
 use hearth::agent::{ParsedToolCall, ToolResultMessage};
 use hearth::chat::{ChatMessage, Reasoning, ToolCall, ToolSpec};
@@ -102,7 +102,7 @@ fn every_published_template_renders_a_conversation_with_its_system_text() {
 /// written as the agent writes them for the family: natively for a known
 /// one, in hearth's XML protocol otherwise.
 fn tool_conversation(native: bool) -> Vec<ChatMessage> {
-    let dispatcher = dispatch::choose(DispatcherChoice::Auto, native);
+    let dispatcher = call_format::choose(DispatcherChoice::Auto, native);
     let call = ParsedToolCall {
         id: "call_7Hq2".into(),
         name: "get_weather".into(),
@@ -302,7 +302,7 @@ fn a_gpt_oss_conversation_of_three_turns_with_a_tool_call_renders_and_parses() {
     };
     let family = ModelFamily::Harmony;
     let tools = [weather()];
-    let native = dispatch::choose(DispatcherChoice::Auto, true);
+    let native = call_format::choose(DispatcherChoice::Auto, true);
     let render = |messages: &[ChatMessage]| {
         t.render_turn(&Turn {
             format: formats::format(family),

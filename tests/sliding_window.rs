@@ -13,17 +13,11 @@
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use crate::common;
+use crate::common::engine_lock as lock;
 
 use hearth::chat::{ChatMessage, ChatReply, ChatRequest, SamplingParams};
 use hearth::engine::{Engine, EngineSettings};
 use tokio_util::sync::CancellationToken;
-
-static ENGINE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// llama.cpp allows one backend per process: the tests take turns.
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    ENGINE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn settings(kv_dir: &std::path::Path, prompt_cache: bool) -> EngineSettings {
     EngineSettings {

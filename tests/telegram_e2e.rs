@@ -406,7 +406,11 @@ async fn commands_from_telegram_go_through_the_pipeline_without_a_model_call() {
 
 /// The real default model, wrapped as the daemon wraps it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Held across the test's awaits on purpose: it serialises the engines of
+// the whole test binary, and this runtime is the test's own.
+#[allow(clippy::await_holding_lock)]
 async fn real_model_answers_an_allowed_user_in_telegram() {
+    let _engine_turn = common::engine_lock();
     let model = common::model(common::SMOLLM2);
     let fake = FakeTelegram::start().await;
     let home = tempfile::tempdir().unwrap();

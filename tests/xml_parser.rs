@@ -2,7 +2,7 @@
 //! fixtures in `tests/fixtures/tool_calls.json` (malformed ones included).
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-use hearth::agent::dispatch::xml::{Dialects, parse_reply_with};
+use hearth::agent::call_format::xml::{Dialects, parse_reply_with};
 use serde_json::Value;
 
 #[test]

@@ -5,8 +5,8 @@
 //! ([`tool_loop`]); the system prompt ([`prompt`]); and context management
 //! ([`context`]) that keeps a conversation inside the model's window.
 
+pub mod call_format;
 pub mod context;
-pub mod dispatch;
 pub mod prompt;
 pub mod skills;
 pub mod tool_loop;

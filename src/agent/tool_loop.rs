@@ -16,11 +16,11 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::call_format::ToolDispatcher;
 use super::context::{self, ContextLimits, ContextReport, Window};
-use super::dispatch::ToolDispatcher;
-use super::types::{ConversationMessage, ParsedToolCall, ToolResultMessage};
+use super::types::{ConversationMessage, ParsedReply, ParsedToolCall, ToolResultMessage};
 use crate::chat::{
-    ChatMessage, ChatRequest, FinishReason, ProviderError, SamplingParams, ToolChoice,
+    ChatMessage, ChatReply, ChatRequest, FinishReason, ProviderError, SamplingParams, ToolChoice,
 };
 use crate::providers::Provider;
 use crate::tools::{ToolContext, ToolRegistry};
@@ -113,81 +113,40 @@ impl ToolLoop<'_> {
     async fn rounds(
         &self,
         conversation: &str,
-        mut messages: Vec<ChatMessage>,
+        messages: Vec<ChatMessage>,
         settings: &LoopSettings,
         cancel: CancellationToken,
     ) -> Result<LoopOutcome, LoopError> {
-        let mut history = Vec::new();
-        let mut previous: Vec<(String, Value)> = Vec::new();
-        let mut current = messages.len().saturating_sub(1);
-        let mut report = ContextReport::default();
-        let mut overflow_retried = false;
-        // After a repeated call, the next round must answer in text.
-        let mut force_answer = false;
+        let mut turn = Rounds {
+            current: messages.len().saturating_sub(1),
+            messages,
+            history: Vec::new(),
+            previous: Vec::new(),
+            report: ContextReport::default(),
+            overflow_retried: false,
+            force_answer: false,
+        };
         for iteration in 1..=settings.max_iterations {
             if cancel.is_cancelled() {
                 return Err(LoopError::Cancelled);
             }
             self.manage(
                 conversation,
-                &mut messages,
-                &mut current,
+                &mut turn.messages,
+                &mut turn.current,
                 settings,
-                &mut report,
+                &mut turn.report,
                 &cancel,
             )
             .await;
-            let mut prompt = messages.clone();
-            if force_answer {
-                nudge(&mut prompt);
-            }
-            let mut request = ChatRequest::new(conversation, prompt, settings.sampling.clone());
-            request.tools = self.registry.specs();
-            request.tool_choice = match (iteration, force_answer) {
-                (_, true) => ToolChoice::None,
-                (1, _) => settings.first_tool_choice,
-                _ => ToolChoice::Auto,
-            };
-            let reply = match self
-                .provider
-                .chat(request.clone(), cancel.clone())
-                .collect_with(|_| {})
-                .await
-            {
-                Err(ProviderError::ContextOverflow { needed, limit }) if !overflow_retried => {
-                    overflow_retried = true;
-                    let mut window = Window {
-                        messages: &mut messages,
-                        current,
-                    };
-                    let dropped = context::drop_oldest_third(&mut window);
-                    current = window.current;
-                    report.messages_dropped += dropped;
-                    tracing::warn!(
-                        needed,
-                        limit,
-                        dropped,
-                        "context overflow: dropped the oldest third"
-                    );
-                    if dropped == 0 {
-                        return Err(ProviderError::ContextOverflow { needed, limit }.into());
-                    }
-                    request.messages = messages.clone();
-                    if force_answer {
-                        nudge(&mut request.messages);
-                    }
-                    self.provider
-                        .chat(request, cancel.clone())
-                        .collect_with(|_| {})
-                        .await?
-                }
-                other => other?,
-            };
+            let reply = self
+                .ask(conversation, &mut turn, iteration, settings, &cancel)
+                .await?;
             if reply.finish == FinishReason::Cancelled {
                 return Err(LoopError::Cancelled);
             }
             let mut parsed = self.dispatcher.parse(&reply);
-            if force_answer {
+            if turn.force_answer {
                 // No tools were offered: whatever call the text holds is not run.
                 parsed.calls.clear();
                 parsed.malformed.clear();
@@ -196,86 +155,137 @@ impl ToolLoop<'_> {
                 if parsed.text.trim().is_empty() {
                     let thought =
                         !reply.reasoning.trim().is_empty() || !parsed.reasoning.trim().is_empty();
-                    parsed.text = fallback_answer(&history, reply.finish, thought);
+                    parsed.text = fallback_answer(&turn.history, reply.finish, thought);
                 }
-                history.push(ConversationMessage::Chat(ChatMessage::assistant(
-                    parsed.text.clone(),
-                )));
-                return Ok(LoopOutcome {
-                    text: parsed.text,
-                    history,
-                    iterations: iteration,
-                    rewritten_history: rewritten(&messages, current, &report),
-                    context: report,
-                });
+                return Ok(turn.answered(parsed.text, iteration));
             }
-            let mut results = Vec::new();
-            let mut this_round = Vec::new();
-            let repeated: Vec<bool> = parsed
-                .calls
-                .iter()
-                .map(|call| previous.contains(&(call.name.clone(), call.arguments.clone())))
-                .collect();
-            force_answer |= repeated.iter().any(|&r| r);
-            let run = parsed
-                .calls
-                .iter()
-                .zip(&repeated)
-                .map(|(call, &repeated)| self.answer(call, repeated));
-            if settings.parallel_tools {
-                results.extend(futures::future::join_all(run).await);
-            } else {
-                for result in run {
-                    results.push(result.await);
-                }
-            }
-            this_round.extend(
-                parsed
-                    .calls
-                    .iter()
-                    .map(|call| (call.name.clone(), call.arguments.clone())),
-            );
-            let problems: Vec<ToolResultMessage> = parsed
-                .malformed
-                .iter()
-                .enumerate()
-                .map(|(i, problem)| ToolResultMessage {
-                    call_id: format!("malformed_{}", i + 1),
-                    name: "tool_call".into(),
-                    // Inert: a model that quotes the hint (or its own broken
-                    // call) back must not write a call that fails again.
-                    content: crate::security::fence::defuse(&format!(
-                        "Your tool call could not be read: {problem}.{}",
-                        self.dispatcher.call_hint()
-                    )),
-                    is_error: true,
-                })
-                .collect();
-            previous = this_round;
-            messages.push(self.dispatcher.assistant_turn(&parsed.text, &parsed.calls));
-            messages.extend(self.dispatcher.format_results(&results, &problems));
-            results.extend(problems);
-            history.push(ConversationMessage::AssistantToolCalls {
-                text: parsed.text,
-                calls: parsed.calls,
-                reasoning: (!parsed.reasoning.is_empty()).then_some(parsed.reasoning),
-            });
-            history.push(ConversationMessage::ToolResults(results));
+            self.run_calls(&mut turn, parsed, settings).await;
         }
         let text = format!(
             "I stopped after {} rounds of tool calls without finishing. Tell me to continue, or narrow the request.",
             settings.max_iterations
         );
-        history.push(ConversationMessage::Chat(ChatMessage::assistant(
-            text.clone(),
-        )));
-        Ok(LoopOutcome {
-            text,
-            history,
-            iterations: settings.max_iterations,
-            rewritten_history: rewritten(&messages, current, &report),
-            context: report,
-        })
+        Ok(turn.answered(text, settings.max_iterations))
+    }
+
+    /// One round's request to the model. A prompt over the window has its
+    /// oldest third dropped and is asked once more.
+    async fn ask(
+        &self,
+        conversation: &str,
+        turn: &mut Rounds,
+        iteration: u32,
+        settings: &LoopSettings,
+        cancel: &CancellationToken,
+    ) -> Result<ChatReply, LoopError> {
+        let mut prompt = turn.messages.clone();
+        if turn.force_answer {
+            nudge(&mut prompt);
+        }
+        let mut request = ChatRequest::new(conversation, prompt, settings.sampling.clone());
+        request.tools = self.registry.specs();
+        request.tool_choice = match (iteration, turn.force_answer) {
+            (_, true) => ToolChoice::None,
+            (1, _) => settings.first_tool_choice,
+            _ => ToolChoice::Auto,
+        };
+        match self
+            .provider
+            .chat(request.clone(), cancel.clone())
+            .collect_with(|_| {})
+            .await
+        {
+            Err(ProviderError::ContextOverflow { needed, limit }) if !turn.overflow_retried => {
+                turn.overflow_retried = true;
+                let mut window = Window {
+                    messages: &mut turn.messages,
+                    current: turn.current,
+                };
+                let dropped = context::drop_oldest_third(&mut window);
+                turn.current = window.current;
+                turn.report.messages_dropped += dropped;
+                tracing::warn!(
+                    needed,
+                    limit,
+                    dropped,
+                    "context overflow: dropped the oldest third"
+                );
+                if dropped == 0 {
+                    return Err(ProviderError::ContextOverflow { needed, limit }.into());
+                }
+                request.messages = turn.messages.clone();
+                if turn.force_answer {
+                    nudge(&mut request.messages);
+                }
+                Ok(self
+                    .provider
+                    .chat(request, cancel.clone())
+                    .collect_with(|_| {})
+                    .await?)
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Runs a round's calls (a call repeated from the last round is not
+    /// run again, and the next round must answer in text), tells the model
+    /// of the calls it wrote that could not be read, and adds the round to
+    /// the prompt and the history.
+    async fn run_calls(&self, turn: &mut Rounds, parsed: ParsedReply, settings: &LoopSettings) {
+        let repeated: Vec<bool> = parsed
+            .calls
+            .iter()
+            .map(|call| {
+                turn.previous
+                    .contains(&(call.name.clone(), call.arguments.clone()))
+            })
+            .collect();
+        turn.force_answer |= repeated.iter().any(|&r| r);
+        let run = parsed
+            .calls
+            .iter()
+            .zip(&repeated)
+            .map(|(call, &repeated)| self.answer(call, repeated));
+        let mut results = Vec::new();
+        if settings.parallel_tools {
+            results.extend(futures::future::join_all(run).await);
+        } else {
+            for result in run {
+                results.push(result.await);
+            }
+        }
+        let problems: Vec<ToolResultMessage> = parsed
+            .malformed
+            .iter()
+            .enumerate()
+            .map(|(i, problem)| ToolResultMessage {
+                call_id: format!("malformed_{}", i + 1),
+                name: "tool_call".into(),
+                // Inert: a model that quotes the hint (or its own broken
+                // call) back must not write a call that fails again.
+                content: crate::security::fence::defuse(&format!(
+                    "Your tool call could not be read: {problem}.{}",
+                    self.dispatcher.call_hint()
+                )),
+                is_error: true,
+            })
+            .collect();
+        turn.previous = parsed
+            .calls
+            .iter()
+            .map(|call| (call.name.clone(), call.arguments.clone()))
+            .collect();
+        turn.messages
+            .push(self.dispatcher.assistant_turn(&parsed.text, &parsed.calls));
+        turn.messages
+            .extend(self.dispatcher.format_results(&results, &problems));
+        results.extend(problems);
+        turn.history.push(ConversationMessage::AssistantToolCalls {
+            text: parsed.text,
+            calls: parsed.calls,
+            reasoning: (!parsed.reasoning.is_empty()).then_some(parsed.reasoning),
+        });
+        turn.history.push(ConversationMessage::ToolResults(results));
     }
 
     /// Keeps the prompt inside the window (see [`super::context`]). A
@@ -398,6 +408,37 @@ fn fallback_answer(history: &[ConversationMessage], finish: FinishReason, though
             _ if thought => THOUGHT_ONLY.to_string(),
             _ => "I could not find an answer.".to_string(),
         },
+    }
+}
+
+/// What a turn's rounds carry from one to the next.
+struct Rounds {
+    messages: Vec<ChatMessage>,
+    /// Where the user's turn starts in `messages`.
+    current: usize,
+    history: Vec<ConversationMessage>,
+    /// The calls of the last round, to see one repeated.
+    previous: Vec<(String, Value)>,
+    report: ContextReport,
+    overflow_retried: bool,
+    /// After a repeated call, the next round must answer in text.
+    force_answer: bool,
+}
+
+impl Rounds {
+    /// The turn ends with `text` as the answer, after `iterations` rounds.
+    fn answered(mut self, text: String, iterations: u32) -> LoopOutcome {
+        self.history
+            .push(ConversationMessage::Chat(ChatMessage::assistant(
+                text.clone(),
+            )));
+        LoopOutcome {
+            text,
+            rewritten_history: rewritten(&self.messages, self.current, &self.report),
+            history: self.history,
+            iterations,
+            context: self.report,
+        }
     }
 }
 

@@ -5,9 +5,9 @@
 use super::approval::{Answer, ApprovalRequest};
 use super::drafts::Drafts;
 use super::intake::Intake;
-use super::journal::SendJournal;
 use super::presence::Presence;
 use super::reply::ReplyStream;
+use super::send_journal::SendJournal;
 use super::{ChannelError, ChannelMessage, SendMessage};
 use futures::future::BoxFuture;
 

@@ -178,6 +178,43 @@ fn format_line(config: &Config, from_model: Option<&str>) -> String {
 
 pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Result<ExitCode> {
     let mut report = Report { failed: false };
+    let hw = machine(&mut report).await?;
+    let config = match Config::load(config_path, env) {
+        Ok(c) => {
+            let from = match &c.source {
+                ConfigSource::File(p) => p.display().to_string(),
+                ConfigSource::Defaults => "built-in defaults (no config file)".to_string(),
+            };
+            report.line("config", true, format!("valid ({from})"));
+            c
+        }
+        Err(e) => {
+            report.line("config", false, format!("{e}"));
+            report.info("model", "not checked: the config is invalid");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    backend_lines(&mut report, &hw, &config);
+    report.info("models", models_line(&config));
+    stores(&mut report, &config);
+    report.info("cloud", cloud_line(&config));
+    sandbox(&mut report, &config).await?;
+
+    if !model(&mut report, &config) {
+        return Ok(ExitCode::FAILURE);
+    }
+    if !load(&mut report, &config).await? {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(if report.failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The CPU and the memory.
+async fn machine(report: &mut Report) -> anyhow::Result<Hardware> {
     let hw = tokio::task::spawn_blocking(Hardware::detect).await?;
     report.line(
         "cpu",
@@ -199,23 +236,11 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             hw.available_ram as f64 / GIB
         ),
     );
-    let config = match Config::load(config_path, env) {
-        Ok(c) => {
-            let from = match &c.source {
-                ConfigSource::File(p) => p.display().to_string(),
-                ConfigSource::Defaults => "built-in defaults (no config file)".to_string(),
-            };
-            report.line("config", true, format!("valid ({from})"));
-            c
-        }
-        Err(e) => {
-            report.line("config", false, format!("{e}"));
-            report.info("model", "not checked: the config is invalid");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    backend_lines(&mut report, &hw, &config);
-    report.info("models", models_line(&config));
+    Ok(hw)
+}
+
+/// The data folder and what the inbox holds.
+fn stores(report: &mut Report, config: &Config) {
     report.line(
         "data",
         true,
@@ -241,7 +266,10 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         }
         Err(e) => report.line("inbox", false, e.to_string()),
     }
-    report.info("cloud", cloud_line(&config));
+}
+
+/// The workspace and the sandbox commands would run in.
+async fn sandbox(report: &mut Report, config: &Config) -> anyhow::Result<()> {
     let a = &config.agent;
     // The probe needs an existing folder to bind; doctor creates nothing.
     let probe_dir = if a.workspace.is_dir() {
@@ -263,12 +291,16 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         ),
     );
     report.line("sandbox", sandbox.runs_commands(), sandbox.describe());
+    Ok(())
+}
 
+/// The model file: found, readable, with a chat template; false if not.
+fn model(report: &mut Report, config: &Config) -> bool {
     let path = match model_file::locate(&config.model.path, &config.data_dir) {
         Ok(p) => p,
         Err(e) => {
             report.line("model", false, e.to_string());
-            return Ok(ExitCode::FAILURE);
+            return false;
         }
     };
     match model_file::inspect(&path) {
@@ -299,23 +331,29 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
                 ),
             );
             if !ok {
-                return Ok(ExitCode::FAILURE);
+                return false;
             }
             report.info(
                 "format",
-                format_line(&config, meta.chat_template_for_tools()),
+                format_line(config, meta.chat_template_for_tools()),
             );
         }
         Err(e) => {
             report.line("model", false, e.to_string());
-            return Ok(ExitCode::FAILURE);
+            return false;
         }
     }
-    let settings = match crate::engine_setup::engine_settings(&config) {
+    true
+}
+
+/// The model loaded as the daemon would load it; false when its settings
+/// cannot be had.
+async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
+    let settings = match crate::engine_setup::engine_settings(config) {
         Ok(s) => s,
         Err(e) => {
             report.line("load", false, e.to_string());
-            return Ok(ExitCode::FAILURE);
+            return Ok(false);
         }
     };
     let started = Instant::now();
@@ -336,9 +374,5 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
         ),
         Err(e) => report.line("load", false, e.to_string()),
     }
-    Ok(if report.failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(true)
 }

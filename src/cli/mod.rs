@@ -180,63 +180,52 @@ pub enum ConfigCommand {
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let env = Environment::from_process();
+    let path = cli.config.as_deref();
     match cli.command {
+        // These read the config themselves: doctor and check report a bad one.
         Command::Doctor => {
             logging::init(cli.verbose, "warn");
-            doctor::run(cli.config.as_deref(), &env).await
+            doctor::run(path, &env).await
         }
         Command::Config {
-            command: ConfigCommand::Check { path },
+            command: ConfigCommand::Check { path: checked },
         } => {
             logging::init(cli.verbose, "warn");
-            config_check::run(path.as_deref().or(cli.config.as_deref()), &env)
+            config_check::run(checked.as_deref().or(path), &env)
         }
         Command::Service {
             command: ServiceCommand::Install { print, no_enable },
         } => {
             logging::init(cli.verbose, "warn");
-            service::install(&env, cli.config.as_deref(), print, !no_enable)
+            service::install(&env, path, print, !no_enable)
         }
-        Command::Tools { command } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
+        command => {
+            let config = Config::load(path, &env)?;
             logging::init(cli.verbose, &config.log_level);
-            match command {
-                ToolsCommand::List => tools_cmd::list(&config, &env),
-                ToolsCommand::Run { name, arguments } => {
-                    tools_cmd::run(&config, &env, &name, &arguments).await
-                }
+            with_config(command, config, &env).await
+        }
+    }
+}
+
+/// The commands that run with the config loaded.
+async fn with_config(
+    command: Command,
+    config: Config,
+    env: &Environment,
+) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Tools { command } => match command {
+            ToolsCommand::List => tools_cmd::list(&config, env),
+            ToolsCommand::Run { name, arguments } => {
+                tools_cmd::run(&config, env, &name, &arguments).await
             }
-        }
-        Command::Inbox { all } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            inbox_cmd::run(&config, all)
-        }
-        Command::Lms { command } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            lms_cmd::run(&config, command)
-        }
-        Command::Memory { command } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            memory_cmd::run(&config, command)
-        }
-        Command::Models { command } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            models_cmd::run(&config, &env, command).await
-        }
-        Command::Cron { command } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            cron_cmd::run(&config, command)
-        }
-        Command::Chat { session } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            chat::run(&config, &env, session).await
-        }
+        },
+        Command::Inbox { all } => inbox_cmd::run(&config, all),
+        Command::Lms { command } => lms_cmd::run(&config, command),
+        Command::Memory { command } => memory_cmd::run(&config, command),
+        Command::Models { command } => models_cmd::run(&config, env, command).await,
+        Command::Cron { command } => cron_cmd::run(&config, command),
+        Command::Chat { session } => chat::run(&config, env, session).await,
         Command::Bench {
             json,
             speed_only,
@@ -246,8 +235,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             stdio,
             slots,
         } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
             let json = |name: &str| {
                 json.clone()
                     .unwrap_or_else(|| Path::new("target/bench").join(name))
@@ -262,20 +249,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 (None, None) => bench::run(&config, &json("hearth-bench.json"), speed_only).await,
             }
         }
-        Command::Acp => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            acp::run(&config, &env).await
-        }
-        Command::Daemon => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            daemon::run(config, &env).await
-        }
-        Command::Ask { question, session } => {
-            let config = Config::load(cli.config.as_deref(), &env)?;
-            logging::init(cli.verbose, &config.log_level);
-            ask::run(&config, &question, session).await
+        Command::Acp => acp::run(&config, env).await,
+        Command::Daemon => daemon::run(config, env).await,
+        Command::Ask { question, session } => ask::run(&config, &question, session).await,
+        Command::Doctor | Command::Config { .. } | Command::Service { .. } => {
+            anyhow::bail!("this command reads its config itself")
         }
     }
 }

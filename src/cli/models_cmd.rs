@@ -221,7 +221,7 @@ fn write_atomically(file: &Path, text: &str) -> anyhow::Result<()> {
     let mode = std::fs::metadata(file)
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
         .unwrap_or(0o600);
-    crate::private::replace_file(file, text.as_bytes(), mode)
+    crate::file_modes::replace_file(file, text.as_bytes(), mode)
         .with_context(|| format!("cannot replace {}", file.display()))
 }
 

@@ -29,7 +29,7 @@ pub fn context(config: &Config, env: &Environment) -> anyhow::Result<ToolContext
         .with_allowed_commands(a.allowed_commands.clone())
         .with_max_actions_per_hour(a.max_actions_per_hour);
     if created {
-        crate::private::make_private_dir(policy.workspace()).with_context(|| {
+        crate::file_modes::make_private_dir(policy.workspace()).with_context(|| {
             format!(
                 "cannot make the workspace {} private",
                 a.workspace.display()

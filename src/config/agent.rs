@@ -74,17 +74,7 @@ impl AgentConfig {
                 .map(|w| env.expand(&w))
                 .unwrap_or_else(|| default_workspace(data_dir)),
             shared_workspace: a.shared_workspace.unwrap_or(false),
-            autonomy: match a.autonomy.as_deref() {
-                None | Some("supervised") => crate::security::Autonomy::Supervised,
-                Some("readonly") => crate::security::Autonomy::ReadOnly,
-                Some("full") => crate::security::Autonomy::Full,
-                Some(other) => {
-                    return Err(ConfigError::invalid(
-                        "agent.autonomy",
-                        format!("`{other}` is not one of readonly, supervised, full"),
-                    ));
-                }
-            },
+            autonomy: autonomy(a.autonomy.as_deref())?,
             allowed_commands: a.allowed_commands.unwrap_or_else(|| {
                 crate::security::policy::DEFAULT_COMMANDS
                     .iter()
@@ -95,17 +85,7 @@ impl AgentConfig {
             tool_output_chars: a.tool_output_chars.unwrap_or(4_000),
             max_actions_per_hour: a.max_actions_per_hour.unwrap_or(120),
             max_tool_iterations: a.max_tool_iterations.unwrap_or(10),
-            tool_dispatcher: match a.tool_dispatcher.as_deref() {
-                None | Some("auto") => DispatcherChoice::Auto,
-                Some("xml") => DispatcherChoice::Xml,
-                Some("native") => DispatcherChoice::Native,
-                Some(other) => {
-                    return Err(ConfigError::invalid(
-                        "agent.tool_dispatcher",
-                        format!("`{other}` is not one of auto, xml, native"),
-                    ));
-                }
-            },
+            tool_dispatcher: dispatcher(a.tool_dispatcher.as_deref())?,
             parallel_tools: a.parallel_tools.unwrap_or(false),
             http_allowed_domains: a
                 .http_allowed_domains
@@ -114,18 +94,7 @@ impl AgentConfig {
                 .map(|d| d.trim().trim_start_matches("*.").to_ascii_lowercase())
                 .collect(),
             http_max_bytes: a.http_max_bytes.unwrap_or(1 << 20),
-            sandbox: match a.sandbox.as_deref() {
-                None => crate::sandbox::SandboxChoice::Auto,
-                Some(name) => crate::sandbox::SandboxChoice::parse(name).ok_or_else(|| {
-                    ConfigError::invalid(
-                        "agent.sandbox",
-                        format!(
-                            "`{name}` is not one of {}",
-                            crate::sandbox::SandboxChoice::NAMES
-                        ),
-                    )
-                })?,
-            },
+            sandbox: sandbox(a.sandbox.as_deref())?,
             sandbox_network: a.sandbox_network.unwrap_or(false),
             sandbox_memory_mb: a.sandbox_memory_mb.unwrap_or(1024),
             sandbox_max_processes: a.sandbox_max_processes.unwrap_or(64),
@@ -137,37 +106,50 @@ impl AgentConfig {
                 .collect(),
             approval_timeout_secs: a.approval_timeout_secs.unwrap_or(120),
         };
-        if overlaps(&agent.workspace, data_dir) {
+        agent.check_containment(data_dir)?;
+        agent.check_limits()?;
+        Ok(agent)
+    }
+
+    /// What keeps tools contained: a workspace apart from hearth's data,
+    /// a sandbox unless autonomy is full, and its limits.
+    fn check_containment(&self, data_dir: &Path) -> Result<(), ConfigError> {
+        if overlaps(&self.workspace, data_dir) {
             return Err(ConfigError::invalid(
                 "agent.workspace",
                 format!(
                     "{} overlaps the data dir {}; tools could reach hearth's databases and tokens. Choose a folder outside it",
-                    agent.workspace.display(),
+                    self.workspace.display(),
                     data_dir.display()
                 ),
             ));
         }
-        if agent.sandbox == crate::sandbox::SandboxChoice::Off
-            && agent.autonomy != crate::security::Autonomy::Full
+        if self.sandbox == crate::sandbox::SandboxChoice::Off
+            && self.autonomy != crate::security::Autonomy::Full
         {
             return Err(ConfigError::invalid(
                 "agent.sandbox",
                 "`off` runs commands with all of this user's rights; it is accepted only with `autonomy = \"full\"`",
             ));
         }
-        if !(64..=1 << 20).contains(&agent.sandbox_memory_mb) {
-            return Err(ConfigError::invalid(
-                "agent.sandbox_memory_mb",
-                "must be between 64 and 1048576",
-            ));
-        }
-        if !(4..=4096).contains(&agent.sandbox_max_processes) {
-            return Err(ConfigError::invalid(
-                "agent.sandbox_max_processes",
-                "must be between 4 and 4096",
-            ));
-        }
-        if let Some(bad) = agent
+        within(
+            "agent.sandbox_memory_mb",
+            self.sandbox_memory_mb,
+            64,
+            1 << 20,
+        )?;
+        within(
+            "agent.sandbox_max_processes",
+            self.sandbox_max_processes,
+            4,
+            4096,
+        )
+    }
+
+    /// The limits on what tools fetch, print and take, and the names of
+    /// the tools asked about.
+    fn check_limits(&self) -> Result<(), ConfigError> {
+        if let Some(bad) = self
             .http_allowed_domains
             .iter()
             .find(|d| !valid_host_entry(d))
@@ -179,37 +161,22 @@ impl AgentConfig {
                 ),
             ));
         }
-        if !(1_024..=(64 << 20)).contains(&agent.http_max_bytes) {
-            return Err(ConfigError::invalid(
-                "agent.http_max_bytes",
-                "must be between 1024 and 67108864",
-            ));
-        }
-        if agent.tool_timeout_secs == 0 || agent.tool_timeout_secs > 3600 {
-            return Err(ConfigError::invalid(
-                "agent.tool_timeout_secs",
-                "must be between 1 and 3600",
-            ));
-        }
-        if agent.tool_output_chars < 200 {
+        within("agent.http_max_bytes", self.http_max_bytes, 1_024, 64 << 20)?;
+        within("agent.tool_timeout_secs", self.tool_timeout_secs, 1, 3600)?;
+        if self.tool_output_chars < 200 {
             return Err(ConfigError::invalid(
                 "agent.tool_output_chars",
                 "must be at least 200",
             ));
         }
-        if !(1..=50).contains(&agent.max_tool_iterations) {
-            return Err(ConfigError::invalid(
-                "agent.max_tool_iterations",
-                "must be between 1 and 50",
-            ));
-        }
-        if !(5..=3600).contains(&agent.approval_timeout_secs) {
-            return Err(ConfigError::invalid(
-                "agent.approval_timeout_secs",
-                "must be between 5 and 3600",
-            ));
-        }
-        if let Some(bad) = agent
+        within("agent.max_tool_iterations", self.max_tool_iterations, 1, 50)?;
+        within(
+            "agent.approval_timeout_secs",
+            self.approval_timeout_secs,
+            5,
+            3600,
+        )?;
+        if let Some(bad) = self
             .approve
             .iter()
             .find(|t| t.is_empty() || !t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
@@ -221,7 +188,7 @@ impl AgentConfig {
                 ),
             ));
         }
-        Ok(agent)
+        Ok(())
     }
 
     /// Whether a call of `tool` waits for the person's answer.
@@ -324,5 +291,61 @@ fn valid_host_entry(entry: &str) -> bool {
     match entry.split_once(':') {
         Some((host, port)) => !host.is_empty() && port_ok(port),
         None => true,
+    }
+}
+
+/// `key`'s value must lie in `min..=max`.
+fn within<T>(key: &str, value: T, min: T, max: T) -> Result<(), ConfigError>
+where
+    T: PartialOrd + std::fmt::Display,
+{
+    if value >= min && value <= max {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            key,
+            format!("must be between {min} and {max}"),
+        ))
+    }
+}
+
+/// `[agent] autonomy`.
+fn autonomy(name: Option<&str>) -> Result<crate::security::Autonomy, ConfigError> {
+    use crate::security::Autonomy;
+    match name {
+        None | Some("supervised") => Ok(Autonomy::Supervised),
+        Some("readonly") => Ok(Autonomy::ReadOnly),
+        Some("full") => Ok(Autonomy::Full),
+        Some(other) => Err(ConfigError::invalid(
+            "agent.autonomy",
+            format!("`{other}` is not one of readonly, supervised, full"),
+        )),
+    }
+}
+
+/// `[agent] tool_dispatcher`.
+fn dispatcher(name: Option<&str>) -> Result<DispatcherChoice, ConfigError> {
+    match name {
+        None | Some("auto") => Ok(DispatcherChoice::Auto),
+        Some("xml") => Ok(DispatcherChoice::Xml),
+        Some("native") => Ok(DispatcherChoice::Native),
+        Some(other) => Err(ConfigError::invalid(
+            "agent.tool_dispatcher",
+            format!("`{other}` is not one of auto, xml, native"),
+        )),
+    }
+}
+
+/// `[agent] sandbox`.
+fn sandbox(name: Option<&str>) -> Result<crate::sandbox::SandboxChoice, ConfigError> {
+    use crate::sandbox::SandboxChoice;
+    match name {
+        None => Ok(SandboxChoice::Auto),
+        Some(name) => SandboxChoice::parse(name).ok_or_else(|| {
+            ConfigError::invalid(
+                "agent.sandbox",
+                format!("`{name}` is not one of {}", SandboxChoice::NAMES),
+            )
+        }),
     }
 }

@@ -150,26 +150,7 @@ pub(super) fn validate(
     daemon: Option<RawDaemon>,
     routing: Option<RawRouting>,
 ) -> Result<(DaemonConfig, RoutingConfig), ConfigError> {
-    let d = daemon.unwrap_or_default();
-    let dd = DaemonConfig::default();
-    let daemon = DaemonConfig {
-        message_timeout_secs: d.message_timeout_secs.unwrap_or(dd.message_timeout_secs),
-        shutdown_grace_secs: d.shutdown_grace_secs.unwrap_or(dd.shutdown_grace_secs),
-        loopback_channel: d.loopback_channel.unwrap_or(dd.loopback_channel),
-    };
-    if !(1..=3600).contains(&daemon.message_timeout_secs) {
-        return Err(ConfigError::invalid(
-            "daemon.message_timeout_secs",
-            "must be between 1 and 3600",
-        ));
-    }
-    if daemon.shutdown_grace_secs > 600 {
-        return Err(ConfigError::invalid(
-            "daemon.shutdown_grace_secs",
-            "must be at most 600",
-        ));
-    }
-
+    let daemon = daemon_config(daemon)?;
     let r = routing.unwrap_or_default();
     let default_provider = r
         .default_provider
@@ -189,42 +170,13 @@ pub(super) fn validate(
             ));
         }
     }
-    let mut rules = Vec::new();
-    for (i, rule) in r.rules.unwrap_or_default().into_iter().enumerate() {
-        let key = |field: &str| format!("routing.rules[{i}].{field}");
-        let keywords: Vec<String> = rule
-            .keywords
-            .unwrap_or_default()
-            .into_iter()
-            .map(|k| k.trim().to_lowercase())
-            .filter(|k| !k.is_empty())
-            .collect();
-        if keywords.is_empty() {
-            return Err(ConfigError::invalid(
-                &key("keywords"),
-                "needs at least one keyword",
-            ));
-        }
-        let model = rule.model.filter(|m| !m.trim().is_empty());
-        if let Some(m) = &model
-            && !models.contains_key(m)
-        {
-            return Err(ConfigError::invalid(
-                &key("model"),
-                format!("`{m}` is not a name in [routing.models]"),
-            ));
-        }
-        rules.push(RouteRule {
-            hint: rule.hint.unwrap_or_else(|| format!("rule{i}")),
-            keywords,
-            priority: rule.priority.unwrap_or(0),
-            provider: rule
-                .provider
-                .filter(|p| !p.trim().is_empty())
-                .unwrap_or_else(|| default_provider.clone()),
-            model,
-        });
-    }
+    let rules = r
+        .rules
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, rule)| route_rule(i, rule, &models, &default_provider))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((
         daemon,
         RoutingConfig {
@@ -239,6 +191,72 @@ pub(super) fn validate(
             rules,
         },
     ))
+}
+
+/// `[daemon]`.
+fn daemon_config(daemon: Option<RawDaemon>) -> Result<DaemonConfig, ConfigError> {
+    let d = daemon.unwrap_or_default();
+    let dd = DaemonConfig::default();
+    let daemon = DaemonConfig {
+        message_timeout_secs: d.message_timeout_secs.unwrap_or(dd.message_timeout_secs),
+        shutdown_grace_secs: d.shutdown_grace_secs.unwrap_or(dd.shutdown_grace_secs),
+        loopback_channel: d.loopback_channel.unwrap_or(dd.loopback_channel),
+    };
+    if !(1..=3600).contains(&daemon.message_timeout_secs) {
+        return Err(ConfigError::invalid(
+            "daemon.message_timeout_secs",
+            "must be between 1 and 3600",
+        ));
+    }
+    if daemon.shutdown_grace_secs > 600 {
+        return Err(ConfigError::invalid(
+            "daemon.shutdown_grace_secs",
+            "must be at most 600",
+        ));
+    }
+    Ok(daemon)
+}
+
+/// `[[routing.rules]]` number `i`; `models`: the names it may use.
+fn route_rule(
+    i: usize,
+    rule: RawRouteRule,
+    models: &BTreeMap<String, String>,
+    default_provider: &str,
+) -> Result<RouteRule, ConfigError> {
+    let key = |field: &str| format!("routing.rules[{i}].{field}");
+    let keywords: Vec<String> = rule
+        .keywords
+        .unwrap_or_default()
+        .into_iter()
+        .map(|k| k.trim().to_lowercase())
+        .filter(|k| !k.is_empty())
+        .collect();
+    if keywords.is_empty() {
+        return Err(ConfigError::invalid(
+            &key("keywords"),
+            "needs at least one keyword",
+        ));
+    }
+    let model = rule.model.filter(|m| !m.trim().is_empty());
+    if let Some(m) = &model
+        && !models.contains_key(m)
+    {
+        return Err(ConfigError::invalid(
+            &key("model"),
+            format!("`{m}` is not a name in [routing.models]"),
+        ));
+    }
+    Ok(RouteRule {
+        hint: rule.hint.unwrap_or_else(|| format!("rule{i}")),
+        keywords,
+        priority: rule.priority.unwrap_or(0),
+        provider: rule
+            .provider
+            .filter(|p| !p.trim().is_empty())
+            .unwrap_or_else(|| default_provider.to_string()),
+        model,
+    })
 }
 
 /// Both sections as TOML, for `hearth config check`.

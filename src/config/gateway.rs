@@ -95,32 +95,7 @@ impl GatewayConfig {
             .or(raw.token.filter(|t| !t.is_empty()))
             .map(Secret::new);
         let allow_loopback_without_token = raw.allow_loopback_without_token.unwrap_or(false);
-        if let Some(addr) = listen
-            && token.is_none()
-        {
-            if !addr.ip().is_loopback() {
-                return Err(ConfigError::invalid(
-                    "channels.gateway.token",
-                    format!(
-                        "listening on {addr}, beyond this machine, needs a token (or HEARTH_GATEWAY_TOKEN)"
-                    ),
-                ));
-            }
-            if !allow_loopback_without_token {
-                return Err(ConfigError::invalid(
-                    "channels.gateway.token",
-                    "the gateway needs a token even on loopback, where any web page the browser shows can reach it (try `openssl rand -hex 24`), or set allow_loopback_without_token = true",
-                ));
-            }
-        }
-        if let Some(token) = &token
-            && token.expose().chars().count() < 16
-        {
-            return Err(ConfigError::invalid(
-                "channels.gateway.token",
-                "must be at least 16 characters (try `openssl rand -hex 24`)",
-            ));
-        }
+        check_token(listen, token.as_ref(), allow_loopback_without_token)?;
         let reply_timeout_secs = at_least_one(
             raw.reply_timeout_secs,
             defaults.reply_timeout_secs,
@@ -190,6 +165,42 @@ impl GatewayConfig {
             self.ws_ping_secs,
         );
     }
+}
+
+/// A gateway that listens needs a token of 16 characters or more; without
+/// one it may listen on loopback only, and only when the config says so.
+fn check_token(
+    listen: Option<SocketAddr>,
+    token: Option<&Secret>,
+    allow_loopback_without_token: bool,
+) -> Result<(), ConfigError> {
+    if let Some(addr) = listen
+        && token.is_none()
+    {
+        if !addr.ip().is_loopback() {
+            return Err(ConfigError::invalid(
+                "channels.gateway.token",
+                format!(
+                    "listening on {addr}, beyond this machine, needs a token (or HEARTH_GATEWAY_TOKEN)"
+                ),
+            ));
+        }
+        if !allow_loopback_without_token {
+            return Err(ConfigError::invalid(
+                "channels.gateway.token",
+                "the gateway needs a token even on loopback, where any web page the browser shows can reach it (try `openssl rand -hex 24`), or set allow_loopback_without_token = true",
+            ));
+        }
+    }
+    if let Some(token) = token
+        && token.expose().chars().count() < 16
+    {
+        return Err(ConfigError::invalid(
+            "channels.gateway.token",
+            "must be at least 16 characters (try `openssl rand -hex 24`)",
+        ));
+    }
+    Ok(())
 }
 
 fn at_least_one(value: Option<u64>, default: u64, key: &str) -> Result<u64, ConfigError> {

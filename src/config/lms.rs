@@ -192,24 +192,7 @@ impl LmsConfig {
                 "must be between 1 and 1440",
             ));
         }
-        let mut remind_before = match raw.remind_before {
-            None => d.remind_before,
-            Some(spans) => spans
-                .iter()
-                .map(|s| {
-                    parse_span(s)
-                        .filter(|d| d.as_secs() > 0 && d.as_secs() <= 60 * 86_400)
-                        .ok_or_else(|| {
-                            ConfigError::invalid(
-                                "lms.remind_before",
-                                format!("`{s}` is not a span like \"24h\", \"90m\" or \"2d\" (up to 60d)"),
-                            )
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        };
-        remind_before.sort_by(|a, b| b.cmp(a));
-        remind_before.dedup();
+        let remind_before = remind_before(raw.remind_before, d.remind_before)?;
         let time_zone = match raw.time_zone.as_deref() {
             None => d.time_zone,
             Some(tz) => tz.parse().map_err(|_| {
@@ -237,75 +220,17 @@ impl LmsConfig {
                 "must be between 1 and 366",
             ));
         }
-        let deliver = match raw.deliver {
-            None => None,
-            Some(t) => {
-                let channel = t.channel.filter(|c| !c.trim().is_empty()).ok_or_else(|| {
-                    ConfigError::invalid("lms.deliver.channel", "must name a channel")
-                })?;
-                let to = t
-                    .to
-                    .filter(|c| !c.trim().is_empty())
-                    .ok_or_else(|| ConfigError::invalid("lms.deliver.to", "must name a chat"))?;
-                Some(LmsTarget { channel, to })
-            }
-        };
+        let deliver = raw.deliver.map(target).transpose()?;
         let mut sources: Vec<LmsSourceConfig> = Vec::new();
         for (i, s) in raw.sources.unwrap_or_default().into_iter().enumerate() {
-            let key = |field: &str| format!("lms.sources[{i}].{field}");
-            let kind_text = s
-                .kind
-                .ok_or_else(|| ConfigError::invalid(&key("kind"), "is required"))?;
-            let kind = LmsKind::parse(&kind_text).ok_or_else(|| {
-                ConfigError::invalid(
-                    &key("kind"),
-                    format!("`{kind_text}` is not one of moodle, canvas, ical, rss"),
-                )
-            })?;
-            let name = s
-                .name
-                .filter(|n| !n.trim().is_empty())
-                .ok_or_else(|| ConfigError::invalid(&key("name"), "is required"))?;
-            if sources.iter().any(|o| o.name == name) {
+            let source = LmsSourceConfig::from_raw(i, s, env)?;
+            if sources.iter().any(|o| o.name == source.name) {
                 return Err(ConfigError::invalid(
-                    &key("name"),
-                    format!("`{name}` names two sources"),
+                    &format!("lms.sources[{i}].name"),
+                    format!("`{}` names two sources", source.name),
                 ));
             }
-            let url = s
-                .url
-                .ok_or_else(|| ConfigError::invalid(&key("url"), "is required"))?;
-            match reqwest::Url::parse(&url) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
-                _ => {
-                    return Err(ConfigError::invalid(
-                        &key("url"),
-                        format!("`{url}` is not an http(s) URL"),
-                    ));
-                }
-            }
-            let token = env
-                .var(&token_variable(&name))
-                .map(str::to_string)
-                .or(s.token.filter(|t| !t.is_empty()))
-                .map(Secret::new);
-            if token.is_none() && matches!(kind, LmsKind::Moodle | LmsKind::Canvas) {
-                return Err(ConfigError::invalid(
-                    &key("token"),
-                    format!(
-                        "a {} source needs a token (or set {})",
-                        kind.as_str(),
-                        token_variable(&name)
-                    ),
-                ));
-            }
-            sources.push(LmsSourceConfig {
-                kind,
-                name,
-                url,
-                token,
-                courses: s.courses.unwrap_or_default(),
-            });
+            sources.push(source);
         }
         Ok(Self {
             poll_interval: Duration::from_secs(poll_mins * 60),
@@ -368,6 +293,100 @@ impl LmsConfig {
             );
         }
     }
+}
+
+impl LmsSourceConfig {
+    /// Stage two for `[[lms.sources]]` number `i`.
+    fn from_raw(i: usize, s: RawLmsSource, env: &Environment) -> Result<Self, ConfigError> {
+        let key = |field: &str| format!("lms.sources[{i}].{field}");
+        let kind_text = s
+            .kind
+            .ok_or_else(|| ConfigError::invalid(&key("kind"), "is required"))?;
+        let kind = LmsKind::parse(&kind_text).ok_or_else(|| {
+            ConfigError::invalid(
+                &key("kind"),
+                format!("`{kind_text}` is not one of moodle, canvas, ical, rss"),
+            )
+        })?;
+        let name = s
+            .name
+            .filter(|n| !n.trim().is_empty())
+            .ok_or_else(|| ConfigError::invalid(&key("name"), "is required"))?;
+        let url = s
+            .url
+            .ok_or_else(|| ConfigError::invalid(&key("url"), "is required"))?;
+        match reqwest::Url::parse(&url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+            _ => {
+                return Err(ConfigError::invalid(
+                    &key("url"),
+                    format!("`{url}` is not an http(s) URL"),
+                ));
+            }
+        }
+        let token = env
+            .var(&token_variable(&name))
+            .map(str::to_string)
+            .or(s.token.filter(|t| !t.is_empty()))
+            .map(Secret::new);
+        if token.is_none() && matches!(kind, LmsKind::Moodle | LmsKind::Canvas) {
+            return Err(ConfigError::invalid(
+                &key("token"),
+                format!(
+                    "a {} source needs a token (or set {})",
+                    kind.as_str(),
+                    token_variable(&name)
+                ),
+            ));
+        }
+        Ok(Self {
+            kind,
+            name,
+            url,
+            token,
+            courses: s.courses.unwrap_or_default(),
+        })
+    }
+}
+
+/// `[lms] remind_before`: spans up to 60 days, longest first.
+fn remind_before(
+    spans: Option<Vec<String>>,
+    default: Vec<Duration>,
+) -> Result<Vec<Duration>, ConfigError> {
+    let mut remind_before = match spans {
+        None => default,
+        Some(spans) => spans
+            .iter()
+            .map(|s| {
+                parse_span(s)
+                    .filter(|d| d.as_secs() > 0 && d.as_secs() <= 60 * 86_400)
+                    .ok_or_else(|| {
+                        ConfigError::invalid(
+                            "lms.remind_before",
+                            format!(
+                                "`{s}` is not a span like \"24h\", \"90m\" or \"2d\" (up to 60d)"
+                            ),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    remind_before.sort_by(|a, b| b.cmp(a));
+    remind_before.dedup();
+    Ok(remind_before)
+}
+
+/// `[lms.deliver]`: the chat notices go to.
+fn target(t: RawLmsDeliver) -> Result<LmsTarget, ConfigError> {
+    let channel = t
+        .channel
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| ConfigError::invalid("lms.deliver.channel", "must name a channel"))?;
+    let to =
+        t.to.filter(|c| !c.trim().is_empty())
+            .ok_or_else(|| ConfigError::invalid("lms.deliver.to", "must name a chat"))?;
+    Ok(LmsTarget { channel, to })
 }
 
 fn quote(s: &str) -> String {

@@ -15,6 +15,30 @@ impl Config {
             ConfigSource::Defaults => "built-in defaults (no config file found)".to_string(),
         };
         let _ = writeln!(out, "# resolved from {source}\n");
+        self.render_engine(&mut out);
+        self.render_agent(&mut out);
+        self.render_generation(&mut out);
+        let _ = writeln!(
+            out,
+            "[data]\ndir = {}\n",
+            quote(&self.data_dir.display().to_string())
+        );
+        let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
+        self.memory.render(&mut out);
+        self.models.render(&mut out);
+        self.scheduler.render(&mut out);
+        let _ = writeln!(out, "{}", self.telegram.render());
+        self.gateway.render(&mut out);
+        self.openai.render(&mut out);
+        self.anthropic.render(&mut out);
+        self.lms.render(&mut out);
+        out.push('\n');
+        super::daemon::render(&mut out, &self.daemon, &self.routing);
+        out
+    }
+
+    /// `[model]` and `[engine]`.
+    fn render_engine(&self, out: &mut String) {
         let m = &self.model;
         let _ = writeln!(out, "[model]\npath = {}", quote(&m.path));
         match &m.chat_template {
@@ -57,6 +81,10 @@ impl Config {
                 quote(&dir.display().to_string())
             );
         }
+    }
+
+    /// `[agent]`.
+    fn render_agent(&self, out: &mut String) {
         let a = &self.agent;
         let autonomy = match a.autonomy {
             crate::security::Autonomy::ReadOnly => "readonly",
@@ -94,6 +122,10 @@ impl Config {
                 .join(", "),
             a.approval_timeout_secs
         );
+    }
+
+    /// `[generation]`.
+    fn render_generation(&self, out: &mut String) {
         let g = &self.generation;
         let _ = writeln!(
             out,
@@ -113,23 +145,6 @@ impl Config {
             g.reasoning.as_str(),
             g.max_reasoning_tokens
         );
-        let _ = writeln!(
-            out,
-            "[data]\ndir = {}\n",
-            quote(&self.data_dir.display().to_string())
-        );
-        let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
-        self.memory.render(&mut out);
-        self.models.render(&mut out);
-        self.scheduler.render(&mut out);
-        let _ = writeln!(out, "{}", self.telegram.render());
-        self.gateway.render(&mut out);
-        self.openai.render(&mut out);
-        self.anthropic.render(&mut out);
-        self.lms.render(&mut out);
-        out.push('\n');
-        super::daemon::render(&mut out, &self.daemon, &self.routing);
-        out
     }
 }
 

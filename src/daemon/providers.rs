@@ -2,7 +2,7 @@
 //! [`LocalModels`]) and, when configured, an OpenAI-compatible API and
 //! Anthropic's. A route
 //! with `[routing] fallback` providers gets them as a [`Fallback`] chain;
-//! the last cloud provider of a route waits out "busy" ([`Patient`]).
+//! the last cloud provider of a route waits out "busy" ([`RetryWhenBusy`]).
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use super::local_models::LOCAL;
 use crate::chat::ProviderError;
 use crate::config::Config;
 use crate::pipeline::{ProviderSet, Route};
-use crate::providers::{AnthropicProvider, Fallback, OpenAiProvider, Patient, Provider};
+use crate::providers::{AnthropicProvider, Fallback, OpenAiProvider, Provider, RetryWhenBusy};
 use futures::future::BoxFuture;
 
 pub const OPENAI: &str = "openai";
@@ -91,13 +91,13 @@ impl ProviderSet for Providers {
             }
             // An overloaded cloud API at the end of the chain is asked
             // again after a pause; one with a provider after it hands over.
-            let patient = |p| -> Arc<dyn Provider> { Arc::new(Patient::new(p)) };
+            let retry_when_busy = |p| -> Arc<dyn Provider> { Arc::new(RetryWhenBusy::new(p)) };
             let primary = match (matches!(last, OPENAI | ANTHROPIC), fallbacks.pop()) {
                 (true, Some(p)) => {
-                    fallbacks.push(patient(p));
+                    fallbacks.push(retry_when_busy(p));
                     primary
                 }
-                (true, None) => primary.map(patient),
+                (true, None) => primary.map(retry_when_busy),
                 (false, Some(p)) => {
                     fallbacks.push(p);
                     primary

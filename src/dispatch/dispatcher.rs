@@ -15,12 +15,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::tracker::{CancelReason, Tracker, scope_key};
+use super::tracker::{CancelReason, Run, Tracker, scope_key};
 use crate::channels::commands::{self, Command};
 use crate::channels::{ChannelMessage, SendMessage};
 use crate::inbox::{Inbound, State};
@@ -108,20 +108,7 @@ impl Dispatcher {
             let message = inbound.message.clone();
             let key = scope_key(&message);
             if commands::parse(&message.content) == Some(Command::Stop) {
-                let text = if tracker.stop(&key) {
-                    "Stopped."
-                } else {
-                    "Nothing is running."
-                };
-                let reply = SendMessage::reply_to(&message, text);
-                let outcome = match self.runtime.deliver(&message.channel, reply).await {
-                    Ok(_) => Outcome::Command,
-                    Err(e) => Outcome::Undelivered(e.to_string()),
-                };
-                if inbound.recorded {
-                    self.runtime.inbox().finish(&message, State::Answered, None);
-                }
-                report(&self.reports, &self.runtime, &message, outcome, None);
+                self.stop(&inbound, &tracker, &key).await;
                 continue;
             }
             let interrupt = !inbound.late
@@ -133,25 +120,9 @@ impl Dispatcher {
             if interrupt && let Some(previous) = &previous {
                 previous.cancel(CancelReason::Superseded);
             }
-            let acquire = semaphore.clone().acquire_owned();
-            tokio::pin!(acquire);
-            let permit = loop {
-                match draining {
-                    None => tokio::select! {
-                        p = &mut acquire => break p.ok(),
-                        _ = shutdown.cancelled() => {
-                            bus.close();
-                            draining = Some(Instant::now() + self.grace);
-                        }
-                    },
-                    Some(deadline) => {
-                        break tokio::time::timeout_at(deadline, &mut acquire)
-                            .await
-                            .ok()
-                            .and_then(Result::ok);
-                    }
-                }
-            };
+            let permit = self
+                .permit(&semaphore, &mut bus, &shutdown, &mut draining)
+                .await;
             let Some(permit) = permit else {
                 // Past the shutdown grace: reported, not started (a
                 // recorded one is answered at the next start).
@@ -166,59 +137,145 @@ impl Dispatcher {
                 );
                 continue;
             };
-            let runtime = self.runtime.clone();
-            let tracker = tracker.clone();
-            let reports = self.reports.clone();
-            tasks.spawn(async move {
-                let _permit = permit;
-                if let Some(previous) = previous {
-                    previous.done.cancelled().await;
-                }
-                runtime.status().started();
-                let began = Instant::now();
-                let recorded = inbound.recorded;
-                let outcome = runtime.process(inbound, run.cancel.clone()).await;
-                let outcome = match (outcome, run.reason()) {
-                    (Outcome::Cancelled, Some(CancelReason::Superseded)) => {
-                        if recorded {
-                            runtime.inbox().finish(&message, State::Superseded, None);
-                        }
-                        Outcome::Superseded
-                    }
-                    (Outcome::Cancelled, Some(CancelReason::Stopped)) => {
-                        runtime.note_stopped(&message);
-                        if recorded {
-                            runtime
-                                .inbox()
-                                .finish(&message, State::Cancelled, Some("stopped"));
-                        }
-                        Outcome::Cancelled
-                    }
-                    // Cancelled by the shutdown: the record stays open.
-                    (o, _) => o,
-                };
-                if outcome.sent_nothing() {
-                    runtime.unanswered(&message).await;
-                }
-                runtime.status().finished();
-                tracker.end(&key, &run);
-                report(&reports, &runtime, &message, outcome, Some(began.elapsed()));
-            });
+            let answer = Answer {
+                runtime: self.runtime.clone(),
+                tracker: tracker.clone(),
+                reports: self.reports.clone(),
+                key,
+                run,
+                previous,
+            };
+            tasks.spawn(answer.run(inbound, permit));
         }
         drop(bus);
         let deadline = draining.unwrap_or_else(|| Instant::now() + self.grace);
-        let drained = tokio::time::timeout_at(deadline, async {
-            while tasks.join_next().await.is_some() {}
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!(
-                left = tasks.len(),
-                "replies still running after the shutdown grace; cancelling them"
-            );
-            abort.cancel();
-            while tasks.join_next().await.is_some() {}
+        finish(tasks, deadline, abort).await;
+    }
+
+    /// A place among the replies in flight; `None` once the shutdown grace
+    /// (`draining`, set here if the shutdown comes meanwhile) has passed.
+    async fn permit(
+        &self,
+        semaphore: &Arc<Semaphore>,
+        bus: &mut mpsc::Receiver<Inbound>,
+        shutdown: &CancellationToken,
+        draining: &mut Option<Instant>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let acquire = semaphore.clone().acquire_owned();
+        tokio::pin!(acquire);
+        loop {
+            match *draining {
+                None => tokio::select! {
+                    p = &mut acquire => return p.ok(),
+                    _ = shutdown.cancelled() => {
+                        bus.close();
+                        *draining = Some(Instant::now() + self.grace);
+                    }
+                },
+                Some(deadline) => {
+                    return tokio::time::timeout_at(deadline, &mut acquire)
+                        .await
+                        .ok()
+                        .and_then(Result::ok);
+                }
+            }
         }
+    }
+
+    /// `/stop`: cancels what runs in the message's scope, and says so.
+    async fn stop(&self, inbound: &Inbound, tracker: &Tracker, key: &str) {
+        let message = &inbound.message;
+        let text = if tracker.stop(key) {
+            "Stopped."
+        } else {
+            "Nothing is running."
+        };
+        let reply = SendMessage::reply_to(message, text);
+        let outcome = match self.runtime.deliver(&message.channel, reply).await {
+            Ok(_) => Outcome::Command,
+            Err(e) => Outcome::Undelivered(e.to_string()),
+        };
+        if inbound.recorded {
+            self.runtime.inbox().finish(message, State::Answered, None);
+        }
+        report(&self.reports, &self.runtime, message, outcome, None);
+    }
+}
+
+/// One message being answered, once it has its turn.
+struct Answer {
+    runtime: Arc<Runtime>,
+    tracker: Arc<Tracker>,
+    reports: Option<mpsc::UnboundedSender<Report>>,
+    key: String,
+    run: Run,
+    /// The run it interrupts (or waits for) in the same scope.
+    previous: Option<Run>,
+}
+
+impl Answer {
+    /// Runs the pipeline after the previous run in its scope has ended,
+    /// and reports how it ended.
+    async fn run(self, inbound: Inbound, permit: OwnedSemaphorePermit) {
+        let Self {
+            runtime,
+            tracker,
+            reports,
+            key,
+            run,
+            previous,
+        } = self;
+        let message = inbound.message.clone();
+        let _permit = permit;
+        if let Some(previous) = previous {
+            previous.done.cancelled().await;
+        }
+        runtime.status().started();
+        let began = Instant::now();
+        let recorded = inbound.recorded;
+        let outcome = runtime.process(inbound, run.cancel.clone()).await;
+        let outcome = match (outcome, run.reason()) {
+            (Outcome::Cancelled, Some(CancelReason::Superseded)) => {
+                if recorded {
+                    runtime.inbox().finish(&message, State::Superseded, None);
+                }
+                Outcome::Superseded
+            }
+            (Outcome::Cancelled, Some(CancelReason::Stopped)) => {
+                runtime.note_stopped(&message);
+                if recorded {
+                    runtime
+                        .inbox()
+                        .finish(&message, State::Cancelled, Some("stopped"));
+                }
+                Outcome::Cancelled
+            }
+            // Cancelled by the shutdown: the record stays open.
+            (o, _) => o,
+        };
+        if outcome.sent_nothing() {
+            runtime.unanswered(&message).await;
+        }
+        runtime.status().finished();
+        tracker.end(&key, &run);
+        report(&reports, &runtime, &message, outcome, Some(began.elapsed()));
+    }
+}
+
+/// Waits for the replies still running until `deadline`, then cancels
+/// what is left (`abort`) and waits for it to end.
+async fn finish(mut tasks: JoinSet<()>, deadline: Instant, abort: CancellationToken) {
+    let drained = tokio::time::timeout_at(deadline, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            left = tasks.len(),
+            "replies still running after the shutdown grace; cancelling them"
+        );
+        abort.cancel();
+        while tasks.join_next().await.is_some() {}
     }
 }
 

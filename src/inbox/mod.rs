@@ -13,9 +13,9 @@
 //! At start the daemon takes up what was left open ([`Inbox::open_entries`]):
 //! messages not answered run again, in order, and say they are late;
 //! replies made but not fully sent are sent on from the part they reached
-//! ([`journal`]); failed sends are retried with backoff ([`retry`]).
+//! ([`entry_journal`]); failed sends are retried with backoff ([`retry`]).
 
-pub mod journal;
+pub mod entry_journal;
 pub mod retry;
 mod store;
 mod syncer;
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-pub use journal::EntryJournal;
+pub use entry_journal::EntryJournal;
 pub use store::{Entry, KEEP_FINISHED_DAYS, State};
 
 use crate::channels::ChannelMessage;

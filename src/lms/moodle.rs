@@ -170,6 +170,30 @@ impl Moodle {
     }
 
     async fn fetch(&self, now: DateTime<Utc>) -> Result<Vec<LmsItem>, LmsError> {
+        self.check_site().await?;
+        let mut notes = BTreeSet::new();
+        let mut courses: HashMap<String, Course> = HashMap::new();
+        // Assignments by instance id, in the order listed.
+        let mut assignments: Vec<(String, LmsItem)> = Vec::new();
+        let mut items = Vec::new();
+
+        self.assignments(&mut courses, &mut assignments, &mut notes)
+            .await?;
+
+        let from = now - Duration::days(EVENTS_LOOKBACK_DAYS);
+        if let Some(events) = self.action_events(from, &mut notes).await? {
+            items = self.event_items(&events, from, &mut courses, &mut assignments);
+        }
+        let mut all: Vec<LmsItem> = assignments.into_iter().map(|(_, a)| a).collect();
+        all.append(&mut items);
+        let mut items = all;
+        self.announcements(&courses, &mut items, &mut notes).await?;
+        *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes.into_iter().collect();
+        Ok(items)
+    }
+
+    /// The site answers the token, or says why not.
+    async fn check_site(&self) -> Result<(), LmsError> {
         if let Err(r) = self.call_raw("core_webservice_get_site_info", &[]).await? {
             let what = format!("Moodle {}: {}", r.code, r.message);
             return Err(if AUTH_CODES.contains(&r.code.as_str()) {
@@ -178,14 +202,19 @@ impl Moodle {
                 LmsError::Remote(format!("core_webservice_get_site_info: {what}"))
             });
         }
-        let mut notes = BTreeSet::new();
-        let mut courses: HashMap<String, Course> = HashMap::new();
-        // Assignments by instance id, in the order listed.
-        let mut assignments: Vec<(String, LmsItem)> = Vec::new();
-        let mut items = Vec::new();
+        Ok(())
+    }
 
+    /// The assignments of the allowed courses, by instance id in the order
+    /// listed; every course seen goes into `courses`.
+    async fn assignments(
+        &self,
+        courses: &mut HashMap<String, Course>,
+        assignments: &mut Vec<(String, LmsItem)>,
+        notes: &mut BTreeSet<String>,
+    ) -> Result<(), LmsError> {
         if let Some(body) = self
-            .optional("mod_assign_get_assignments", &[], &mut notes)
+            .optional("mod_assign_get_assignments", &[], notes)
             .await?
         {
             for c in array(&body, "courses", "mod_assign_get_assignments")? {
@@ -217,60 +246,65 @@ impl Moodle {
                 }
             }
         }
+        Ok(())
+    }
 
-        let from = now - Duration::days(EVENTS_LOOKBACK_DAYS);
-        if let Some(events) = self.action_events(from, &mut notes).await? {
-            let mut with_event = BTreeSet::new();
-            for e in &events {
-                let course = e.get("course").map(Course::of);
-                if let Some(c) = &course {
-                    if !self.allowed(c) {
-                        continue;
-                    }
-                    courses.entry(c.id.clone()).or_insert_with(|| c.clone());
+    /// Items from the action events since `from`: quizzes and events, and
+    /// the user's own due dates of `assignments` (an assignment without an
+    /// event any more was submitted).
+    fn event_items(
+        &self,
+        events: &[Value],
+        from: DateTime<Utc>,
+        courses: &mut HashMap<String, Course>,
+        assignments: &mut [(String, LmsItem)],
+    ) -> Vec<LmsItem> {
+        let mut items = Vec::new();
+        let mut with_event = BTreeSet::new();
+        for e in events {
+            let course = e.get("course").map(Course::of);
+            if let Some(c) = &course {
+                if !self.allowed(c) {
+                    continue;
                 }
-                let module = str_of(e, "modulename").unwrap_or("");
-                let instance = id_of(e, "instance").unwrap_or_default();
-                let due = unix_of(e, "timesort").or_else(|| unix_of(e, "timestart"));
-                if module == "assign" {
-                    with_event.insert(instance.clone());
-                    if let Some((_, a)) = assignments.iter_mut().find(|(i, _)| *i == instance) {
-                        // The user's own date: an extension or an override.
-                        a.due = due.or(a.due);
-                        continue;
-                    }
+                courses.entry(c.id.clone()).or_insert_with(|| c.clone());
+            }
+            let module = str_of(e, "modulename").unwrap_or("");
+            let instance = id_of(e, "instance").unwrap_or_default();
+            let due = unix_of(e, "timesort").or_else(|| unix_of(e, "timestart"));
+            if module == "assign" {
+                with_event.insert(instance.clone());
+                if let Some((_, a)) = assignments.iter_mut().find(|(i, _)| *i == instance) {
+                    // The user's own date: an extension or an override.
+                    a.due = due.or(a.due);
+                    continue;
                 }
-                let Some(id) = id_of(e, "id") else { continue };
-                let (id, kind) = match module {
-                    "assign" => (format!("assign:{instance}"), ItemKind::Assignment),
-                    "quiz" => (format!("event:{id}"), ItemKind::Quiz),
-                    _ => (format!("event:{id}"), ItemKind::Event),
-                };
-                let mut item = LmsItem::new(
-                    &self.config.name,
-                    id,
-                    kind,
-                    str_of(e, "activityname")
-                        .or_else(|| str_of(e, "name"))
-                        .unwrap_or("(untitled event)"),
-                );
-                item.course = course.map(|c| c.full).filter(|f| !f.is_empty());
-                item.url = str_of(e, "url").map(str::to_string);
-                item.due = due;
-                item.updated = unix_of(e, "timemodified");
-                items.push(item);
             }
-            for (instance, a) in &mut assignments {
-                // Submitted: Moodle lists no action event for it any more.
-                a.done = !with_event.contains(instance) && a.due.is_some_and(|d| d > from);
-            }
+            let Some(id) = id_of(e, "id") else { continue };
+            let (id, kind) = match module {
+                "assign" => (format!("assign:{instance}"), ItemKind::Assignment),
+                "quiz" => (format!("event:{id}"), ItemKind::Quiz),
+                _ => (format!("event:{id}"), ItemKind::Event),
+            };
+            let mut item = LmsItem::new(
+                &self.config.name,
+                id,
+                kind,
+                str_of(e, "activityname")
+                    .or_else(|| str_of(e, "name"))
+                    .unwrap_or("(untitled event)"),
+            );
+            item.course = course.map(|c| c.full).filter(|f| !f.is_empty());
+            item.url = str_of(e, "url").map(str::to_string);
+            item.due = due;
+            item.updated = unix_of(e, "timemodified");
+            items.push(item);
         }
-        let mut all: Vec<LmsItem> = assignments.into_iter().map(|(_, a)| a).collect();
-        all.append(&mut items);
-        let mut items = all;
-        self.announcements(&courses, &mut items, &mut notes).await?;
-        *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes.into_iter().collect();
-        Ok(items)
+        for (instance, a) in assignments.iter_mut() {
+            // Submitted: Moodle lists no action event for it any more.
+            a.done = !with_event.contains(instance) && a.due.is_some_and(|d| d > from);
+        }
+        items
     }
 
     /// Every action event from `from` on, page by page; `None` when the site

@@ -16,15 +16,15 @@
 pub mod consolidate;
 pub mod context;
 mod entry;
+mod message;
 pub mod query;
-mod said;
 pub mod scope;
 mod store;
 mod tools;
 mod turn;
 
 pub use entry::{Category, MemoryEntry, Recalled};
-pub use said::Said;
+pub use message::Said;
 pub use scope::{LOCAL_SCOPE, Scopes};
 pub use store::{MemoryError, MemoryStore, relevance};
 pub use tools::{MemoryForgetTool, MemoryRecallTool, MemoryStoreTool, memory_tools};

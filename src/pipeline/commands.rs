@@ -29,32 +29,7 @@ impl Runtime {
                     }
                 }
             }
-            Command::Models => {
-                let current = self
-                    .chosen_models()
-                    .get(key)
-                    .cloned()
-                    .unwrap_or_else(|| "default".to_string());
-                let mut lines = vec![format!("default — {}", config.model.path)];
-                lines.extend(
-                    config
-                        .routing
-                        .models
-                        .iter()
-                        .map(|(name, file)| format!("{name} — {file}")),
-                );
-                let marked: Vec<String> = lines
-                    .into_iter()
-                    .map(|l| {
-                        if l.split(" — ").next() == Some(current.as_str()) {
-                            format!("• {l} (in use)")
-                        } else {
-                            format!("• {l}")
-                        }
-                    })
-                    .collect();
-                format!("Models:\n{}", marked.join("\n"))
-            }
+            Command::Models => self.models(&config, key),
             Command::Model(name) => {
                 if name == "default" {
                     self.chosen_models().remove(key);
@@ -67,24 +42,7 @@ impl Runtime {
                 }
             }
             Command::Stop => "Nothing is running.".to_string(),
-            Command::Status => {
-                let model = self
-                    .chosen_models()
-                    .get(key)
-                    .cloned()
-                    .unwrap_or_else(|| "default".to_string());
-                let messages = self.sessions.load(key).map(|h| h.len()).unwrap_or(0);
-                let inbox = match self.inbox.counts().await {
-                    Ok(counts) => crate::inbox::summary(&counts),
-                    Err(e) => format!("inbox: cannot be read ({e})"),
-                };
-                format!(
-                    "{}\n{inbox}\nprovider: {}; model for this chat: {model}; {messages} messages in this conversation (channel {}).",
-                    self.status.render(),
-                    config.routing.default_provider,
-                    message.channel
-                )
-            }
+            Command::Status => self.status_of(&config, message, key).await,
             Command::ResetApprovals => match self.approvals.reset(message) {
                 Ok(0) => "You had not allowed any tool for good in this chat.".to_string(),
                 Ok(n) => format!(
@@ -97,5 +55,58 @@ impl Runtime {
             },
             Command::Help => HELP.to_string(),
         }
+    }
+
+    /// `/models`: the models this chat may use, the one in use marked.
+    fn models(&self, config: &crate::config::Config, key: &str) -> String {
+        let current = self
+            .chosen_models()
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| "default".to_string());
+        let mut lines = vec![format!("default — {}", config.model.path)];
+        lines.extend(
+            config
+                .routing
+                .models
+                .iter()
+                .map(|(name, file)| format!("{name} — {file}")),
+        );
+        let marked: Vec<String> = lines
+            .into_iter()
+            .map(|l| {
+                if l.split(" — ").next() == Some(current.as_str()) {
+                    format!("• {l} (in use)")
+                } else {
+                    format!("• {l}")
+                }
+            })
+            .collect();
+        format!("Models:\n{}", marked.join("\n"))
+    }
+
+    /// `/status`: the daemon, the inbox and this chat.
+    async fn status_of(
+        &self,
+        config: &crate::config::Config,
+        message: &ChannelMessage,
+        key: &str,
+    ) -> String {
+        let model = self
+            .chosen_models()
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| "default".to_string());
+        let messages = self.sessions.load(key).map(|h| h.len()).unwrap_or(0);
+        let inbox = match self.inbox.counts().await {
+            Ok(counts) => crate::inbox::summary(&counts),
+            Err(e) => format!("inbox: cannot be read ({e})"),
+        };
+        format!(
+            "{}\n{inbox}\nprovider: {}; model for this chat: {model}; {messages} messages in this conversation (channel {}).",
+            self.status.render(),
+            config.routing.default_provider,
+            message.channel
+        )
     }
 }

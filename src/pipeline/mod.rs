@@ -8,7 +8,7 @@
 //! 4. [`session`]: the history key, history restored from SQLite;
 //! 5. [`normalize`]: merged turns, stale tool results and images out;
 //! 6. memory context (the [`TurnMemory`] seam) and [`prompt`];
-//! 7. [`feedback`]: typing, drafts, tool notices while [`ToolLoop`] runs
+//! 7. [`live`]: typing, drafts, tool notices while [`ToolLoop`] runs
 //!    within the [`budget`];
 //! 8. [`sanitize`], the `on_message_sending` hook, send (`send`: against
 //!    the durable inbox's record when the message has one);
@@ -20,9 +20,10 @@
 pub mod approvals;
 pub mod budget;
 mod commands;
-pub mod feedback;
+mod conclude;
 pub mod health;
 pub mod hooks;
+pub mod live;
 pub mod normalize;
 pub mod outcome;
 pub mod prompt;

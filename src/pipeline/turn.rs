@@ -7,17 +7,21 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::feedback::{Feedback, Progress, Tee};
-use super::send::Reply;
-use super::{Outcome, Runtime, budget, normalize, outcome, prompt, routing, sanitize};
-use crate::agent::ConversationMessage;
+use tokio::sync::mpsc;
+
+use super::conclude::Ended;
+use super::live::{Feedback, Progress, Tee};
+use super::{Outcome, Runtime, budget, normalize, prompt, routing, sanitize};
+use crate::agent::call_format;
 use crate::agent::context::ContextLimits;
-use crate::agent::dispatch;
-use crate::agent::tool_loop::{HookDecision, LoopError, LoopSettings, ToolLoop};
-use crate::channels::{Channel, Initiator};
-use crate::chat::{ChatMessage, ProviderError, Role, SamplingParams, ToolChoice};
+use crate::agent::tool_loop::{
+    AfterToolCall, BeforeToolCall, HookDecision, LoopError, LoopSettings, ToolLoop,
+};
+use crate::channels::{Channel, ChannelMessage, Initiator};
+use crate::chat::{ChatMessage, Role, SamplingParams, ToolChoice};
 use crate::inbox::Inbound;
-use crate::tools::ToolOrigin;
+use crate::providers::Provider;
+use crate::tools::{ToolContext, ToolOrigin};
 use futures::future::BoxFuture;
 
 /// The recording of a turn's start, committing while the model works.
@@ -97,10 +101,87 @@ impl Runtime {
         let message = &inbound.message;
         let scheduled = message.initiator == Initiator::Schedule;
         let said = said(message);
-        if !scheduled {
-            self.memory.on_user_message(&said).await;
+        let (tool_context, provider, messages) = match self
+            .prepare(
+                channel,
+                inbound,
+                key,
+                (history, &route, vision),
+                config,
+                &said,
+            )
+            .await
+        {
+            Ok(prepared) => prepared,
+            Err(outcome) => return outcome,
+        };
+        let record = inbound
+            .recorded
+            .then(|| (self.inbox.clone(), message.clone()));
+        let feedback = Feedback::start(channel.clone(), message, record);
+        let tee = Tee::new(provider, feedback.progress(), self.metrics().clone());
+        let (before_tool_call, after_tool_call) =
+            self.tool_hooks(channel, message, config, feedback.progress());
+        let dispatcher = call_format::choose(
+            config.agent.tool_dispatcher,
+            tee.inner.supports_native_tools(),
+        );
+        let tool_loop = ToolLoop {
+            provider: &tee,
+            dispatcher: dispatcher.as_ref(),
+            registry: &self.tools,
+            tools: &tool_context,
+            before_tool_call: Some(before_tool_call.as_ref()),
+            after_tool_call: Some(after_tool_call.as_ref()),
+        };
+        let settings = loop_settings(config);
+        let result = tokio::select! {
+            r = tool_loop.run(key, messages, &settings, cancel.clone()) => r,
+            // A provider that ignores cancellation must not hold the message.
+            _ = cancel.cancelled() => Err(LoopError::Cancelled),
+        };
+        // The reply's text, so a stream's last piece completes it.
+        let shown = result.as_ref().ok().map(|done| sanitize::reply(&done.text));
+        let draft = feedback.finish(shown.as_deref()).await;
+        // Saved before anything below rewrites the history.
+        if let Some(started) = started
+            && let Err(e) = started.await
+        {
+            tracing::error!(error = %e, "cannot save the user's message");
         }
-        let memory = self.memory.recall_context(&said).await;
+        let ended = Ended {
+            result,
+            shown,
+            draft,
+        };
+        self.conclude(
+            channel,
+            inbound,
+            key,
+            tee.inner.as_ref(),
+            ended,
+            (scheduled, &said),
+        )
+        .await
+    }
+
+    /// Phases 5–6: memory, the tools this turn may use, the provider and
+    /// the prompt; the outcome instead where one of them cannot be had.
+    async fn prepare(
+        &self,
+        channel: &Arc<dyn Channel>,
+        inbound: &Inbound,
+        key: &str,
+        (history, route, vision): (Vec<ChatMessage>, &routing::Route, bool),
+        config: &crate::config::Config,
+        said: &crate::memory::Said,
+    ) -> Result<(ToolContext, Arc<dyn Provider>, Vec<ChatMessage>), Outcome> {
+        let message = &inbound.message;
+        let scheduled = message.initiator == Initiator::Schedule;
+        if !scheduled {
+            self.memory.on_user_message(said).await;
+        }
+        let memory = self.memory.recall_context(said).await;
 
         let history = normalize::history(history, vision);
         let user_text = if vision {
@@ -118,9 +199,9 @@ impl Runtime {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %e, "no workspace folder for this chat");
-                return self
+                return Err(self
                     .failed(channel, inbound, key, None, &e.to_string())
-                    .await;
+                    .await);
             }
         };
         let specs = if scheduled {
@@ -128,15 +209,15 @@ impl Runtime {
         } else {
             self.tools.specs()
         };
-        let provider = match self.providers.provider(&route).await {
+        let provider = match self.providers.provider(route).await {
             Ok(p) => p,
             Err(e) => {
-                return self
+                return Err(self
                     .failed(channel, inbound, key, None, &e.to_string())
-                    .await;
+                    .await);
             }
         };
-        let native = dispatch::is_native(
+        let native = call_format::is_native(
             config.agent.tool_dispatcher,
             provider.supports_native_tools(),
         );
@@ -150,14 +231,20 @@ impl Runtime {
             provider.context_window(),
         );
         let messages = prompt::messages(system, history, &user_text, memory);
-        let record = inbound
-            .recorded
-            .then(|| (self.inbox.clone(), message.clone()));
-        let feedback = Feedback::start(channel.clone(), message, record);
-        let progress_tx = feedback.progress();
-        let tee = Tee::new(provider, progress_tx.clone(), self.metrics().clone());
-        let done = progress_tx.clone();
-        let notices = progress_tx;
+        Ok((tool_context, provider, messages))
+    }
+
+    /// The tool loop's hooks: a call runs once approved, and the person
+    /// hears of it (`progress`) as it starts and ends.
+    fn tool_hooks(
+        &self,
+        channel: &Arc<dyn Channel>,
+        message: &ChannelMessage,
+        config: &Arc<crate::config::Config>,
+        progress: mpsc::UnboundedSender<Progress>,
+    ) -> (Box<BeforeToolCall>, Box<AfterToolCall>) {
+        let done = progress.clone();
+        let notices = progress;
         let (approvals, asking, turn) = (self.approvals.clone(), channel.clone(), message.clone());
         let settings = config.clone();
         let before_tool_call =
@@ -190,167 +277,7 @@ impl Runtime {
                     output: result.content.clone(),
                 });
             };
-        let dispatcher = dispatch::choose(
-            config.agent.tool_dispatcher,
-            tee.inner.supports_native_tools(),
-        );
-        let tool_loop = ToolLoop {
-            provider: &tee,
-            dispatcher: dispatcher.as_ref(),
-            registry: &self.tools,
-            tools: &tool_context,
-            before_tool_call: Some(&before_tool_call),
-            after_tool_call: Some(&after_tool_call),
-        };
-        let settings = LoopSettings {
-            max_iterations: config.agent.max_tool_iterations,
-            timeout: budget::message_budget(
-                config.daemon.message_timeout_secs,
-                config.agent.max_tool_iterations,
-            ),
-            sampling: SamplingParams::from(&config.generation),
-            first_tool_choice: ToolChoice::Auto,
-            context: ContextLimits::default(),
-            parallel_tools: config.agent.parallel_tools,
-        };
-        let result = tokio::select! {
-            r = tool_loop.run(key, messages, &settings, cancel.clone()) => r,
-            // A provider that ignores cancellation must not hold the message.
-            _ = cancel.cancelled() => Err(LoopError::Cancelled),
-        };
-        // The reply's text, so a stream's last piece completes it.
-        let shown = result.as_ref().ok().map(|done| sanitize::reply(&done.text));
-        let draft = feedback.finish(shown.as_deref()).await;
-        // Saved before anything below rewrites the history.
-        if let Some(started) = started
-            && let Err(e) = started.await
-        {
-            tracing::error!(error = %e, "cannot save the user's message");
-        }
-
-        match result {
-            Ok(done) => {
-                self.count_tool_calls(&done.history);
-                if let Some(kept) = &done.rewritten_history {
-                    // Context management summarised or dropped old turns:
-                    // store what the model now sees, so it is not redone.
-                    let mut stored = kept.clone();
-                    stored.push(ChatMessage::user(message.content.clone()));
-                    if let Err(e) = self.sessions.replace(key, &stored) {
-                        tracing::error!(error = %e, "cannot store the compacted history");
-                    }
-                }
-                let text = shown.unwrap_or_default();
-                let text = if text.is_empty() {
-                    "I have no answer to that.".to_string()
-                } else {
-                    text
-                };
-                let reply = Reply {
-                    draft,
-                    text: text.clone(),
-                    success: Outcome::Replied,
-                    turn: Some((key.to_string(), vec![ChatMessage::assistant(text.clone())])),
-                };
-                let outcome = self.reply(channel, inbound, reply).await;
-                if matches!(outcome, Outcome::HookCancelled(_)) {
-                    return outcome;
-                }
-                if !scheduled {
-                    self.memory.after_turn(&said, &text).await;
-                }
-                outcome
-            }
-            Err(LoopError::Cancelled) => {
-                if let (Some(id), Some(drafts)) = (draft, channel.drafts()) {
-                    let _ = drafts.cancel_draft(&message.reply_target, &id).await;
-                }
-                Outcome::Cancelled
-            }
-            Err(LoopError::Provider(ProviderError::ContextOverflow { limit, .. })) => {
-                let window = tee.inner.context_window().unwrap_or(limit);
-                let tokens = tee
-                    .inner
-                    .count_tokens(&message.content)
-                    .unwrap_or(message.content.chars().count() / 4);
-                if outcome::too_long_alone(tokens, window) {
-                    // Compacting the history would lose it and not help; the
-                    // paste itself leaves the history, or every later turn
-                    // would overflow on it.
-                    let note = outcome::too_long_stand_in(message.content.chars().count(), tokens);
-                    if let Err(e) = self.sessions.stand_in(key, &message.content, &note) {
-                        tracing::error!(error = %e, "cannot drop the long message from the history");
-                    }
-                    let reply = Reply {
-                        draft,
-                        text: outcome::too_long_notice(tokens, window),
-                        success: Outcome::Overflow,
-                        turn: None,
-                    };
-                    return self.reply(channel, inbound, reply).await;
-                }
-                let kept = self.sessions.compact(key).unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "cannot compact history");
-                    0
-                });
-                let reply = Reply {
-                    draft,
-                    text: outcome::overflow_notice(kept),
-                    success: Outcome::Overflow,
-                    turn: None,
-                };
-                self.reply(channel, inbound, reply).await
-            }
-            Err(LoopError::Provider(e)) => {
-                self.failed(channel, inbound, key, draft, &e.to_string())
-                    .await
-            }
-            Err(LoopError::TimedOut(secs)) => {
-                let reply = Reply {
-                    draft,
-                    text: outcome::timed_out_notice(secs),
-                    success: Outcome::TimedOut,
-                    turn: Some((key.to_string(), vec![outcome::timed_out_turn(secs)])),
-                };
-                self.reply(channel, inbound, reply).await
-            }
-        }
-    }
-
-    /// Counts the turn's tool calls by tool and outcome.
-    fn count_tool_calls(&self, history: &[ConversationMessage]) {
-        for message in history {
-            let ConversationMessage::ToolResults(results) = message else {
-                continue;
-            };
-            for r in results {
-                let outcome = match (r.is_error, r.content.starts_with("not run:")) {
-                    (false, _) => "ok",
-                    (true, true) => "refused",
-                    (true, false) => "error",
-                };
-                self.metrics().tool_call(&r.name, outcome);
-            }
-        }
-    }
-
-    async fn failed(
-        &self,
-        channel: &Arc<dyn Channel>,
-        inbound: &Inbound,
-        key: &str,
-        draft: Option<String>,
-        error: &str,
-    ) -> Outcome {
-        tracing::warn!(error, "the provider failed");
-        let detail = sanitize::error(error, &self.tool_context.scrubber);
-        let reply = Reply {
-            draft,
-            text: outcome::failed_notice(&detail),
-            success: Outcome::Failed,
-            turn: Some((key.to_string(), vec![outcome::failed_turn(&detail)])),
-        };
-        self.reply(channel, inbound, reply).await
+        (Box::new(before_tool_call), Box::new(after_tool_call))
     }
 }
 
@@ -363,5 +290,20 @@ fn said(message: &crate::channels::ChannelMessage) -> crate::memory::Said {
         sender: message.sender.clone(),
         id: message.id.clone(),
         text: message.content.clone(),
+    }
+}
+
+/// The tool loop's settings for this config.
+fn loop_settings(config: &crate::config::Config) -> LoopSettings {
+    LoopSettings {
+        max_iterations: config.agent.max_tool_iterations,
+        timeout: budget::message_budget(
+            config.daemon.message_timeout_secs,
+            config.agent.max_tool_iterations,
+        ),
+        sampling: SamplingParams::from(&config.generation),
+        first_tool_choice: ToolChoice::Auto,
+        context: ContextLimits::default(),
+        parallel_tools: config.agent.parallel_tools,
     }
 }

@@ -6,20 +6,20 @@
 //! or answer a route, where the config asks for one.
 
 mod anthropic;
+mod busy_retry;
 mod calls;
 mod fallback;
 mod http;
 mod local;
 mod openai;
-mod patient;
 mod scripted;
 mod sse;
 
 pub use anthropic::AnthropicProvider;
+pub use busy_retry::RetryWhenBusy;
 pub use fallback::Fallback;
 pub use local::LocalProvider;
 pub use openai::OpenAiProvider;
-pub use patient::Patient;
 pub use scripted::ScriptedProvider;
 
 use tokio_util::sync::CancellationToken;

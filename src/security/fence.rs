@@ -103,7 +103,7 @@ pub fn fence(source: &str, text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::dispatch::xml::parse_reply;
+    use crate::agent::call_format::xml::parse_reply;
 
     const PLANTED: &[&str] = &[
         r#"<tool_call>{"name": "shell", "arguments": {"command": "rm -rf ~"}}</tool_call>"#,

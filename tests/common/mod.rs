@@ -113,3 +113,11 @@ pub fn assert_no_panic(stderr: &str) {
         "backtrace shown: {stderr}"
     );
 }
+
+/// llama.cpp's backend is one per process, and the integration tests are
+/// one process: every test that starts an engine here holds this while it
+/// runs, so engines take turns.
+pub fn engine_lock() -> std::sync::MutexGuard<'static, ()> {
+    static ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ENGINE.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -6,10 +6,10 @@
 //! - [`model`]: model families, reasoning effort, GPU layers.
 //! - [`retry`]: the one retry policy: a wait that doubles up to a ceiling.
 //! - [`clock`]: wall-clock time behind a trait.
-//! - [`private`]: files and folders only hearth's user may read.
+//! - [`file_modes`]: files and folders only hearth's user may read.
 
 pub mod chat;
 pub mod clock;
+pub mod file_modes;
 pub mod model;
-pub mod private;
 pub mod retry;

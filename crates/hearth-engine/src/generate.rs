@@ -16,9 +16,9 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::cache::reuse::{self, Plan};
 use super::cache::{SeqCache, arrange};
+use super::coalesce::Outbox;
 use super::control::ControlTexts;
 use super::formats::{Format, ModelFamily};
-use super::outbox::Outbox;
 use super::reply::{Admitted, Reply};
 use super::template::{ChatTemplate, Turn};
 use super::{Job, sampling};

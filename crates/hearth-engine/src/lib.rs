@@ -20,6 +20,7 @@
 pub mod backends;
 mod batcher;
 mod cache;
+mod coalesce;
 mod control;
 mod error;
 pub mod formats;
@@ -28,7 +29,6 @@ pub mod gguf;
 pub mod hardware;
 mod log;
 pub mod model_file;
-mod outbox;
 mod queue;
 mod repetition;
 mod reply;

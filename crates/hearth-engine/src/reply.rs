@@ -14,8 +14,8 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use tokio_util::sync::CancellationToken;
 
+use super::coalesce::{Gone, Outbox};
 use super::formats::{Format, Ids, Piece, Splitter};
-use super::outbox::{Gone, Outbox};
 use super::utf8::Utf8Stream;
 use super::{repetition, sampling::Picker};
 use hearth_core::chat::{ChatRequest, FinishReason, Priority, ProviderError, StreamEvent, Usage};

@@ -4,7 +4,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::window::{Window, is_tool_result};
 use super::{ContextLimits, identifiers};
-use crate::agent::dispatch::xml::strip_think;
+use crate::agent::call_format::xml::strip_think;
 use crate::chat::{ChatMessage, ChatRequest, ProviderError, Role, SamplingParams};
 use crate::providers::Provider;
 

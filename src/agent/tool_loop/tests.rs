@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::*;
+use crate::agent::call_format::XmlToolDispatcher;
 use crate::agent::context::ContextLimits;
-use crate::agent::dispatch::XmlToolDispatcher;
 use crate::chat::Role;
 use crate::providers::ScriptedProvider;
 use crate::security::{Autonomy, SecurityPolicy};

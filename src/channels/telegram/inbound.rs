@@ -179,7 +179,7 @@ fn open_inbox_file(workspace: &Path, name: &str) -> Result<(PathBuf, std::fs::Fi
                 dir.display()
             ));
         }
-        Err(_) => crate::private::make_private_dir(&dir)
+        Err(_) => crate::file_modes::make_private_dir(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?,
     }
     let path = dir.join(name);

@@ -26,7 +26,7 @@ impl OffsetStore {
             path: path.clone(),
             source,
         };
-        crate::private::make_private_dir(dir).map_err(state)?;
+        crate::file_modes::make_private_dir(dir).map_err(state)?;
         let next = match std::fs::read_to_string(&path) {
             Ok(text) => text.trim().parse::<i64>().map_err(|e| {
                 state(std::io::Error::new(
@@ -51,7 +51,7 @@ impl OffsetStore {
         }
         // On disk before the next poll tells Telegram to forget the update:
         // a power cut must not leave an empty file, which `open` refuses.
-        crate::private::replace_file(&self.path, format!("{}\n", id + 1).as_bytes(), 0o600)?;
+        crate::file_modes::replace_file(&self.path, format!("{}\n", id + 1).as_bytes(), 0o600)?;
         self.next = id + 1;
         Ok(())
     }

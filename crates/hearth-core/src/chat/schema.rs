@@ -6,7 +6,7 @@
 //! and number bounds. Keywords it does not know are ignored (the grammar has
 //! already shaped the output; this is the check that it did).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Where in the arguments the first problem is (`$.tags[0]`), and what it is.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -37,10 +37,27 @@ pub fn validate(value: &Value, schema: &Value) -> Result<(), SchemaError> {
 }
 
 fn check(value: &Value, schema: &Value, path: &str) -> Result<(), SchemaError> {
-    let path_ = || path.to_string();
     let Some(schema) = schema.as_object() else {
         return Ok(());
     };
+    accepted(value, schema, path)?;
+    match value {
+        Value::Object(map) => check_object(map, schema, path),
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check(item, item_schema, &format!("{path}[{i}]"))?;
+                }
+            }
+            Ok(())
+        }
+        _ => bounds(value, schema, path),
+    }
+}
+
+/// `const`, `enum` and `type`: whether a value of this kind is accepted.
+fn accepted(value: &Value, schema: &Map<String, Value>, path: &str) -> Result<(), SchemaError> {
+    let path_ = || path.to_string();
     if let Some(expected) = schema.get("const")
         && value != expected
     {
@@ -70,37 +87,43 @@ fn check(value: &Value, schema: &Value, path: &str) -> Result<(), SchemaError> {
             });
         }
     }
+    Ok(())
+}
+
+/// `required`, `properties` and `additionalProperties`.
+fn check_object(
+    map: &Map<String, Value>,
+    schema: &Map<String, Value>,
+    path: &str,
+) -> Result<(), SchemaError> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    if let Some(Value::Array(required)) = schema.get("required") {
+        for key in required.iter().filter_map(Value::as_str) {
+            if !map.contains_key(key) {
+                return Err(SchemaError::Missing {
+                    path: format!("{path}.{key}"),
+                });
+            }
+        }
+    }
+    for (key, v) in map {
+        match properties.and_then(|p| p.get(key)) {
+            Some(sub) => check(v, sub, &format!("{path}.{key}"))?,
+            None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
+                return Err(SchemaError::NotAllowed {
+                    path: format!("{path}.{key}"),
+                });
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// A string's length and a number's size.
+fn bounds(value: &Value, schema: &Map<String, Value>, path: &str) -> Result<(), SchemaError> {
+    let path_ = || path.to_string();
     match value {
-        Value::Object(map) => {
-            let properties = schema.get("properties").and_then(Value::as_object);
-            if let Some(Value::Array(required)) = schema.get("required") {
-                for key in required.iter().filter_map(Value::as_str) {
-                    if !map.contains_key(key) {
-                        return Err(SchemaError::Missing {
-                            path: format!("{path}.{key}"),
-                        });
-                    }
-                }
-            }
-            for (key, v) in map {
-                match properties.and_then(|p| p.get(key)) {
-                    Some(sub) => check(v, sub, &format!("{path}.{key}"))?,
-                    None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                        return Err(SchemaError::NotAllowed {
-                            path: format!("{path}.{key}"),
-                        });
-                    }
-                    None => {}
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for (i, item) in items.iter().enumerate() {
-                    check(item, item_schema, &format!("{path}[{i}]"))?;
-                }
-            }
-        }
         Value::String(s) => {
             let len = s.chars().count() as u64;
             if let Some(min) = schema.get("minLength").and_then(Value::as_u64)

@@ -89,12 +89,12 @@ pub fn save(
         sha256: hex(&Sha256::digest(&payload)),
     };
     if let Some(dir) = path.parent() {
-        hearth_core::private::make_private_dir(dir)?;
+        hearth_core::file_modes::make_private_dir(dir)?;
     }
     // Write to a temporary file and rename: a crash never leaves half a file.
     let tmp = path.with_extension("kv.tmp");
     {
-        let mut f = std::io::BufWriter::new(hearth_core::private::create_private_file(&tmp)?);
+        let mut f = std::io::BufWriter::new(hearth_core::file_modes::create_private_file(&tmp)?);
         writeln!(f, "{MAGIC}")?;
         writeln!(
             f,

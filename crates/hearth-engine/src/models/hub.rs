@@ -9,17 +9,16 @@
 //! match: the catalogue's where it records them, else the hub's. A file that
 //! does not match is deleted, never used.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use futures::StreamExt;
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_LENGTH, CONTENT_RANGE, ETAG, RANGE};
+use reqwest::header::{CONTENT_LENGTH, ETAG};
 use sha2::{Digest, Sha256};
 
 use super::catalogue::Model;
 use super::expect::expected;
+use super::transfer::{Part, Tried};
 use hearth_core::retry::RetryPolicy;
 
 /// Transfers tried in one run before giving up (the part file is kept).
@@ -121,16 +120,7 @@ pub async fn pull(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Pulled, PullError> {
     let entry = &model.entry;
-    let hub = entry.hub.as_ref().ok_or_else(|| PullError::NoHubSource {
-        model: model.name.clone(),
-    })?;
-    let url = format!(
-        "{}/{}/resolve/{}/{}",
-        hub_url.trim_end_matches('/'),
-        hub.repo,
-        hub.revision,
-        entry.file
-    );
+    let url = source_url(hub_url, model)?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PullError::Io { path, source }
@@ -139,18 +129,7 @@ pub async fn pull(
     let target = dir.join(&entry.file);
     let part = dir.join(format!("{}.part", entry.file));
     // One pull of a file at a time: two would write one part file.
-    let lock_path = dir.join(format!("{}.lock", entry.file));
-    let lock = std::fs::File::create(&lock_path).map_err(io(&lock_path))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(PullError::Busy {
-                file: entry.file.clone(),
-                dir: dir.to_path_buf(),
-            });
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io(&lock_path)(e)),
-    }
+    let _lock = lock(dir, &entry.file)?;
 
     let offline = |e: reqwest::Error| PullError::Offline {
         url: url.clone(),
@@ -184,99 +163,24 @@ pub async fn pull(
         .map_err(offline)?;
     // The part file and its hash are read once; a broken transfer goes on
     // from where they stand.
-    let (mut file, mut hasher, mut done) = open_part(&part, size).map_err(io(&part))?;
-    super::expect::room_for(dir, size - done)?;
-    let reused = done;
-    let mut last_reason = String::new();
-    let mut attempt = 0;
-    loop {
-        progress(done, size);
-        if done == size {
-            break;
-        }
-        if attempt == ATTEMPTS {
-            return Err(PullError::Interrupted {
+    let mut part = Part::open(part, size)?;
+    super::expect::room_for(dir, size - part.done)?;
+    let reused = part.done;
+    download(&mut part, &client, &url, &mut progress)
+        .await
+        .map_err(|tried| match tried {
+            Tried::Unreachable(e) => offline(e),
+            Tried::Fatal(e) => e,
+            Tried::Stopped(reason) => PullError::Interrupted {
                 file: entry.file.clone(),
                 attempts: ATTEMPTS,
-                done,
+                done: part.done,
                 total: size,
-                reason: last_reason,
-                part,
-            });
-        }
-        if attempt > 0 {
-            tokio::time::sleep(RESUMES.after(attempt)).await;
-        }
-        attempt += 1;
-        last_reason.clear();
-        let mut request = client.get(&url);
-        if done > 0 {
-            request = request.header(RANGE, format!("bytes={done}-"));
-        }
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(e) if done == 0 && attempt == 1 => return Err(offline(e)),
-            Err(e) => {
-                last_reason = reason(&e);
-                continue;
-            }
-        };
-        match response.status() {
-            StatusCode::PARTIAL_CONTENT if range_start(&response) == Some(done) => {}
-            StatusCode::OK => {
-                // The server sends the whole file: start over.
-                file.set_len(0).map_err(io(&part))?;
-                hasher = Sha256::new();
-                done = 0;
-            }
-            StatusCode::RANGE_NOT_SATISFIABLE | StatusCode::PARTIAL_CONTENT => {
-                // The part file is longer than the file, or the range came back
-                // from elsewhere: discard it.
-                file.set_len(0).map_err(io(&part))?;
-                hasher = Sha256::new();
-                done = 0;
-                last_reason = "the part file did not fit the remote file".to_string();
-                continue;
-            }
-            status => return Err(status_error(&url, status)),
-        }
-        let mut body = response.bytes_stream();
-        while let Some(chunk) = body.next().await {
-            match chunk {
-                Ok(bytes) => {
-                    if done + bytes.len() as u64 > size {
-                        last_reason = "more bytes than the file has".to_string();
-                        break;
-                    }
-                    file.write_all(&bytes).map_err(io(&part))?;
-                    hasher.update(&bytes);
-                    done += bytes.len() as u64;
-                    progress(done, size);
-                }
-                Err(e) => {
-                    last_reason = reason(&e);
-                    break;
-                }
-            }
-        }
-        file.sync_all().map_err(io(&part))?;
-        if done < size && last_reason.is_empty() {
-            last_reason = "the connection closed early".to_string();
-        }
-    }
-    drop(file);
-
-    let got = hex(&hasher.finalize());
-    if got != sha256 {
-        std::fs::remove_file(&part).map_err(io(&part))?;
-        return Err(PullError::Corrupt {
-            file: entry.file.clone(),
-            what: "its sha256",
-            got,
-            expected: sha256,
-        });
-    }
-    std::fs::rename(&part, &target).map_err(io(&target))?;
+                reason,
+                part: part.path.clone(),
+            },
+        })?;
+    part.finish(&target, &sha256, &entry.file)?;
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
@@ -286,6 +190,77 @@ pub async fn pull(
         reused,
         already_present: false,
     })
+}
+
+/// Where `model` is on the hub at `hub_url`.
+fn source_url(hub_url: &str, model: &Model) -> Result<String, PullError> {
+    let entry = &model.entry;
+    let hub = entry.hub.as_ref().ok_or_else(|| PullError::NoHubSource {
+        model: model.name.clone(),
+    })?;
+    Ok(format!(
+        "{}/{}/resolve/{}/{}",
+        hub_url.trim_end_matches('/'),
+        hub.repo,
+        hub.revision,
+        entry.file
+    ))
+}
+
+/// Fetches the rest of `part` from `url`, trying again after a pause that
+/// grows, up to [`ATTEMPTS`] tries. Fails with how the last try ended:
+/// the hub unreachable at the very first, or why the transfer stopped.
+async fn download(
+    part: &mut Part,
+    client: &reqwest::Client,
+    url: &str,
+    progress: &mut impl FnMut(u64, u64),
+) -> Result<(), Tried> {
+    let size = part.size;
+    let mut last_reason = String::new();
+    let mut attempt = 0;
+    loop {
+        progress(part.done, size);
+        if part.done == size {
+            return Ok(());
+        }
+        if attempt == ATTEMPTS {
+            return Err(Tried::Stopped(last_reason));
+        }
+        if attempt > 0 {
+            tokio::time::sleep(RESUMES.after(attempt)).await;
+        }
+        attempt += 1;
+        last_reason = match part.resume(client, url, progress).await {
+            Ok(Tried::Stopped(why)) => why,
+            Ok(Tried::Unreachable(e)) if part.done == 0 && attempt == 1 => {
+                return Err(Tried::Unreachable(e));
+            }
+            Ok(Tried::Unreachable(e)) => reason(&e),
+            Ok(Tried::Fatal(fatal)) | Err(fatal) => return Err(Tried::Fatal(fatal)),
+        };
+    }
+}
+
+/// Holds the pull of `file` in `dir` until dropped; another pull of it
+/// meanwhile is refused.
+fn lock(dir: &Path, file: &str) -> Result<std::fs::File, PullError> {
+    let lock_path = dir.join(format!("{file}.lock"));
+    let lock = std::fs::File::create(&lock_path).map_err(|source| PullError::Io {
+        path: lock_path.clone(),
+        source,
+    })?;
+    match lock.try_lock() {
+        Ok(()) => Ok(lock),
+        Err(std::fs::TryLockError::WouldBlock) => Err(PullError::Busy {
+            file: file.to_string(),
+            dir: dir.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(PullError::Io {
+            path: lock_path,
+            source,
+        }),
+    }
 }
 
 enum HeadError {
@@ -336,7 +311,7 @@ async fn head(url: &str) -> Result<Remote, HeadError> {
     Ok(Remote { sha256, size })
 }
 
-fn status_error(url: &str, status: StatusCode) -> PullError {
+pub(super) fn status_error(url: &str, status: StatusCode) -> PullError {
     let hint = match status {
         StatusCode::NOT_FOUND => {
             ": the hub has no such file (a renamed repository?); fix: pick another model from `hearth models list`"
@@ -355,36 +330,6 @@ fn status_error(url: &str, status: StatusCode) -> PullError {
 }
 
 /// Opens the part file for appending, with the hash of what it holds.
-fn open_part(part: &Path, size: u64) -> std::io::Result<(std::fs::File, Sha256, u64)> {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(part)?;
-    let mut len = file.metadata()?.len();
-    if len > size {
-        file.set_len(0)?;
-        len = 0;
-    }
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0; 1 << 20];
-    let mut reader = std::io::BufReader::new(&mut file);
-    loop {
-        let n = reader.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok((file, hasher, len))
-}
-
-fn range_start(response: &reqwest::Response) -> Option<u64> {
-    let value = response.headers().get(CONTENT_RANGE)?.to_str().ok()?;
-    let range = value.strip_prefix("bytes ")?;
-    range.split('-').next()?.trim().parse().ok()
-}
-
 fn sha256_of(path: &Path) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
@@ -392,12 +337,12 @@ fn sha256_of(path: &Path) -> std::io::Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An error's message with its causes, e.g. `error sending request: connection refused`.
-fn reason(e: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn reason(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

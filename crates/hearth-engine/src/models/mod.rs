@@ -7,6 +7,7 @@
 pub mod catalogue;
 mod expect;
 pub mod hub;
+mod transfer;
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! Tool dispatch: how tool calls travel in a model's replies, and how their
+//! Call formats: how tool calls travel in a model's replies, and how their
 //! results travel back.
 //!
 //! Two dispatchers behind one narrow trait. [`XmlToolDispatcher`] is

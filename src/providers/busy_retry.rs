@@ -23,12 +23,12 @@ const PAUSES: RetryPolicy = RetryPolicy::new(Duration::from_secs(2), Duration::M
 /// The most a request waits in all before "busy" is the answer.
 const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
 
-pub struct Patient {
+pub struct RetryWhenBusy {
     inner: Arc<dyn Provider>,
     budget: Duration,
 }
 
-impl Patient {
+impl RetryWhenBusy {
     /// Waits up to a minute in all.
     pub fn new(inner: Arc<dyn Provider>) -> Self {
         Self::with_budget(inner, DEFAULT_BUDGET)
@@ -39,7 +39,7 @@ impl Patient {
     }
 }
 
-impl Provider for Patient {
+impl Provider for RetryWhenBusy {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -142,7 +142,7 @@ mod tests {
         }
     }
 
-    async fn ask(p: &Patient, cancel: CancellationToken) -> Result<String, ProviderError> {
+    async fn ask(p: &RetryWhenBusy, cancel: CancellationToken) -> Result<String, ProviderError> {
         p.chat(request(), cancel)
             .collect_with(|_| {})
             .await
@@ -157,7 +157,7 @@ mod tests {
                 .then_fail(busy(None))
                 .then_reply("Paris"),
         );
-        let p = Patient::new(api.clone());
+        let p = RetryWhenBusy::new(api.clone());
         let started = tokio::time::Instant::now();
         assert_eq!(ask(&p, CancellationToken::new()).await.unwrap(), "Paris");
         // 5 s as asked, then the first pause of its own.
@@ -170,7 +170,7 @@ mod tests {
         let always = ScriptedProvider::new(Vec::<String>::new());
         let always = (0..10).fold(always, |p, _| p.then_fail(busy(None)));
         let api = Arc::new(always);
-        let p = Patient::with_budget(api.clone(), Duration::from_secs(10));
+        let p = RetryWhenBusy::with_budget(api.clone(), Duration::from_secs(10));
         let started = tokio::time::Instant::now();
         let error = ask(&p, CancellationToken::new()).await.unwrap_err();
         assert!(matches!(error, ProviderError::Busy { .. }), "{error}");
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(api.requests().len(), 3);
         // A pause longer than the budget is not waited for at all.
         let far = Arc::new(ScriptedProvider::new(Vec::<String>::new()).then_fail(busy(Some(3600))));
-        let p = Patient::new(far.clone());
+        let p = RetryWhenBusy::new(far.clone());
         let started = tokio::time::Instant::now();
         assert!(ask(&p, CancellationToken::new()).await.is_err());
         assert_eq!(started.elapsed(), Duration::ZERO);
@@ -192,7 +192,7 @@ mod tests {
             ScriptedProvider::new(Vec::<String>::new())
                 .then_fail(ProviderError::Failed("bad key".into())),
         );
-        let p = Patient::new(broken.clone());
+        let p = RetryWhenBusy::new(broken.clone());
         assert!(ask(&p, CancellationToken::new()).await.is_err());
         assert_eq!(broken.requests().len(), 1);
     }
@@ -204,7 +204,7 @@ mod tests {
                 .then_fail(busy(Some(30)))
                 .then_reply("late"),
         );
-        let p = Patient::new(api.clone());
+        let p = RetryWhenBusy::new(api.clone());
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
         tokio::spawn(async move {
