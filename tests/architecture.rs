@@ -327,7 +327,7 @@ fn waits_that_double_come_from_the_one_retry_policy() {
 
 /// The hearth crates a manifest depends on (`[dependencies]` only).
 fn hearth_dependencies(manifest: &str) -> Vec<String> {
-    let value: toml::Value = manifest.parse().expect("a manifest in TOML");
+    let value: toml::Table = toml::from_str(manifest).expect("a manifest in TOML");
     let mut found: Vec<String> = value
         .get("dependencies")
         .and_then(|d| d.as_table())

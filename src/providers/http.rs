@@ -9,8 +9,8 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::sse::SseParser;
 use crate::chat::{ChatStream, FinishReason, ProviderError, StreamEvent, Usage};
+use eventsource_stream::{EventStreamError, Eventsource};
 
 /// The most of an error body kept to explain a failure.
 const ERROR_BODY_CAP: usize = 16 * 1024;
@@ -114,36 +114,34 @@ pub async fn pump(
     tx: &mpsc::Sender<StreamEvent>,
     provider: &str,
 ) -> Result<Pumped, ProviderError> {
-    let mut sse = SseParser::default();
-    let mut bytes = response.bytes_stream();
+    let mut events = response.bytes_stream().eventsource();
     while !reader.ended() {
         let next = tokio::select! {
-            next = bytes.next() => next,
+            next = events.next() => next,
             _ = cancel.cancelled() => {
                 let _ = tx.send(cancelled(reader.usage())).await;
                 return Ok(Pumped::Stopped);
             }
         };
-        let at_end = next.is_none();
-        let events = match next {
-            Some(Ok(chunk)) => sse.push(&chunk),
-            Some(Err(e)) => {
+        let data = match next {
+            Some(Ok(event)) => event.data,
+            Some(Err(EventStreamError::Transport(e))) => {
                 return Err(ProviderError::Failed(format!(
                     "{provider} broke off the reply: {}",
                     plain(&e)
                 )));
             }
-            None => sse.finish().into_iter().collect(),
-        };
-        for data in events {
-            for event in reader.read(&data)? {
-                if tx.send(event).await.is_err() {
-                    return Ok(Pumped::Stopped);
-                }
+            Some(Err(e)) => {
+                return Err(ProviderError::Failed(format!(
+                    "{provider} sent a stream that is not server-sent events: {e}"
+                )));
             }
-        }
-        if at_end {
-            break;
+            None => break,
+        };
+        for event in reader.read(&data)? {
+            if tx.send(event).await.is_err() {
+                return Ok(Pumped::Stopped);
+            }
         }
     }
     Ok(Pumped::Finished)

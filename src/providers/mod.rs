@@ -13,7 +13,6 @@ mod http;
 mod local;
 mod openai;
 mod scripted;
-mod sse;
 
 pub use anthropic::AnthropicProvider;
 pub use busy_retry::RetryWhenBusy;

@@ -1,6 +1,7 @@
 //! Times and durations as people and models write them.
 //!
-//! Durations: `90s`, `15m`, `2h`, `1d`, `1h30m` (a bare number is seconds).
+//! Durations: `90s`, `15m`, `2h`, `1d`, `1h30m`, `2h 15min` (`humantime`'s
+//! reading; a bare number is seconds).
 //! Times: RFC 3339 with an offset (`2025-06-02T09:00:00+09:00`), or a local
 //! date and time in the job's zone (`2025-06-02 09:00`, `2025-06-02T09:00`),
 //! or a time of day alone (`09:00`: the next such time).
@@ -31,7 +32,8 @@ pub enum TimeError {
     NotATime(String),
 }
 
-/// A duration such as `1h30m`.
+/// A duration such as `1h30m` or `2h 15min` (read by `humantime`); a bare
+/// number is seconds, and a duration is whole seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, TimeError> {
     let t = text.trim().to_lowercase();
     if t.is_empty() {
@@ -40,38 +42,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, TimeError> {
     if let Ok(secs) = t.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
     }
-    let mut total: u64 = 0;
-    let mut number = String::new();
-    for c in t.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
+    let d = humantime::parse_duration(&t).map_err(|e| match e {
+        humantime::DurationError::Empty => TimeError::Empty,
+        humantime::DurationError::NumberOverflow => TimeError::TooLong(text.to_string()),
+        humantime::DurationError::UnknownUnit { unit, .. } if unit.is_empty() => {
+            TimeError::NoUnit(text.to_string())
         }
-        if c.is_whitespace() {
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3_600,
-            'd' => 86_400,
-            'w' => 604_800,
-            _ => return Err(TimeError::NotADuration(text.to_string())),
-        };
-        let n: u64 = number.parse().map_err(|_| TimeError::NoNumber {
+        humantime::DurationError::NumberExpected(at) => TimeError::NoNumber {
             text: text.to_string(),
-            unit: c,
-        })?;
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(|| TimeError::TooLong(text.to_string()))?;
-        number.clear();
+            unit: t[at..].chars().next().unwrap_or(' '),
+        },
+        _ => TimeError::NotADuration(text.to_string()),
+    })?;
+    if d.subsec_nanos() != 0 {
+        return Err(TimeError::NotADuration(text.to_string()));
     }
-    if !number.is_empty() {
-        return Err(TimeError::NoUnit(text.to_string()));
-    }
-    Ok(Duration::from_secs(total))
+    Ok(d)
 }
 
 /// `d` as `1h30m`-style text.
@@ -140,9 +126,27 @@ mod tests {
         assert_eq!(parse_duration("1h30m").unwrap().as_secs(), 5_400);
         assert_eq!(parse_duration("2D").unwrap().as_secs(), 172_800);
         assert_eq!(parse_duration("45").unwrap().as_secs(), 45);
-        for bad in ["", "h", "5x", "3h5", "99999999999999999999w"] {
+        assert_eq!(parse_duration("2h 15min").unwrap().as_secs(), 8_100);
+        for bad in [
+            "",
+            "h",
+            "5x",
+            "3h5",
+            "99999999999999999999w",
+            "500ms",
+            "1.5h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        assert!(matches!(
+            parse_duration("h"),
+            Err(TimeError::NoNumber { .. })
+        ));
+        assert!(matches!(parse_duration("3h5"), Err(TimeError::NoUnit(_))));
+        assert!(matches!(
+            parse_duration("99999999999999999999w"),
+            Err(TimeError::TooLong(_))
+        ));
         assert_eq!(format_duration(Duration::from_secs(5_400)), "1h30m");
     }
 
