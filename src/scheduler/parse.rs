@@ -127,6 +127,7 @@ mod tests {
         assert_eq!(parse_duration("2D").unwrap().as_secs(), 172_800);
         assert_eq!(parse_duration("45").unwrap().as_secs(), 45);
         assert_eq!(parse_duration("2h 15min").unwrap().as_secs(), 8_100);
+        assert_eq!(parse_duration("1.5h").unwrap().as_secs(), 5_400);
         for bad in [
             "",
             "h",
@@ -134,7 +135,7 @@ mod tests {
             "3h5",
             "99999999999999999999w",
             "500ms",
-            "1.5h",
+            "0.5s",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
