@@ -226,25 +226,8 @@ pub fn parse(
     user_tz: Tz,
     window: &Window,
 ) -> Result<Vec<LmsItem>, LmsError> {
-    let text = text.trim_start_matches('\u{feff}').replace("\r\n", "\n");
-    if !text
-        .trim_start()
-        .get(..15)
-        .is_some_and(|h| h.eq_ignore_ascii_case("BEGIN:VCALENDAR"))
-    {
-        return Err(LmsError::Malformed(
-            "not an iCalendar feed (no BEGIN:VCALENDAR)".into(),
-        ));
-    }
-    let unfolded = unfold(&text);
-    let calendar = read_calendar(&unfolded).map_err(|e| {
-        let first = e
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        LmsError::Malformed(format!("not a valid iCalendar feed (truncated?): {first}"))
-    })?;
+    let unfolded = unfolded(text)?;
+    let calendar = read_calendar(&unfolded).map_err(malformed)?;
     let mut masters = Vec::new();
     let mut overrides: HashMap<(String, String), Entry> = HashMap::new();
     for c in &calendar.components {
@@ -302,6 +285,31 @@ pub fn parse(
         }
     }
     Ok(items)
+}
+
+/// `text` unfolded, once it looks like an iCalendar feed.
+fn unfolded(text: &str) -> Result<String, LmsError> {
+    let text = text.trim_start_matches('\u{feff}').replace("\r\n", "\n");
+    if !text
+        .trim_start()
+        .get(..15)
+        .is_some_and(|h| h.eq_ignore_ascii_case("BEGIN:VCALENDAR"))
+    {
+        return Err(LmsError::Malformed(
+            "not an iCalendar feed (no BEGIN:VCALENDAR)".into(),
+        ));
+    }
+    Ok(unfold(&text))
+}
+
+/// The parser's complaint, by its first line.
+fn malformed(e: String) -> LmsError {
+    let first = e
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    LmsError::Malformed(format!("not a valid iCalendar feed (truncated?): {first}"))
 }
 
 #[cfg(test)]

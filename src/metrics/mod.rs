@@ -34,7 +34,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::chat::{CacheOrigin, Priority, Usage};
 
@@ -122,67 +122,51 @@ impl Metrics {
         let mut registry = Registry::with_prefix("hearth");
         let mut plain = Registry::default();
         let process = process::ProcessMetrics::register(&mut plain, &mut registry);
-        let messages = Family::default();
-        registry.register(
+        let r = &mut registry;
+        let messages = registered(
+            r,
             "messages",
             "Messages handled, by channel and outcome",
-            messages.clone(),
+            Family::default(),
         );
         // 50 ms to about 7 minutes.
-        let reply = Histogram::new(exponential_buckets(0.05, 2.0, 14));
-        registry.register(
+        let reply = registered(
+            r,
             "reply_seconds",
             "Time from taking a message up to its outcome",
-            reply.clone(),
+            Histogram::new(exponential_buckets(0.05, 2.0, 14)),
         );
-        let first_token = Histogram::new(exponential_buckets(0.025, 2.0, 12));
-        registry.register(
+        let first_token = registered(
+            r,
             "first_token_seconds",
             "Time from taking a message up to its reply's first text",
-            first_token.clone(),
+            Histogram::new(exponential_buckets(0.025, 2.0, 12)),
         );
-        let prompt_tokens = Family::default();
-        registry.register(
+        let prompt_tokens = registered(
+            r,
             "prompt_tokens",
             "Prompt tokens decoded, or reused from the KV cache, by where the conversation was found",
-            prompt_tokens.clone(),
+            Family::default(),
         );
-        let decode_rate = Gauge::default();
-        registry.register(
+        let decode_rate = registered(
+            r,
             "decode_tokens_per_second",
             "Decode speed of the last reply of the local model",
-            decode_rate.clone(),
+            Gauge::default(),
         );
-        let queue = Family::default();
-        registry.register(
+        let queue = registered(
+            r,
             "queue_depth",
             "Requests waiting for the local model, by priority",
-            queue.clone(),
+            Family::default(),
         );
-        let tool_calls = Family::default();
-        registry.register(
+        let tool_calls = registered(
+            r,
             "tool_calls",
             "Tool calls by tool and outcome",
-            tool_calls.clone(),
+            Family::default(),
         );
-        let lms_polls = Family::default();
-        registry.register(
-            "lms_polls",
-            "LMS polls by source and outcome",
-            lms_polls.clone(),
-        );
-        let lms_notices = Family::default();
-        registry.register(
-            "lms_notices",
-            "LMS notices queued for delivery, by source",
-            lms_notices.clone(),
-        );
-        let channel_errors = Family::default();
-        registry.register(
-            "channel_errors",
-            "Failures of a platform's API, by channel and operation",
-            channel_errors.clone(),
-        );
+        let (lms_polls, lms_notices, channel_errors) = outside_metrics(r);
         Self {
             registry,
             plain,
@@ -378,6 +362,42 @@ impl Metrics {
             (PROMETHEUS_TEXT, format::to_prometheus_text(&text))
         }
     }
+}
+
+/// What is counted of the world outside: LMS polls and notices, platform
+/// API failures.
+fn outside_metrics(
+    r: &mut Registry,
+) -> (
+    Family<PollLabels, Counter>,
+    Family<SourceLabels, Counter>,
+    Family<ChannelErrorLabels, Counter>,
+) {
+    let lms_polls = registered(
+        r,
+        "lms_polls",
+        "LMS polls by source and outcome",
+        Family::default(),
+    );
+    let lms_notices = registered(
+        r,
+        "lms_notices",
+        "LMS notices queued for delivery, by source",
+        Family::default(),
+    );
+    let channel_errors = registered(
+        r,
+        "channel_errors",
+        "Failures of a platform's API, by channel and operation",
+        Family::default(),
+    );
+    (lms_polls, lms_notices, channel_errors)
+}
+
+/// `metric`, registered in `registry` under `name` with `help`.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 #[cfg(test)]

@@ -36,26 +36,22 @@ pub(super) fn run(
     waiting: Arc<Waiting>,
 ) {
     super::log::route_to_tracing();
-    let backends = match backends::load(settings.backends_dir.as_deref()) {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = ready.send(Err(EngineError::Backend(e.to_string())));
-            return;
-        }
+    let fail = |e: EngineError| {
+        let _ = ready.send(Err(e));
     };
-    let backend = match LlamaBackend::init() {
-        Ok(b) => b,
-        Err(e) => {
-            let _ = ready.send(Err(EngineError::Backend(e.to_string())));
-            return;
-        }
+    let backend_error = |e: String| fail(EngineError::Backend(e));
+    let Ok(backends) =
+        backends::load(settings.backends_dir.as_deref()).map_err(|e| backend_error(e.to_string()))
+    else {
+        return;
     };
-    let (model, template, fit, family) = match load(&backend, backends, &settings, progress) {
-        Ok(l) => l,
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return;
-        }
+    let Ok(backend) = LlamaBackend::init().map_err(|e| backend_error(e.to_string())) else {
+        return;
+    };
+    let Ok((model, template, fit, family)) =
+        load(&backend, backends, &settings, progress).map_err(&fail)
+    else {
+        return;
     };
     let threads = hardware::thread_count(settings.threads);
     let slots = settings.slots.max(1);
