@@ -76,6 +76,53 @@ async fn a_websocket_streams_the_reply_in_chunks_and_keeps_the_chat() {
 }
 
 #[tokio::test]
+async fn a_reasoning_model_is_shown_thinking_once_and_its_thoughts_never() {
+    let run = gateway().await;
+    let mut socket = open(run.addr, "desk").await;
+    send(
+        &mut socket,
+        json!({"type": "message", "text": "think first about the brown fox"}),
+    )
+    .await;
+    let frames = turn(&mut socket).await;
+    let kinds: Vec<&str> = frames.iter().filter_map(|f| f["type"].as_str()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "reasoning").count(),
+        1,
+        "one reasoning event: {frames:?}"
+    );
+    let first_chunk = kinds.iter().position(|k| *k == "chunk");
+    assert!(
+        kinds.iter().position(|k| *k == "reasoning") < first_chunk,
+        "it comes before the answer: {frames:?}"
+    );
+    let text = frames.last().unwrap()["text"].as_str().unwrap();
+    assert_eq!(
+        chunks(&frames).concat(),
+        text,
+        "the chunks add up to the reply"
+    );
+    assert!(
+        !frames
+            .iter()
+            .any(|f| f.to_string().contains("secret thought")),
+        "what it thought is not sent: {frames:?}"
+    );
+    // A positive control: a message that does not ask for thought has none.
+    send(
+        &mut socket,
+        json!({"type": "message", "text": "just answer"}),
+    )
+    .await;
+    let frames = turn(&mut socket).await;
+    assert!(
+        !frames.iter().any(|f| f["type"] == "reasoning"),
+        "{frames:?}"
+    );
+    run.daemon.stop().await;
+}
+
+#[tokio::test]
 async fn stop_on_a_websocket_cancels_the_turn_and_the_next_one_runs() {
     let run = gateway().await;
     let mut socket = open(run.addr, "desk").await;

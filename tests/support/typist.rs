@@ -1,5 +1,6 @@
 //! A model that answers as the parrot does, but types: its reply streams
-//! one word at a time with a pause between, and stops when cancelled.
+//! one word at a time with a pause between, and stops when cancelled. Asked
+//! to "think first", it reasons a little before it answers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +32,10 @@ impl Provider for Typist {
     }
 
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        let thinks = request
+            .messages
+            .last()
+            .is_some_and(|m| m.content.contains("think first"));
         let said = self.parrot.chat(request, cancel.clone());
         let pause = self.pause;
         let (tx, rx) = mpsc::channel(8);
@@ -42,6 +47,11 @@ impl Provider for Typist {
                     return;
                 }
             };
+            if thinks {
+                for thought in ["Let me see. ", "A secret thought."] {
+                    let _ = tx.send(StreamEvent::ReasoningDelta(thought.into())).await;
+                }
+            }
             let mut finish = FinishReason::Stop;
             for word in text.split_inclusive(' ') {
                 tokio::select! {
