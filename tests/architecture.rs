@@ -6,7 +6,8 @@
 //! `hearth` crate may import which (read from the `crate::` paths of the
 //! production code in `src/`), how long a production file may grow, and
 //! that waits double only through the one retry policy.
-//! `docs/ARCHITECTURE.md` draws the same picture.
+//! Functions stay under 80 lines. `docs/ARCHITECTURE.md` draws the same
+//! picture.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -71,7 +72,10 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// counted as production, which errs on the strict side.
 fn production(path: &Path) -> Option<String> {
     if path.file_name().is_some_and(|n| n == "tests.rs")
-        || path.components().any(|c| c.as_os_str() == "tests")
+        // Test modules in folders of their own (`#[cfg(test)] mod fixtures;`).
+        || path
+            .components()
+            .any(|c| c.as_os_str() == "tests" || c.as_os_str() == "fixtures")
     {
         return None;
     }
@@ -418,5 +422,65 @@ fn no_part_above_the_channels_recognises_one_by_its_name() {
         found.is_empty(),
         "ask the channel (Channel::shows, drafts, presence, stream) instead: {}",
         found.join("; ")
+    );
+}
+
+/// Longest production function, in lines (its `fn` line to its closing
+/// brace, as rustfmt writes it).
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// The functions of `code` longer than [`MAX_FUNCTION_LINES`], with their
+/// length. A function is a line that starts (after its indent and
+/// qualifiers) with `fn NAME` and does not end in `;`; it ends at the
+/// first line that is its indent and `}`.
+fn long_functions(code: &str) -> Vec<(String, usize)> {
+    let pattern = regex::Regex::new(
+        r"^(\s*)(?:pub(?:\([a-z:]+\))? )?(?:const )?(?:async )?(?:unsafe )?fn ([a-z_0-9]+)",
+    )
+    .expect("a valid pattern");
+    let lines: Vec<&str> = code.lines().collect();
+    let mut long = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let Some(found) = pattern.captures(line) else {
+            continue;
+        };
+        if line.trim_end().ends_with(';') {
+            continue;
+        }
+        let end = format!("{}}}", &found[1]);
+        if let Some(last) = lines[at..].iter().position(|l| *l == end) {
+            let length = last + 1;
+            if length > MAX_FUNCTION_LINES {
+                long.push((found[2].to_string(), length));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_production_function_is_over_the_limit() {
+    // Positive controls: a long function is seen, a short one and a
+    // declaration are not.
+    let body = "        x();\n".repeat(MAX_FUNCTION_LINES);
+    let long = format!("    pub async fn big(&self) {{\n{body}    }}\n");
+    assert_eq!(
+        long_functions(&long),
+        [("big".to_string(), MAX_FUNCTION_LINES + 2)]
+    );
+    assert!(long_functions("fn small() {\n    x();\n}\nfn declared(&self);\n").is_empty());
+    let found: Vec<String> = all_sources()
+        .iter()
+        .flat_map(|path| {
+            let code = production(path).unwrap_or_default();
+            long_functions(&code)
+                .into_iter()
+                .map(move |(name, lines)| format!("{} `{name}` ({lines} lines)", path.display()))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "split these (at most {MAX_FUNCTION_LINES} lines a function): {}",
+        found.join(", ")
     );
 }
