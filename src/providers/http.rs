@@ -114,7 +114,21 @@ pub async fn pump(
     tx: &mpsc::Sender<StreamEvent>,
     provider: &str,
 ) -> Result<Pumped, ProviderError> {
-    let mut events = response.bytes_stream().eventsource();
+    pump_bytes(response.bytes_stream(), reader, cancel, tx, provider).await
+}
+
+/// [`pump`] over the body's bytes, however they are split.
+async fn pump_bytes(
+    bytes: impl futures::Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin,
+    reader: &mut impl EventReader,
+    cancel: &CancellationToken,
+    tx: &mpsc::Sender<StreamEvent>,
+    provider: &str,
+) -> Result<Pumped, ProviderError> {
+    // A body that ends without the blank line after its last event still
+    // delivers that event (the spec would drop it; some servers end so).
+    let end = futures::stream::iter([Ok(bytes::Bytes::from_static(b"\n\n"))]);
+    let mut events = bytes.chain(end).eventsource();
     while !reader.ended() {
         let next = tokio::select! {
             next = events.next() => next,
@@ -152,5 +166,72 @@ pub fn cancelled(usage: Usage) -> StreamEvent {
     StreamEvent::Done {
         usage,
         finish: FinishReason::Cancelled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keeps every `data` payload; the reply ends at `[DONE]`.
+    #[derive(Default)]
+    struct Payloads(Vec<String>);
+
+    impl EventReader for Payloads {
+        fn read(&mut self, data: &str) -> Result<Vec<StreamEvent>, ProviderError> {
+            self.0.push(data.to_string());
+            Ok(Vec::new())
+        }
+        fn ended(&self) -> bool {
+            self.0.last().is_some_and(|d| d == "[DONE]")
+        }
+        fn usage(&self) -> Usage {
+            Usage::default()
+        }
+    }
+
+    async fn payloads(chunks: Vec<&'static [u8]>) -> (Vec<String>, Result<Pumped, ProviderError>) {
+        let stream = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, reqwest::Error>(bytes::Bytes::from_static(c))),
+        );
+        let (tx, _rx) = mpsc::channel(8);
+        let mut reader = Payloads::default();
+        let pumped = pump_bytes(stream, &mut reader, &CancellationToken::new(), &tx, "api").await;
+        (reader.0, pumped)
+    }
+
+    #[tokio::test]
+    async fn events_survive_any_split_of_the_bytes() {
+        let stream: &'static [u8] = ": keep-alive\r\n\r\ndata: {\"a\":\"é\"}\r\n\r\nevent: x\ndata: one\ndata: two\n\ndata: [DONE]\n\n".as_bytes();
+        for split in 0..stream.len() {
+            let (got, pumped) = payloads(vec![&stream[..split], &stream[split..]]).await;
+            assert!(matches!(pumped, Ok(Pumped::Finished)), "split at {split}");
+            assert_eq!(
+                got,
+                ["{\"a\":\"é\"}", "one\ntwo", "[DONE]"],
+                "split at {split}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_last_event_without_its_blank_line_is_kept() {
+        let (got, _) = payloads(vec![b"data: {\"x\":1}"]).await;
+        assert_eq!(got, ["{\"x\":1}"]);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_text_is_refused_with_a_reason() {
+        // A positive control first: the same event in UTF-8 is read.
+        let (got, _) = payloads(vec![b"data: ok\n\n"]).await;
+        assert_eq!(got, ["ok"]);
+        let (got, pumped) = payloads(vec![b"data: \xff\xfe\n\n"]).await;
+        assert!(got.is_empty(), "{got:?}");
+        let Err(ProviderError::Failed(why)) = pumped else {
+            panic!("refused: {pumped:?}");
+        };
+        assert!(why.contains("api"), "{why}");
     }
 }
