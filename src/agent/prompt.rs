@@ -56,6 +56,17 @@ pub struct PromptInputs<'a> {
     pub profile: Profile,
 }
 
+/// hearth's `<tool_call>` protocol and the tools, in full: for a model
+/// whose own template cannot declare tools.
+pub fn tool_protocol(tools: &[ToolSpec]) -> String {
+    let mut out = String::from(TOOLS.trim());
+    for tool in tools {
+        out.push('\n');
+        out.push_str(&tool_line(tool, Profile::Full));
+    }
+    out
+}
+
 /// The system prompt for these inputs.
 pub fn build(inputs: &PromptInputs<'_>) -> String {
     let mut out = String::from(BASE.trim());

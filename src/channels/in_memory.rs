@@ -169,6 +169,7 @@ impl InMemoryChannel {
             thread_ts: None,
             interruption_scope_id: None,
             initiator: Default::default(),
+            asked: None,
         };
         self.inject(message.clone());
         message

@@ -1,7 +1,7 @@
 //! Messages in and out of a channel.
 
 /// One incoming message, as every channel reports it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ChannelMessage {
     /// The platform's id for this message (unique within the channel).
     pub id: String,
@@ -21,6 +21,43 @@ pub struct ChannelMessage {
     pub interruption_scope_id: Option<String>,
     /// Who started this turn: the sender, or a job on their behalf.
     pub initiator: Initiator,
+    /// What an API client asked of this turn beyond its text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Box<TurnRequest>>,
+}
+
+/// What an API client asked of one turn of the assistant: its own system
+/// message, and sampling for each model call of the turn. Unset fields
+/// keep `[generation]`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TurnRequest {
+    /// The client's system message, added after hearth's own prompt.
+    pub instructions: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub seed: Option<u32>,
+    #[serde(default)]
+    pub stop: Vec<String>,
+    pub frequency_penalty: Option<f32>,
+    pub presence_penalty: Option<f32>,
+}
+
+impl TurnRequest {
+    /// `base` with what the client asked for.
+    pub fn sampling(&self, base: &crate::chat::SamplingParams) -> crate::chat::SamplingParams {
+        let mut s = base.clone();
+        s.max_tokens = self.max_tokens.unwrap_or(s.max_tokens);
+        s.temperature = self.temperature.unwrap_or(s.temperature);
+        s.top_p = self.top_p.unwrap_or(s.top_p);
+        if self.seed.is_some() {
+            s.seed = self.seed;
+        }
+        s.stop.extend(self.stop.iter().cloned());
+        s.frequency_penalty = self.frequency_penalty.unwrap_or(s.frequency_penalty);
+        s.presence_penalty = self.presence_penalty.unwrap_or(s.presence_penalty);
+        s
+    }
 }
 
 impl ChannelMessage {
@@ -37,6 +74,7 @@ impl ChannelMessage {
             thread_ts: None,
             interruption_scope_id: None,
             initiator: Initiator::Person,
+            asked: None,
         }
     }
 }

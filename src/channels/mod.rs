@@ -30,7 +30,7 @@ pub use error::ChannelError;
 pub use gateway::GatewayChannel;
 pub use in_memory::{ChannelEvent, InMemoryChannel};
 pub use intake::{Accepted, Closed, Intake};
-pub use message::{ChannelMessage, Initiator, SendMessage};
+pub use message::{ChannelMessage, Initiator, SendMessage, TurnRequest};
 pub use presence::Presence;
 pub use reply::{ReplyEvent, ReplyStream};
 pub use send_journal::{SendJournal, Unrecorded};

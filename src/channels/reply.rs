@@ -33,6 +33,12 @@ pub enum ReplyEvent {
         ok: bool,
         output: String,
     },
+    /// A model round of the reply ended: what it cost, and why it ended
+    /// (a turn with tools has several).
+    Round {
+        usage: crate::chat::Usage,
+        finish: crate::chat::FinishReason,
+    },
 }
 
 /// A channel whose clients take a reply event by event.

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
-    Daemon, LoadedModel, LocalModels, Providers, Services, build_channels, signalled,
+    Daemon, LoadedModel, LocalModels, Providers, ServedLocal, Services, build_channels, signalled,
 };
 use crate::lock::DataLock;
 use crate::metrics::{Known, Metrics};
@@ -19,7 +19,9 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     // this folder would answer the first one's messages again.
     let _lock = DataLock::acquire(&config.data_dir, "hearth daemon")?;
     let metrics = Arc::new(Metrics::new());
-    let channels = build_channels(&config, &metrics)?;
+    let models = Arc::new(LocalModels::new(config.clone()));
+    let served = Arc::new(ServedLocal::new(&config, models.clone()));
+    let channels = build_channels(&config, &metrics, Some(served))?;
     if channels.is_empty() {
         eprintln!(
             "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform."
@@ -27,7 +29,6 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
         return Ok(ExitCode::FAILURE);
     }
     let tool_context = super::tools_cmd::context(&config, env)?;
-    let models = Arc::new(LocalModels::new(config.clone()));
     let depth = models.clone();
     metrics.queue_source(Arc::new(move || depth.queue_depth()));
     let services = Services::open(&config, Arc::new(LoadedModel::new(models.clone())))

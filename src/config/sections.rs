@@ -175,6 +175,9 @@ impl From<&GenerationConfig> for crate::chat::SamplingParams {
             stop: Vec::new(),
             reasoning: g.reasoning,
             max_reasoning_tokens: g.max_reasoning_tokens,
+            frequency_penalty: 0.0,
+            presence_penalty: 0.0,
+            format: crate::chat::ReplyFormat::Text,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::channels::gateway::ServedModel;
 use crate::channels::telegram::TelegramSettings;
 use crate::channels::{
     Channel, ChannelError, GatewayChannel, Intake, SendMessage, TelegramChannel,
@@ -17,10 +18,12 @@ pub enum BuildError {
 }
 
 /// Every channel the config turns on.
-/// The gateway serves `metrics` at `/metrics`.
+/// The gateway serves `metrics` at `/metrics`, and `served` as itself on
+/// its OpenAI-compatible API.
 pub fn build_channels(
     config: &Config,
     metrics: &Arc<Metrics>,
+    served: Option<Arc<dyn ServedModel>>,
 ) -> Result<Vec<Arc<dyn Channel>>, BuildError> {
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
     if config.telegram.bot_token.is_some() {
@@ -37,7 +40,11 @@ pub fn build_channels(
             channel: "gateway".into(),
             message: e.to_string(),
         })?;
-        channels.push(Arc::new(gateway.with_metrics(metrics.clone())));
+        let mut gateway = gateway.with_metrics(metrics.clone());
+        if let Some(served) = served {
+            gateway = gateway.with_served_model(served);
+        }
+        channels.push(Arc::new(gateway));
     }
     if config.daemon.loopback_channel {
         channels.push(Arc::new(LoopbackChannel));

@@ -11,6 +11,8 @@ mod background;
 pub mod channels;
 pub mod local_models;
 pub mod providers;
+pub mod served;
+mod served_tools;
 pub mod services;
 
 use std::sync::Arc;
@@ -23,6 +25,7 @@ pub use background::LoadedModel;
 pub use channels::{BuildError, LoopbackChannel, build_channels};
 pub use local_models::LocalModels;
 pub use providers::Providers;
+pub use served::ServedLocal;
 pub use services::{ServiceError, Services};
 
 use crate::channels::Intake;

@@ -34,7 +34,7 @@ use crate::channels::ChannelMessage;
 use crate::chat::ChatMessage;
 
 /// A message on its way to the dispatcher.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Inbound {
     pub message: ChannelMessage,
     /// Recorded in the inbox: its steps are recorded too.

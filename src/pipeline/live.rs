@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::visible::Visible;
 use crate::channels::{Channel, ChannelMessage, ReplyEvent, SendMessage};
-use crate::chat::{ChatRequest, ChatStream, StreamEvent};
+use crate::chat::{ChatRequest, ChatStream, FinishReason, StreamEvent, Usage};
 use crate::inbox::Inbox;
 use crate::metrics::Metrics;
 use crate::providers::Provider;
@@ -42,6 +42,11 @@ pub enum Progress {
         name: String,
         ok: bool,
         output: String,
+    },
+    /// A model round ended: what it cost and why it ended.
+    Round {
+        usage: Usage,
+        finish: FinishReason,
     },
     /// The reply is made: its text, when there is one to show.
     End(Option<String>),
@@ -117,7 +122,13 @@ impl Provider for Tee {
                         }
                         let _ = progress.send(Progress::Text(text.clone()));
                     }
-                    StreamEvent::Done { usage, .. } => metrics.usage(usage),
+                    StreamEvent::Done { usage, finish } => {
+                        metrics.usage(usage);
+                        let _ = progress.send(Progress::Round {
+                            usage: *usage,
+                            finish: *finish,
+                        });
+                    }
                     _ => {}
                 }
                 if tx.send(event).await.is_err() {
@@ -247,6 +258,9 @@ impl Show {
                 }
             }
             Progress::Reasoning => self.stream(ReplyEvent::Reasoning).await,
+            Progress::Round { usage, finish } => {
+                self.stream(ReplyEvent::Round { usage, finish }).await
+            }
             Progress::Tool { name, arguments } if policy.show_tool_calls => {
                 if self.streams() {
                     self.stream(ReplyEvent::ToolStarted { name, arguments })

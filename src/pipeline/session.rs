@@ -110,6 +110,7 @@ mod tests {
             thread_ts: thread.map(str::to_string),
             interruption_scope_id: None,
             initiator: Default::default(),
+            asked: None,
         }
     }
 

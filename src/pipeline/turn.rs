@@ -134,7 +134,7 @@ impl Runtime {
             before_tool_call: Some(before_tool_call.as_ref()),
             after_tool_call: Some(after_tool_call.as_ref()),
         };
-        let settings = loop_settings(config);
+        let settings = loop_settings(config, message.asked.as_deref());
         let result = tokio::select! {
             r = tool_loop.run(key, messages, &settings, cancel.clone()) => r,
             // A provider that ignores cancellation must not hold the message.
@@ -221,7 +221,7 @@ impl Runtime {
             config.agent.tool_dispatcher,
             provider.supports_native_tools(),
         );
-        let system = prompt::system(
+        let mut system = prompt::system(
             config,
             &specs,
             !native,
@@ -230,6 +230,12 @@ impl Runtime {
             &route.model,
             provider.context_window(),
         );
+        // An API client's own system message comes after hearth's, so
+        // hearth's stays a cached prefix.
+        if let Some(instructions) = message.asked.as_ref().and_then(|a| a.instructions.as_ref()) {
+            system.push_str("\n\n# The client's instructions\n\n");
+            system.push_str(instructions);
+        }
         let messages = prompt::messages(system, history, &user_text, memory);
         Ok((tool_context, provider, messages))
     }
@@ -293,15 +299,23 @@ fn said(message: &crate::channels::ChannelMessage) -> crate::memory::Said {
     }
 }
 
-/// The tool loop's settings for this config.
-fn loop_settings(config: &crate::config::Config) -> LoopSettings {
+/// The tool loop's settings for this config, with what an API client
+/// asked of this turn.
+fn loop_settings(
+    config: &crate::config::Config,
+    asked: Option<&crate::channels::TurnRequest>,
+) -> LoopSettings {
+    let sampling = SamplingParams::from(&config.generation);
     LoopSettings {
         max_iterations: config.agent.max_tool_iterations,
         timeout: budget::message_budget(
             config.daemon.message_timeout_secs,
             config.agent.max_tool_iterations,
         ),
-        sampling: SamplingParams::from(&config.generation),
+        sampling: match asked {
+            Some(a) => a.sampling(&sampling),
+            None => sampling,
+        },
         first_tool_choice: ToolChoice::Auto,
         context: ContextLimits::default(),
         parallel_tools: config.agent.parallel_tools,

@@ -22,6 +22,7 @@ mod batcher;
 mod cache;
 mod coalesce;
 mod control;
+mod embed;
 mod error;
 pub mod formats;
 mod generate;
@@ -124,6 +125,12 @@ pub struct ModelInfo {
 /// Reports model loading progress in `0.0..=1.0`.
 pub type ProgressFn = Box<dyn FnMut(f32) + Send>;
 
+/// What the engine thread is sent.
+enum Work {
+    Chat(Job),
+    Embed(embed::EmbedJob),
+}
+
 /// One queued request.
 struct Job {
     request: ChatRequest,
@@ -135,7 +142,7 @@ struct Job {
 /// lets the worker finish its queue, save the KV cache and stop.
 #[derive(Debug)]
 pub struct Engine {
-    jobs: Option<std_mpsc::Sender<Job>>,
+    jobs: Option<std_mpsc::Sender<Work>>,
     thread: Option<JoinHandle<()>>,
     info: ModelInfo,
     /// The loaded model, shared for tokenising only (thread-safe in
@@ -241,13 +248,24 @@ impl Engine {
         let sent = self
             .jobs
             .as_ref()
-            .is_some_and(|jobs| jobs.send(job).is_ok());
+            .is_some_and(|jobs| jobs.send(Work::Chat(job)).is_ok());
         if sent {
             ChatStream::new(rx)
         } else {
             self.waiting.remove(priority);
             ChatStream::failed(ProviderError::Failed(EngineError::WorkerGone.to_string()))
         }
+    }
+
+    /// Embeddings of `inputs` (mean-pooled, of length 1), one per input,
+    /// and the tokens they took. Blocking: call it from `spawn_blocking`.
+    pub fn embed(&self, inputs: Vec<String>) -> Result<(Vec<Vec<f32>>, u32), ProviderError> {
+        let (answer, rx) = std_mpsc::sync_channel(1);
+        let gone = || ProviderError::Failed(EngineError::WorkerGone.to_string());
+        let jobs = self.jobs.as_ref().ok_or_else(gone)?;
+        jobs.send(Work::Embed(embed::EmbedJob { inputs, answer }))
+            .map_err(|_| gone())?;
+        rx.recv().map_err(|_| gone())?
     }
 
     /// Stops taking requests, lets the worker finish and save its cache,

@@ -6,7 +6,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 
 use super::formats::{self, Format};
-use hearth_core::chat::{ProviderError, SamplingParams, ToolChoice, ToolSpec};
+use hearth_core::chat::{ProviderError, ReplyFormat, SamplingParams, ToolChoice, ToolSpec};
 
 /// Picks the next token.
 pub enum Picker {
@@ -26,7 +26,11 @@ impl Picker {
         choice: ToolChoice,
         format: &dyn Format,
     ) -> Result<Self, ProviderError> {
-        if params.temperature <= 0.0 && tools.is_empty() && params.repeat_penalty == 1.0 {
+        let plain = params.repeat_penalty == 1.0
+            && params.frequency_penalty == 0.0
+            && params.presence_penalty == 0.0
+            && params.format == ReplyFormat::Text;
+        if params.temperature <= 0.0 && tools.is_empty() && plain {
             check(params)?;
             return Ok(Self::Argmax);
         }
@@ -55,8 +59,9 @@ impl Picker {
 
 /// Builds the chain: the tool-call grammar of the model's family (when
 /// tools are offered; lazy, woken by the family's call marker, unless a
-/// call is required), the repeat penalty, then greedy at temperature 0, else top-k → top-p → min-p
-/// → temperature → a seeded draw.
+/// call is required) or the reply format's grammar, the penalties, then
+/// greedy at temperature 0, else top-k → top-p → min-p → temperature → a
+/// seeded draw.
 pub fn chain(
     model: &LlamaModel,
     params: &SamplingParams,
@@ -82,14 +87,24 @@ pub fn chain(
             ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"))
         })?;
         samplers.push(sampler);
+    } else if let Some(grammar) = format_grammar(&params.format)? {
+        let sampler = LlamaSampler::grammar(model, &grammar, "root").map_err(|e| {
+            ProviderError::InvalidRequest(format!(
+                "response_format: llama.cpp refused its grammar: {e}"
+            ))
+        })?;
+        samplers.push(sampler);
     }
-    if params.repeat_penalty != 1.0 {
+    if params.repeat_penalty != 1.0
+        || params.frequency_penalty != 0.0
+        || params.presence_penalty != 0.0
+    {
         samplers.push(LlamaSampler::penalties(
             model.n_vocab(),
             64,
             params.repeat_penalty,
-            0.0,
-            0.0,
+            params.frequency_penalty,
+            params.presence_penalty,
         ));
     }
     if params.temperature <= 0.0 {
@@ -110,6 +125,22 @@ pub fn chain(
     Ok(LlamaSampler::chain_simple(samplers))
 }
 
+/// The grammar of a reply format; `None` for free text.
+fn format_grammar(format: &ReplyFormat) -> Result<Option<String>, ProviderError> {
+    let schema = match format {
+        ReplyFormat::Text => return Ok(None),
+        ReplyFormat::JsonObject => serde_json::json!({"type": "object"}),
+        ReplyFormat::JsonSchema(schema) => schema.clone(),
+    };
+    llama_cpp_2::json_schema_to_grammar(&schema.to_string())
+        .map(Some)
+        .map_err(|e| {
+            ProviderError::InvalidRequest(format!(
+                "response_format: the JSON schema cannot be turned into a grammar: {e}"
+            ))
+        })
+}
+
 /// Sampling values that llama.cpp would misbehave on are refused here.
 fn check(p: &SamplingParams) -> Result<(), ProviderError> {
     let bad = |what: &str| Err(ProviderError::InvalidRequest(format!("sampling: {what}")));
@@ -124,6 +155,14 @@ fn check(p: &SamplingParams) -> Result<(), ProviderError> {
     }
     if !(p.repeat_penalty.is_finite() && p.repeat_penalty > 0.0) {
         return bad("repeat_penalty must be above 0");
+    }
+    for (name, value) in [
+        ("frequency_penalty", p.frequency_penalty),
+        ("presence_penalty", p.presence_penalty),
+    ] {
+        if !(value.is_finite() && (-2.0..=2.0).contains(&value)) {
+            return bad(&format!("{name} must be within -2..=2"));
+        }
     }
     if p.max_tokens == 0 {
         return bad("max_tokens must be at least 1");

@@ -21,18 +21,19 @@ use llama_cpp_2::model::{LlamaModel, RopeType};
 use super::backends::{self, Backends};
 use super::batcher::Batcher;
 use super::cache::{CHECKPOINT_EVERY, CacheSettings, Fingerprint, SeqCache};
+use super::embed::Embedder;
 use super::formats::{self, ModelFamily};
 use super::generate::{Admission, Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
 use super::queue::{PriorityQueue, Waiting};
 use super::template::{self, ChatTemplate};
-use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, model_file};
+use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, Work, model_file};
 
 pub(super) fn run(
     settings: EngineSettings,
     progress: Option<ProgressFn>,
     ready: std_mpsc::SyncSender<Result<(ModelInfo, Arc<LlamaModel>), EngineError>>,
-    jobs: std_mpsc::Receiver<Job>,
+    jobs: std_mpsc::Receiver<Work>,
     waiting: Arc<Waiting>,
 ) {
     super::log::route_to_tracing();
@@ -102,7 +103,13 @@ pub(super) fn run(
         _ => CHECKPOINT_EVERY,
     };
     let batcher = Batcher::new(settings.batch_size as usize, prompt_chunk);
-    serve(&mut ctx, &mut cache, &generator, batcher, &jobs, &waiting);
+    let mut embedder = Embedder::new(&backend, &model, threads);
+    let mut work = Inflow {
+        jobs: &jobs,
+        embedder: &mut embedder,
+        waiting: &waiting,
+    };
+    serve(&mut ctx, &mut cache, &generator, batcher, &mut work);
     cache.persist_all(&mut ctx);
     tracing::debug!("engine worker stopped");
 }
@@ -200,22 +207,40 @@ fn seq_cache(
     )
 }
 
+/// Where the engine thread's work comes from: chat jobs to queue, and
+/// embeddings, made as they arrive.
+struct Inflow<'a, 'm> {
+    jobs: &'a std_mpsc::Receiver<Work>,
+    embedder: &'a mut Embedder<'m>,
+    waiting: &'a Waiting,
+}
+
+impl Inflow<'_, '_> {
+    /// Queues a chat job, or makes embeddings at once.
+    fn take(&mut self, work: Work, queue: &mut PriorityQueue<Job>) {
+        match work {
+            Work::Chat(job) => queue.push(job.request.priority, job),
+            Work::Embed(job) => self.embedder.serve(job),
+        }
+    }
+}
+
 /// Serves jobs until every handle is gone and nothing is queued.
 fn serve<'m>(
     ctx: &mut LlamaContext<'_>,
     cache: &mut SeqCache,
     generator: &Generator<'m>,
     mut batcher: Batcher<'m>,
-    jobs: &std_mpsc::Receiver<Job>,
-    waiting: &Waiting,
+    work: &mut Inflow<'_, '_>,
 ) {
+    let waiting = work.waiting;
     let mut queue = PriorityQueue::default();
     let mut open = true;
     loop {
         // Everything that has arrived competes by priority.
         loop {
-            match jobs.try_recv() {
-                Ok(job) => queue.push(job.request.priority, job),
+            match work.jobs.try_recv() {
+                Ok(job) => work.take(job, &mut queue),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     open = false;
@@ -256,8 +281,8 @@ fn serve<'m>(
         } else if !open {
             break;
         } else {
-            match jobs.recv() {
-                Ok(job) => queue.push(job.request.priority, job),
+            match work.jobs.recv() {
+                Ok(job) => work.take(job, &mut queue),
                 Err(_) => open = false,
             }
         }

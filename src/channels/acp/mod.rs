@@ -381,7 +381,7 @@ impl ReplyStream for AcpChannel {
         Box::pin(async move {
             match event {
                 ReplyEvent::Text(piece) => self.text(message_id, piece).await,
-                ReplyEvent::Reasoning => {}
+                ReplyEvent::Reasoning | ReplyEvent::Round { .. } => {}
                 ReplyEvent::ToolStarted { name, arguments } => {
                     self.tool_started(message_id, name, arguments).await;
                 }

@@ -23,6 +23,9 @@ use crate::metrics::Metrics;
 
 /// The largest request body.
 const BODY_LIMIT: usize = 64 * 1024;
+/// The largest body of an OpenAI-compatible request: clients resend the
+/// whole conversation, with tools, every turn.
+pub(super) const API_BODY_LIMIT: usize = 4 * 1024 * 1024;
 /// The longest chat name.
 const NAME_LIMIT: usize = 64;
 
@@ -51,6 +54,8 @@ pub(super) struct App {
     /// When the gateway started listening (Unix seconds).
     pub started: i64,
     pub metrics: Option<Arc<Metrics>>,
+    /// The local model served as itself, when the daemon offers it.
+    pub served: Option<Arc<dyn super::ServedModel>>,
 }
 
 /// Listens on `addr` until the bus closes (the daemon stops).
@@ -61,6 +66,7 @@ pub(super) async fn serve(
     shared: Arc<Shared>,
     bus: Intake,
     metrics: Option<Arc<Metrics>>,
+    served: Option<Arc<dyn super::ServedModel>>,
 ) -> Result<(), ChannelError> {
     let listener = match bound {
         Some(bound) => tokio::net::TcpListener::from_std(bound),
@@ -88,7 +94,11 @@ pub(super) async fn serve(
         .route("/health", get(health))
         .route("/ws/chat", get(super::ws::chat))
         .route("/v1/chat/completions", post(super::openai::completions))
+        .route("/v1/responses", post(super::openai::responses))
+        .route("/v1/embeddings", post(super::openai::embeddings))
         .route("/v1/models", get(super::openai::models))
+        .route("/v1/models/{id}", get(super::openai::model))
+        .route("/v1/{*rest}", axum::routing::any(super::openai::not_found))
         .route("/metrics", get(metrics_text))
         .with_state(App {
             shared,
@@ -96,6 +106,7 @@ pub(super) async fn serve(
             local,
             started: chrono::Utc::now().timestamp(),
             metrics,
+            served,
         });
     connections::serve(listener, app, max, timeout, stop).await;
     Ok(())
@@ -232,29 +243,34 @@ pub(super) async fn settled(
 ) -> Option<Event> {
     loop {
         match events.recv().await? {
-            Event::Text(_) | Event::Reasoning | Event::Tool(_) => continue,
+            Event::Text(_) | Event::Reasoning | Event::Tool(_) | Event::Round { .. } => continue,
             event => return Some(event),
         }
     }
 }
 
 /// The body, read within the request timeout and the size limit.
-async fn read_body(app: &App, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, Refusal> {
+async fn read_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Vec<u8>, Refusal> {
     let too_large = || {
         Refusal::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is over {} KiB", BODY_LIMIT / 1024),
+            format!("the body is over {} KiB", limit / 1024),
         )
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > BODY_LIMIT) {
+    if declared.is_some_and(|n| n > limit) {
         return Err(too_large());
     }
     let wait = app.shared.request_timeout;
-    match tokio::time::timeout(wait, axum::body::to_bytes(body, BODY_LIMIT)).await {
+    match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(bytes)) => Ok(bytes.to_vec()),
         Ok(Err(e)) if e.to_string().contains("length limit") => Err(too_large()),
         Ok(Err(e)) => Err(Refusal::new(
@@ -282,12 +298,33 @@ pub(super) async fn admitted<T: serde::de::DeserializeOwned>(
     shape: &str,
 ) -> Result<T, Refusal> {
     guarded(app, method, headers)?;
-    let body = read_body(app, headers, body).await?;
+    let body = read_body(app, headers, body, BODY_LIMIT).await?;
     connection.0.request_read();
     serde_json::from_slice(&body).map_err(|e| {
         Refusal::new(
             StatusCode::BAD_REQUEST,
             format!("the body is not the expected JSON ({e}); send {shape}"),
+        )
+    })
+}
+
+/// A request that passed the guard with its body read in time, up to
+/// `limit` bytes, as JSON of any shape (the caller reads its fields).
+pub(super) async fn admitted_json(
+    app: &App,
+    connection: &ConnectionHandle,
+    method: &Method,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<serde_json::Value, Refusal> {
+    guarded(app, method, headers)?;
+    let body = read_body(app, headers, body, limit).await?;
+    connection.0.request_read();
+    serde_json::from_slice(&body).map_err(|e| {
+        Refusal::new(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not JSON ({e})"),
         )
     })
 }

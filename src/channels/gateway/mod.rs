@@ -32,7 +32,10 @@ mod connections;
 mod guard;
 mod http;
 mod openai;
+mod served;
 mod ws;
+
+pub use served::{Embedded, ServedModel};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -60,6 +63,11 @@ enum Event {
     Reasoning,
     /// A tool is about to run.
     Tool(String),
+    /// A model round ended (what an OpenAI client's `usage` adds up).
+    Round {
+        usage: crate::chat::Usage,
+        finish: crate::chat::FinishReason,
+    },
     Question(Box<ApprovalRequest>),
     Reply(String),
     /// The message ended without a reply (`/stop`, a hook, shutdown).
@@ -164,6 +172,8 @@ pub struct GatewayChannel {
     listen: SocketAddr,
     shared: Arc<Shared>,
     metrics: Option<Arc<Metrics>>,
+    /// The local model served as itself to OpenAI clients.
+    served: Option<Arc<dyn ServedModel>>,
     /// The socket [`GatewayChannel::bind_now`] took at start, used by the
     /// first listen; a restarted listener binds again.
     bound_at_start: Mutex<Option<std::net::TcpListener>>,
@@ -196,6 +206,7 @@ impl GatewayChannel {
                 bound: watch::Sender::new(None),
             }),
             metrics: None,
+            served: None,
             bound_at_start: Mutex::new(None),
         })
     }
@@ -225,6 +236,13 @@ impl GatewayChannel {
     /// Serves `metrics` at `GET /metrics` (behind the same guard).
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Serves `model` as itself on the OpenAI-compatible API, beside the
+    /// assistant.
+    pub fn with_served_model(mut self, model: Arc<dyn ServedModel>) -> Self {
+        self.served = Some(model);
         self
     }
 
@@ -289,6 +307,7 @@ impl Channel for GatewayChannel {
             self.shared.clone(),
             intake,
             self.metrics.clone(),
+            self.served.clone(),
         ))
     }
 
@@ -352,6 +371,10 @@ impl ReplyStream for GatewayChannel {
             ReplyEvent::Reasoning => Some(Event::Reasoning),
             ReplyEvent::ToolStarted { name, .. } => Some(Event::Tool(name.clone())),
             ReplyEvent::ToolFinished { .. } => None,
+            ReplyEvent::Round { usage, finish } => Some(Event::Round {
+                usage: *usage,
+                finish: *finish,
+            }),
         };
         if let Some(told) = told {
             self.shared.tell(message_id, told);

@@ -343,6 +343,7 @@ impl Session {
             Some(Event::Text(piece)) => vec![json!({ "type": "chunk", "text": piece })],
             Some(Event::Reasoning) => vec![json!({ "type": "reasoning" })],
             Some(Event::Tool(name)) => vec![json!({ "type": "tool", "name": name })],
+            Some(Event::Round { .. }) => Vec::new(),
             Some(Event::Question(q)) => {
                 self.asked.insert(q.id.clone());
                 let mut asked = question(&q);

@@ -158,6 +158,7 @@ mod tests {
             thread_ts: None,
             interruption_scope_id: None,
             initiator: Default::default(),
+            asked: None,
         };
         let request = ApprovalRequest::new(
             "shell",

@@ -191,6 +191,7 @@ impl TelegramChannel {
             }),
             thread_ts: thread,
             initiator: Default::default(),
+            asked: None,
         }))
     }
 

@@ -11,6 +11,6 @@ mod types;
 pub use error::ProviderError;
 pub use stream::{ChatReply, ChatStream};
 pub use types::{
-    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Reasoning, Role, SamplingParams,
-    StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
+    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Reasoning, ReplyFormat, Role,
+    SamplingParams, StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
 };

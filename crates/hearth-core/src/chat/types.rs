@@ -113,6 +113,27 @@ pub struct SamplingParams {
     /// Reasoning tokens before the reasoning is closed; 0: three quarters
     /// of `max_tokens`.
     pub max_reasoning_tokens: u32,
+    /// Subtracted from a token's logit once per time it was generated
+    /// (OpenAI's `frequency_penalty`; 0: off).
+    pub frequency_penalty: f32,
+    /// Subtracted once from the logit of any token already generated
+    /// (OpenAI's `presence_penalty`; 0: off).
+    pub presence_penalty: f32,
+    /// The shape the reply's text must take.
+    pub format: ReplyFormat,
+}
+
+/// The shape a reply's text must take (OpenAI's `response_format`),
+/// enforced by a grammar while sampling.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ReplyFormat {
+    /// Free text.
+    #[default]
+    Text,
+    /// Any one JSON object.
+    JsonObject,
+    /// JSON that this JSON Schema accepts.
+    JsonSchema(serde_json::Value),
 }
 
 impl SamplingParams {
@@ -129,6 +150,9 @@ impl SamplingParams {
             stop: Vec::new(),
             reasoning: Reasoning::Auto,
             max_reasoning_tokens: 0,
+            frequency_penalty: 0.0,
+            presence_penalty: 0.0,
+            format: ReplyFormat::Text,
         }
     }
 }

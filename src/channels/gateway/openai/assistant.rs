@@ -1,0 +1,249 @@
+//! The assistant (`model: "hearth"`): hearth's agent with its tools,
+//! memory and history. hearth keeps each conversation itself: a request
+//! names it with the `X-Hearth-Chat` header, Open WebUI's
+//! `X-OpenWebUI-Chat-Id`, or the `user` field (in that order; none is the
+//! chat `default`), and only the last `user` message of `messages` is
+//! read, since hearth has the history. The client's system message is
+//! added to hearth's own prompt for this turn; the sampling fields apply
+//! to every model call of the turn. Client tools and `response_format`
+//! are refused here: they are the served model's (see [`super::direct`]).
+//! A tool call that needs approval is denied: these clients cannot answer
+//! a question. A client that hangs up stops its turn, as `/stop` would.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+use tokio::sync::mpsc;
+
+use super::super::http::{App, Pending, name};
+use super::super::{Event, Shared};
+use super::error::ApiError;
+use super::fields::Sampling;
+use super::turn::{Finish, Out, Turn};
+use crate::channels::Accepted;
+use crate::channels::TurnRequest;
+use crate::channels::approval::{Answer, ApprovalRequest};
+use crate::chat::{ChatMessage, FinishReason, ReplyFormat, Role, Usage};
+
+/// The name the assistant is asked for by.
+pub const MODEL: &str = "hearth";
+/// Headers naming the conversation, first found wins.
+const CHAT_HEADERS: &[&str] = &["x-hearth-chat", "x-openwebui-chat-id"];
+
+/// What the assistant takes of a request.
+pub struct ForAssistant {
+    pub messages: Vec<ChatMessage>,
+    pub sampling: Sampling,
+    pub user: Option<String>,
+}
+
+impl ForAssistant {
+    /// Refuses what only the served model does.
+    pub fn check(tools: bool, format: &ReplyFormat, served: Option<&str>) -> Result<(), ApiError> {
+        let there = match served {
+            Some(name) => {
+                format!("ask for model `{name}`, which serves your own tools and formats")
+            }
+            None => "no model is served as itself on this gateway".to_string(),
+        };
+        if tools {
+            return Err(ApiError::unsupported(
+                "tools",
+                &format!("the assistant `{MODEL}` runs hearth's own tools; {there}"),
+            ));
+        }
+        if *format != ReplyFormat::Text {
+            return Err(ApiError::unsupported(
+                "response_format",
+                &format!("the assistant `{MODEL}` answers in text; {there}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Puts the request's message on the bus; its reply comes as a turn.
+pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Result<Turn, ApiError> {
+    let text = asked
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.content.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::field("messages", "`messages` has no user message with text"))?;
+    let given = CHAT_HEADERS
+        .iter()
+        .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+        .map(str::to_string)
+        .or(asked.user);
+    let chat = name(given, "default", "user").map_err(|why| ApiError::field("user", why))?;
+    let instructions: Vec<&str> = asked
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::System && !m.content.trim().is_empty())
+        .map(|m| m.content.as_str())
+        .collect();
+    let s = &asked.sampling;
+    let request = TurnRequest {
+        instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
+        max_tokens: s.max_tokens,
+        temperature: s.temperature,
+        top_p: s.top_p,
+        seed: s.seed,
+        stop: s.stop.clone(),
+        frequency_penalty: s.frequency_penalty,
+        presence_penalty: s.presence_penalty,
+    };
+    let (mut message, events) = app.shared.admit(&chat, &text, None);
+    if request != TurnRequest::default() {
+        message.asked = Some(Box::new(request));
+    }
+    let id = message.id.clone();
+    match app.bus.accept(message).await {
+        Ok(Accepted::Queued) => {}
+        Ok(Accepted::Known { .. }) | Err(_) => {
+            app.shared.forget(&id);
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "hearth is shutting down",
+            ));
+        }
+    }
+    let pending = Pending {
+        shared: app.shared.clone(),
+        id,
+        parked: false,
+    };
+    let (tx, rx) = mpsc::channel(64);
+    let follow = Follow {
+        app: app.clone(),
+        chat,
+        wait: app.shared.reply_timeout,
+    };
+    tokio::spawn(follow.run(events, pending, tx));
+    Ok(rx)
+}
+
+/// Carries one message's events to its client.
+struct Follow {
+    app: App,
+    chat: String,
+    wait: Duration,
+}
+
+impl Follow {
+    async fn run(
+        self,
+        mut events: mpsc::UnboundedReceiver<Event>,
+        pending: Pending,
+        tx: mpsc::Sender<Out>,
+    ) {
+        let deadline = tokio::time::Instant::now() + self.wait;
+        let mut usage = Usage::default();
+        let mut finish = FinishReason::Stop;
+        let mut streamed = false;
+        loop {
+            let event = tokio::select! {
+                e = events.recv() => e,
+                _ = tx.closed() => return self.stop(pending).await,
+                _ = tokio::time::sleep_until(deadline) => {
+                    let _ = tx.send(Out::Failed(ApiError::new(StatusCode::GATEWAY_TIMEOUT, format!(
+                        "no reply within {} s (`[channels.gateway] reply_timeout_secs`); the turn was stopped",
+                        self.wait.as_secs()
+                    )))).await;
+                    return self.stop(pending).await;
+                }
+            };
+            let out = match event {
+                Some(Event::Text(piece)) => {
+                    streamed = true;
+                    Out::Text(piece)
+                }
+                Some(Event::Round {
+                    usage: u,
+                    finish: f,
+                }) => {
+                    add(&mut usage, &u);
+                    finish = f;
+                    continue;
+                }
+                Some(Event::Question(q)) => {
+                    deny(&self.app.shared, &q);
+                    continue;
+                }
+                Some(Event::Reasoning | Event::Tool(_)) => continue,
+                Some(Event::Reply(text)) => {
+                    // A reply that did not stream (a notice, a command's
+                    // answer) goes out whole; one that did has had its
+                    // last piece.
+                    if !streamed && !text.is_empty() && tx.send(Out::Text(text)).await.is_err() {
+                        return;
+                    }
+                    let _ = tx
+                        .send(Out::Done {
+                            usage,
+                            finish: Finish::of(finish, false),
+                        })
+                        .await;
+                    return;
+                }
+                Some(Event::Stopped) => {
+                    if !streamed {
+                        let _ = tx.send(Out::Text("(stopped)".into())).await;
+                    }
+                    let _ = tx
+                        .send(Out::Done {
+                            usage,
+                            finish: Finish::Stop,
+                        })
+                        .await;
+                    return;
+                }
+                None => Out::Failed(ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "the message ended without a reply",
+                )),
+            };
+            let last = matches!(out, Out::Failed(_));
+            if tx.send(out).await.is_err() {
+                return self.stop(pending).await;
+            }
+            if last {
+                return;
+            }
+        }
+    }
+
+    /// The client is gone: its turn stops, as `/stop` in its chat would.
+    async fn stop(self, pending: Pending) {
+        drop(pending);
+        tracing::info!(
+            chat = self.chat,
+            "an OpenAI client hung up or timed out; stopping its turn"
+        );
+        let (message, mut events) = self.app.shared.admit(&self.chat, "/stop", None);
+        let id = message.id.clone();
+        if self.app.bus.accept(message).await.is_ok() {
+            // The command's own answer is nobody's to read.
+            let _ = tokio::time::timeout(Duration::from_secs(30), events.recv()).await;
+        }
+        self.app.shared.forget(&id);
+    }
+}
+
+fn add(total: &mut Usage, round: &Usage) {
+    total.prompt_tokens += round.prompt_tokens;
+    total.cached_tokens += round.cached_tokens;
+    total.completion_tokens += round.completion_tokens;
+}
+
+/// Denies a call these clients cannot be asked about.
+fn deny(shared: &Arc<Shared>, q: &ApprovalRequest) {
+    tracing::info!(
+        tool = q.tool,
+        "denied a call that needs approval: OpenAI clients cannot answer"
+    );
+    shared.questions.answer(&q.id, &q.sender, Answer::Deny);
+}

@@ -1,0 +1,36 @@
+//! The local model served as itself to OpenAI clients: what the gateway
+//! needs of it, implemented by the daemon over the loaded engine. Requests
+//! for it carry the client's own messages and tools, and share the engine,
+//! its queue and its KV cache with the assistant.
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::chat::{ChatRequest, ChatStream, ProviderError};
+
+/// Vectors for some texts, and the tokens they took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub vectors: Vec<Vec<f32>>,
+    pub tokens: u32,
+}
+
+/// The model a client may ask for by name.
+pub trait ServedModel: Send + Sync {
+    /// The name clients ask for it by (the GGUF file's, without `.gguf`).
+    fn name(&self) -> String;
+
+    /// Starts a reply over the client's own messages (loading the model
+    /// first when it is not loaded yet).
+    fn chat(
+        &self,
+        request: ChatRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Result<ChatStream, ProviderError>>;
+
+    /// One vector per input, in order.
+    fn embed(&self, inputs: Vec<String>) -> BoxFuture<'_, Result<Embedded, ProviderError>>;
+
+    /// Sampling when the request sets none: `[generation]`.
+    fn defaults(&self) -> crate::chat::SamplingParams;
+}
