@@ -35,6 +35,7 @@ mod make_install;
 mod memory_cron_cli;
 mod models_cli;
 mod moved_reuse;
+mod openai_api;
 mod openai_provider;
 mod pipeline_phases;
 mod published_templates;

@@ -228,6 +228,7 @@ async fn a_turn_a_job_started_runs_reading_tools_only() {
             thread_ts: None,
             interruption_scope_id: Some(format!("job-{n}")),
             initiator: hearth::channels::Initiator::Schedule,
+            asked: None,
         });
         reports(&mut w.reports, 1).await;
     }

@@ -90,7 +90,10 @@ mod tests {
         assert!(out[2].content.contains("<tool_call>"), "{out:?}");
         let last = out.last().expect("a result turn");
         assert_eq!(last.role, Role::User);
-        assert!(last.content.contains("<tool_result name=\"HassTurnOn\""), "{last:?}");
+        assert!(
+            last.content.contains("<tool_result name=\"HassTurnOn\""),
+            "{last:?}"
+        );
         assert!(out.iter().all(|m| m.role != Role::Tool));
     }
 }

@@ -15,7 +15,7 @@ out = {"models": [m.id for m in client.models.list()]}
 whole = client.chat.completions.create(
     model="hearth",
     messages=[
-        {"role": "system", "content": "a client's own prompt, which hearth leaves out"},
+        {"role": "system", "content": "a client's own prompt, added to hearth's for this turn"},
         {"role": "user", "content": "my name is Ada"},
     ],
     user="ada",

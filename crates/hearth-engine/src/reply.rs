@@ -170,6 +170,10 @@ impl<'m> Reply<'m> {
     /// the caller already has its answer).
     pub(super) fn check_cancelled(&mut self) -> Status {
         if self.phase != Phase::Closing && self.cancel.is_cancelled() {
+            tracing::info!(
+                tokens = self.generated.len(),
+                "reply cancelled by its caller; its sequence is free"
+            );
             return self.end(Ok(FinishReason::Cancelled), None);
         }
         Status::Running

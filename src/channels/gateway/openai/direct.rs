@@ -25,6 +25,7 @@ use super::fields::Sampling;
 use super::turn::{Finish, Out, Turn};
 use crate::channels::gateway::ServedModel;
 use crate::chat::{ChatMessage, ChatRequest, Role, StreamEvent, ToolChoice, ToolSpec};
+use crate::metrics::Metrics;
 
 /// Headers naming a conversation, first found wins.
 const CHAT_HEADERS: &[&str] = &["x-hearth-chat", "x-openwebui-chat-id"];
@@ -74,11 +75,13 @@ fn conversation(headers: &HeaderMap, key: Option<&str>, messages: &[ChatMessage]
 
 /// Starts the reply; it runs until it ends, `wait` passes, or the client
 /// drops the returned turn.
+/// Each reply's tokens are counted in `metrics`, as the assistant's are.
 pub fn start(
     served: Arc<dyn ServedModel>,
     headers: &HeaderMap,
     asked: Direct,
     wait: Duration,
+    metrics: Option<Arc<Metrics>>,
 ) -> Turn {
     let conversation = conversation(headers, asked.cache_key.as_deref(), &asked.messages);
     let mut request = ChatRequest::new(
@@ -125,10 +128,15 @@ pub fn start(
                 // A call the parser could not read goes back as the text
                 // the model wrote, as llama-server does.
                 Some(StreamEvent::MalformedCall(raw)) => Out::Text(raw),
-                Some(StreamEvent::Done { usage, finish }) => Out::Done {
-                    usage,
-                    finish: Finish::of(finish, calls > 0),
-                },
+                Some(StreamEvent::Done { usage, finish }) => {
+                    if let Some(m) = &metrics {
+                        m.usage(&usage);
+                    }
+                    Out::Done {
+                        usage,
+                        finish: Finish::of(finish, calls > 0),
+                    }
+                }
                 Some(StreamEvent::Error(e)) => Out::Failed(e.into()),
                 None => Out::Failed(ApiError::new(
                     StatusCode::BAD_GATEWAY,

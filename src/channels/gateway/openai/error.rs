@@ -58,11 +58,10 @@ impl ApiError {
 
     /// The OpenAI error type for this status.
     fn kind(&self) -> &'static str {
+        // OpenAI's own: every refusal is an invalid request (the code
+        // says which), a busy server is rate limiting, a failure is its own.
         match self.status {
             s if s.is_server_error() => "server_error",
-            StatusCode::UNAUTHORIZED => "authentication_error",
-            StatusCode::FORBIDDEN => "permission_error",
-            StatusCode::NOT_FOUND => "not_found_error",
             StatusCode::TOO_MANY_REQUESTS => "rate_limit_error",
             _ => "invalid_request_error",
         }

@@ -167,6 +167,7 @@ async fn start(app: &App, headers: &HeaderMap, asked: Asked) -> Result<Turn, Api
                 headers,
                 asked,
                 app.shared.reply_timeout,
+                app.metrics.clone(),
             ))
         }
     }
