@@ -94,6 +94,17 @@ async fn daemon(extra: &str) -> Running {
     tokio::time::timeout(WAIT, up)
         .await
         .expect("the daemon's gateway comes up");
+    // The model loads in the background: a first reply waits for it, so
+    // that no test's clock runs while it loads.
+    let warm = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"model": SERVED, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}))
+        .timeout(Duration::from_secs(300))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(warm.status(), 200, "the model loads");
     Running {
         _daemon: daemon,
         _sandbox: sandbox,

@@ -285,6 +285,7 @@ mod tests {
             thread_ts: None,
             interruption_scope_id: None,
             initiator: Default::default(),
+            asked: None,
         };
         ApprovalRequest::new(
             "shell",

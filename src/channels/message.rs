@@ -126,3 +126,41 @@ impl SendMessage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_record_written_before_turn_requests_still_reads() {
+        let mut m = ChannelMessage::now("gateway", "1".into(), "a", "a", "hi");
+        let old = serde_json::to_string(&m).unwrap();
+        assert!(
+            !old.contains("asked"),
+            "nothing is written when nothing was asked"
+        );
+        assert_eq!(serde_json::from_str::<ChannelMessage>(&old).unwrap(), m);
+        m.asked = Some(Box::new(TurnRequest {
+            max_tokens: Some(5),
+            instructions: Some("be brief".into()),
+            ..TurnRequest::default()
+        }));
+        let new = serde_json::to_string(&m).unwrap();
+        assert_eq!(serde_json::from_str::<ChannelMessage>(&new).unwrap(), m);
+    }
+
+    #[test]
+    fn a_turn_request_overrides_only_what_it_sets() {
+        let base = crate::chat::SamplingParams::greedy(100);
+        let asked = TurnRequest {
+            max_tokens: Some(5),
+            stop: vec!["END".into()],
+            ..TurnRequest::default()
+        };
+        let s = asked.sampling(&base);
+        assert_eq!((s.max_tokens, s.stop.clone()), (5, vec!["END".to_string()]));
+        assert_eq!(s.temperature, base.temperature);
+        assert_eq!(TurnRequest::default().sampling(&base), base);
+    }
+}

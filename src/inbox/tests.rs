@@ -13,6 +13,7 @@ fn message(id: &str) -> ChannelMessage {
         thread_ts: None,
         interruption_scope_id: None,
         initiator: Default::default(),
+        asked: None,
     }
 }
 

@@ -53,7 +53,7 @@ pub(super) enum Admission<'m> {
     /// It ended here: cancelled, or refused with the error sent.
     Ended,
     /// It waits for a prompt being read now, whose tokens it will copy.
-    Wait(Job),
+    Wait(Box<Job>),
 }
 
 /// Whether a prompt is better off waiting for one of `reading` to be read:
@@ -147,11 +147,11 @@ impl<'m> Generator<'m> {
             && waits_for(&rendered.tokens, reading, cache.shareable(&rendered.tokens))
         {
             tracing::debug!(conversation = %request.conversation, "waiting for a prompt being read that opens alike");
-            return Admission::Wait(Job {
+            return Admission::Wait(Box::new(Job {
                 request,
                 cancel,
                 events: outbox.into_sender(),
-            });
+            }));
         }
         match self.admit(ctx, cache, request, busy, rendered, started) {
             Ok(admitted) => Admission::Reply(Box::new(Reply::new(

@@ -97,21 +97,27 @@ pub(super) fn run(
     )
     .with_window(window)
     .with_sharing(settings.share_prompts);
-    // Prompts are read in checkpoint-sized chunks when checkpoints are on.
+    let batcher = batcher(&settings, checkpoints);
+    let embedder = &mut Embedder::new(&backend, &model, threads);
+    let (jobs, waiting) = (&jobs, &*waiting);
+    let inflow = &mut Inflow {
+        jobs,
+        embedder,
+        waiting,
+    };
+    serve(&mut ctx, &mut cache, &generator, batcher, inflow);
+    cache.persist_all(&mut ctx);
+    tracing::debug!("engine worker stopped");
+}
+
+/// The batcher: prompts are read in checkpoint-sized chunks when
+/// checkpoints are on.
+fn batcher<'m>(settings: &EngineSettings, checkpoints: usize) -> Batcher<'m> {
     let prompt_chunk = match checkpoints {
         0 => settings.batch_size as usize,
         _ => CHECKPOINT_EVERY,
     };
-    let batcher = Batcher::new(settings.batch_size as usize, prompt_chunk);
-    let mut embedder = Embedder::new(&backend, &model, threads);
-    let mut work = Inflow {
-        jobs: &jobs,
-        embedder: &mut embedder,
-        waiting: &waiting,
-    };
-    serve(&mut ctx, &mut cache, &generator, batcher, &mut work);
-    cache.persist_all(&mut ctx);
-    tracing::debug!("engine worker stopped");
+    Batcher::new(settings.batch_size as usize, prompt_chunk)
 }
 
 /// What `hearth doctor`, `/status` and the API tell about the loaded model.
@@ -267,7 +273,7 @@ fn serve<'m>(
             match generator.start(ctx, cache, job, &busy, &reading) {
                 Admission::Reply(reply) => batcher.add(*reply),
                 Admission::Ended => {}
-                Admission::Wait(job) => held.push(job),
+                Admission::Wait(job) => held.push(*job),
             }
         }
         for job in held {

@@ -126,6 +126,63 @@ pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Resul
     Ok(rx)
 }
 
+/// What one event of a turn means for its client.
+enum Step {
+    Skip,
+    Send(Out),
+    /// The last of the turn.
+    End(Vec<Out>),
+}
+
+/// What a turn has told its client so far.
+#[derive(Default)]
+struct Tally {
+    usage: Usage,
+    finish: Option<FinishReason>,
+    streamed: bool,
+}
+
+impl Tally {
+    fn step(&mut self, event: Option<Event>, shared: &Arc<Shared>) -> Step {
+        match event {
+            Some(Event::Text(piece)) => {
+                self.streamed = true;
+                Step::Send(Out::Text(piece))
+            }
+            Some(Event::Round { usage, finish }) => {
+                add(&mut self.usage, &usage);
+                self.finish = Some(finish);
+                Step::Skip
+            }
+            Some(Event::Question(q)) => {
+                deny(shared, &q);
+                Step::Skip
+            }
+            Some(Event::Reasoning | Event::Tool(_)) => Step::Skip,
+            // A reply that did not stream (a notice, a command's answer)
+            // goes out whole; one that did has had its last piece.
+            Some(Event::Reply(text)) => self.end(text, self.finish.unwrap_or(FinishReason::Stop)),
+            Some(Event::Stopped) => self.end("(stopped)".into(), FinishReason::Stop),
+            None => Step::End(vec![Out::Failed(ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "the message ended without a reply",
+            ))]),
+        }
+    }
+
+    fn end(&self, text: String, finish: FinishReason) -> Step {
+        let mut outs = Vec::new();
+        if !self.streamed && !text.is_empty() {
+            outs.push(Out::Text(text));
+        }
+        outs.push(Out::Done {
+            usage: self.usage,
+            finish: Finish::of(finish, false),
+        });
+        Step::End(outs)
+    }
+}
+
 /// Carries one message's events to its client.
 struct Follow {
     app: App,
@@ -141,9 +198,7 @@ impl Follow {
         tx: mpsc::Sender<Out>,
     ) {
         let deadline = tokio::time::Instant::now() + self.wait;
-        let mut usage = Usage::default();
-        let mut finish = FinishReason::Stop;
-        let mut streamed = false;
+        let mut tally = Tally::default();
         loop {
             let event = tokio::select! {
                 e = events.recv() => e,
@@ -156,62 +211,21 @@ impl Follow {
                     return self.stop(pending).await;
                 }
             };
-            let out = match event {
-                Some(Event::Text(piece)) => {
-                    streamed = true;
-                    Out::Text(piece)
-                }
-                Some(Event::Round {
-                    usage: u,
-                    finish: f,
-                }) => {
-                    add(&mut usage, &u);
-                    finish = f;
-                    continue;
-                }
-                Some(Event::Question(q)) => {
-                    deny(&self.app.shared, &q);
-                    continue;
-                }
-                Some(Event::Reasoning | Event::Tool(_)) => continue,
-                Some(Event::Reply(text)) => {
-                    // A reply that did not stream (a notice, a command's
-                    // answer) goes out whole; one that did has had its
-                    // last piece.
-                    if !streamed && !text.is_empty() && tx.send(Out::Text(text)).await.is_err() {
-                        return;
+            match tally.step(event, &self.app.shared) {
+                Step::Skip => {}
+                Step::Send(out) => {
+                    if tx.send(out).await.is_err() {
+                        return self.stop(pending).await;
                     }
-                    let _ = tx
-                        .send(Out::Done {
-                            usage,
-                            finish: Finish::of(finish, false),
-                        })
-                        .await;
+                }
+                Step::End(outs) => {
+                    for out in outs {
+                        if tx.send(out).await.is_err() {
+                            break;
+                        }
+                    }
                     return;
                 }
-                Some(Event::Stopped) => {
-                    if !streamed {
-                        let _ = tx.send(Out::Text("(stopped)".into())).await;
-                    }
-                    let _ = tx
-                        .send(Out::Done {
-                            usage,
-                            finish: Finish::Stop,
-                        })
-                        .await;
-                    return;
-                }
-                None => Out::Failed(ApiError::new(
-                    StatusCode::BAD_GATEWAY,
-                    "the message ended without a reply",
-                )),
-            };
-            let last = matches!(out, Out::Failed(_));
-            if tx.send(out).await.is_err() {
-                return self.stop(pending).await;
-            }
-            if last {
-                return;
             }
         }
     }

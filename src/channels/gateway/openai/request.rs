@@ -56,11 +56,7 @@ impl Asked {
         };
         let mut sampling = Sampling::read(&mut f, &["max_completion_tokens", "max_tokens"])?;
         sampling.format = reply_format(f.take("response_format"), "response_format")?;
-        let tools = match f.take("tools") {
-            None => Vec::new(),
-            Some(Value::Array(items)) => items.iter().map(tool).collect::<Result<_, _>>()?,
-            Some(_) => return Err(ApiError::field("tools", "`tools` must be a list")),
-        };
+        let tools = tools(f.take("tools"))?;
         let (tools, tool_choice) = choice(f.take("tool_choice"), tools)?;
         let one_call = f.bool("parallel_tool_calls")? == Some(false);
         let stream = f.bool("stream")?.unwrap_or(false);
@@ -71,49 +67,7 @@ impl Asked {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         };
-        f.only(
-            "n",
-            |v| v.as_u64() == Some(1),
-            "hearth makes one choice per request; send n = 1 or leave it out",
-        )?;
-        f.only(
-            "logprobs",
-            |v| v == &Value::Bool(false),
-            "the engine does not report token probabilities",
-        )?;
-        f.only(
-            "top_logprobs",
-            |v| v.as_u64() == Some(0),
-            "the engine does not report token probabilities",
-        )?;
-        f.only(
-            "logit_bias",
-            |v| v.as_object().is_some_and(|m| m.is_empty()),
-            "the engine does not bias tokens",
-        )?;
-        f.only(
-            "modalities",
-            |v| v == &serde_json::json!(["text"]),
-            "hearth answers in text only",
-        )?;
-        f.only(
-            "reasoning_effort",
-            |_| false,
-            "set `[generation] reasoning` in hearth's config instead",
-        )?;
-        for name in [
-            "audio",
-            "prediction",
-            "web_search_options",
-            "functions",
-            "function_call",
-        ] {
-            f.only(
-                name,
-                |_| false,
-                "hearth does not offer it (for tools, send `tools`)",
-            )?;
-        }
+        refuse_unhonoured(&mut f)?;
         let user = f.string("user")?;
         let cache_key = f.string("prompt_cache_key")?;
         f.accept(BOOKKEEPING);
@@ -136,6 +90,64 @@ impl Asked {
             user,
             cache_key,
         })
+    }
+}
+
+/// The chat completion fields hearth cannot honour, refused unless absent
+/// or set to what hearth does anyway.
+fn refuse_unhonoured(f: &mut Fields) -> Result<(), ApiError> {
+    f.only(
+        "n",
+        |v| v.as_u64() == Some(1),
+        "hearth makes one choice per request; send n = 1 or leave it out",
+    )?;
+    f.only(
+        "logprobs",
+        |v| v == &Value::Bool(false),
+        "the engine does not report token probabilities",
+    )?;
+    f.only(
+        "top_logprobs",
+        |v| v.as_u64() == Some(0),
+        "the engine does not report token probabilities",
+    )?;
+    f.only(
+        "logit_bias",
+        |v| v.as_object().is_some_and(|m| m.is_empty()),
+        "the engine does not bias tokens",
+    )?;
+    f.only(
+        "modalities",
+        |v| v == &serde_json::json!(["text"]),
+        "hearth answers in text only",
+    )?;
+    f.only(
+        "reasoning_effort",
+        |_| false,
+        "set `[generation] reasoning` in hearth's config instead",
+    )?;
+    for name in [
+        "audio",
+        "prediction",
+        "web_search_options",
+        "functions",
+        "function_call",
+    ] {
+        f.only(
+            name,
+            |_| false,
+            "hearth does not offer it (for tools, send `tools`)",
+        )?;
+    }
+    Ok(())
+}
+
+/// `tools`: a list of function tools.
+pub fn tools(value: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items.iter().map(tool).collect(),
+        Some(_) => Err(ApiError::field("tools", "`tools` must be a list")),
     }
 }
 

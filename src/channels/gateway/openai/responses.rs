@@ -17,7 +17,7 @@ use super::super::http::App;
 use super::completions::{call_id, sse};
 use super::error::ApiError;
 use super::fields::{Fields, Sampling, reply_format};
-use super::request::{Asked, choice, content_text, tool};
+use super::request::{Asked, choice, content_text, tools};
 use super::turn::{Finish, Out, Turn, Whole, whole};
 use crate::chat::{ChatMessage, ToolCall, Usage};
 
@@ -58,11 +58,7 @@ fn read(body: Value) -> Result<Asked, ApiError> {
     if let Some(text) = f.take("text") {
         sampling.format = reply_format(text.get("format").cloned(), "text.format")?;
     }
-    let tools = match f.take("tools") {
-        None => Vec::new(),
-        Some(Value::Array(items)) => items.iter().map(tool).collect::<Result<_, _>>()?,
-        Some(_) => return Err(ApiError::field("tools", "`tools` must be a list")),
-    };
+    let tools = tools(f.take("tools"))?;
     let (tools, tool_choice) = choice(f.take("tool_choice"), tools)?;
     let one_call = f.bool("parallel_tool_calls")? == Some(false);
     let stream = f.bool("stream")?.unwrap_or(false);
