@@ -36,6 +36,7 @@ mod memory_cron_cli;
 mod models_cli;
 mod moved_reuse;
 mod openai_api;
+mod openai_families;
 mod openai_provider;
 mod pipeline_phases;
 mod published_templates;

@@ -44,6 +44,14 @@ pub async fn gateway() -> Running {
 
 /// [`gateway`] with more `[channels.gateway]` settings.
 pub async fn gateway_with(gateway: &str) -> Running {
+    gateway_serving(gateway, None).await
+}
+
+/// [`gateway_with`], serving `served` as itself beside the assistant.
+pub async fn gateway_serving(
+    gateway: &str,
+    served: Option<Arc<dyn hearth::channels::gateway::ServedModel>>,
+) -> Running {
     let home = tempfile::tempdir().unwrap();
     let path = home.path().join("hearth.toml");
     std::fs::write(
@@ -57,11 +65,13 @@ pub async fn gateway_with(gateway: &str) -> Running {
     let cfg = Config::load_file(&path, &env).unwrap();
     let workspace = cfg.agent.workspace.clone();
     let metrics = Arc::new(Metrics::new());
-    let channel = Arc::new(
-        GatewayChannel::from_config(&cfg.gateway)
-            .unwrap()
-            .with_metrics(metrics.clone()),
-    );
+    let mut channel = GatewayChannel::from_config(&cfg.gateway)
+        .unwrap()
+        .with_metrics(metrics.clone());
+    if let Some(served) = served {
+        channel = channel.with_served_model(served);
+    }
+    let channel = Arc::new(channel);
     let context = hearth::cli::tools_cmd::context(&cfg, &env).unwrap();
     let tools = ToolRegistry::for_config(&cfg.agent, &context.sandbox);
     let typist = Typist::new(Duration::from_millis(15));
