@@ -128,6 +128,10 @@ impl<'m> Generator<'m> {
         } = job;
         let mut outbox = Outbox::new(events);
         if cancel.is_cancelled() {
+            tracing::info!(
+                tokens = 0,
+                "reply cancelled by its caller before it began; nothing was decoded"
+            );
             let _ = outbox.push(StreamEvent::Done {
                 usage: Usage::default(),
                 finish: FinishReason::Cancelled,
