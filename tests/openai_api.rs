@@ -27,19 +27,26 @@ struct Running {
 }
 
 impl Running {
-    /// The next log line containing `what`, within a minute.
+    /// The next log line containing `what`, within a minute; the lines
+    /// read on the way are shown when it never comes.
     async fn logged(&mut self, what: &str) -> String {
+        let mut seen = Vec::new();
         let wait = async {
             while let Some(line) = self.log.recv().await {
                 if line.contains(what) {
-                    return line;
+                    return Some(line);
                 }
+                seen.push(line);
             }
-            panic!("the daemon's log ended before `{what}`");
+            None
         };
-        tokio::time::timeout(Duration::from_secs(60), wait)
-            .await
-            .unwrap_or_else(|_| panic!("the daemon never logged `{what}`"))
+        match tokio::time::timeout(Duration::from_secs(60), wait).await {
+            Ok(Some(line)) => line,
+            _ => panic!(
+                "the daemon never logged `{what}`; it logged:\n{}",
+                seen.join("\n")
+            ),
+        }
     }
 }
 
