@@ -296,7 +296,13 @@ impl<'m> Reply<'m> {
         let closing = match result.and_then(|finish| self.wrap_up(finish)) {
             Ok(event) => event,
             Err(Stop::Error(e)) => StreamEvent::Error(e),
-            Err(Stop::Gone) => return Status::Done,
+            Err(Stop::Gone) => {
+                tracing::info!(
+                    tokens = self.generated.len(),
+                    "reply cancelled by its caller (it stopped listening); its sequence is free"
+                );
+                return Status::Done;
+            }
         };
         if self.outbox.push(closing).is_err() {
             return Status::Done;
