@@ -134,6 +134,42 @@ async fn the_openai_routes_refuse_foreign_pages_in_openai_shape() {
             .unwrap()
             .contains("hi")
     );
+    // The newer routes stand behind the same guard: a foreign page with the
+    // token and a request without it are refused in OpenAI's shape before
+    // anything is read; the token holder from no page gets past the guard
+    // (to a 400 for an empty body, or the answer).
+    let base = format!("http://{}", run.addr);
+    for (method, path) in [
+        ("POST", "/v1/responses"),
+        ("POST", "/v1/embeddings"),
+        ("GET", "/v1/models/hearth"),
+        ("POST", "/v1/completions"),
+    ] {
+        let call = |origin: Option<&str>, token: bool| {
+            let mut r = client
+                .request(method.parse().unwrap(), format!("{base}{path}"))
+                .json(&json!({}));
+            if let Some(origin) = origin {
+                r = r.header("origin", origin);
+            }
+            if token {
+                r = r.bearer_auth(TOKEN);
+            }
+            r.send()
+        };
+        let foreign = call(Some("https://evil.example"), true).await.unwrap();
+        assert_eq!(foreign.status(), 403, "{path}");
+        let body: Value = foreign.json().await.unwrap();
+        assert!(body["error"]["message"].is_string(), "{path}: {body}");
+        assert_eq!(call(None, false).await.unwrap().status(), 401, "{path}");
+        let allowed = call(None, true).await.unwrap().status().as_u16();
+        assert!(![401, 403].contains(&allowed), "{path}: {allowed}");
+    }
+    assert_eq!(
+        run.typist.parrot.requests.lock().unwrap().len(),
+        1,
+        "only the positive control reached the model"
+    );
     run.daemon.stop().await;
 }
 

@@ -28,9 +28,6 @@ use crate::chat::{ChatMessage, FinishReason, ReplyFormat, Role, Usage};
 
 /// The name the assistant is asked for by.
 pub const MODEL: &str = "hearth";
-/// Headers naming the conversation, first found wins.
-const CHAT_HEADERS: &[&str] = &["x-hearth-chat", "x-openwebui-chat-id"];
-
 /// What the assistant takes of a request.
 pub struct ForAssistant {
     pub messages: Vec<ChatMessage>,
@@ -73,9 +70,7 @@ pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Resul
         .map(|m| m.content.trim().to_string())
         .filter(|t| !t.is_empty())
         .ok_or_else(|| ApiError::field("messages", "`messages` has no user message with text"))?;
-    let given = CHAT_HEADERS
-        .iter()
-        .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+    let given = super::named_chat(headers)
         .map(str::to_string)
         .or(asked.user);
     let chat = name(given, "default", "user").map_err(|why| ApiError::field("user", why))?;

@@ -27,9 +27,6 @@ use crate::channels::gateway::ServedModel;
 use crate::chat::{ChatMessage, ChatRequest, Role, StreamEvent, ToolChoice, ToolSpec};
 use crate::metrics::Metrics;
 
-/// Headers naming a conversation, first found wins.
-const CHAT_HEADERS: &[&str] = &["x-hearth-chat", "x-openwebui-chat-id"];
-
 /// A request for the served model.
 pub struct Direct {
     pub messages: Vec<ChatMessage>,
@@ -42,9 +39,7 @@ pub struct Direct {
 
 /// The KV sequence's name for this conversation.
 fn conversation(headers: &HeaderMap, key: Option<&str>, messages: &[ChatMessage]) -> String {
-    let named = CHAT_HEADERS
-        .iter()
-        .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+    let named = super::named_chat(headers)
         .or(key)
         .filter(|n| !n.trim().is_empty());
     let mut hash = Sha256::new();

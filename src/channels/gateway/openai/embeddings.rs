@@ -25,12 +25,7 @@ struct Asked {
 
 fn read(body: Value) -> Result<Asked, ApiError> {
     let mut f = Fields::new(body)?;
-    let model = f.string("model")?.ok_or_else(|| {
-        ApiError::field(
-            "model",
-            "`model` is required: ask GET /v1/models for the names",
-        )
-    })?;
+    let model = f.model()?;
     let bad = || {
         ApiError::field(
             "input",

@@ -33,6 +33,16 @@ impl Fields {
         }
     }
 
+    /// `model`, which every route needs.
+    pub fn model(&mut self) -> Result<String, ApiError> {
+        self.string("model")?.ok_or_else(|| {
+            ApiError::field(
+                "model",
+                "`model` is required: ask GET /v1/models for the names",
+            )
+        })
+    }
+
     pub fn bool(&mut self, name: &str) -> Result<Option<bool>, ApiError> {
         match self.take(name) {
             None => Ok(None),

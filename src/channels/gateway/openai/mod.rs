@@ -42,6 +42,27 @@ use turn::Turn;
 pub(super) use embeddings::embeddings;
 pub(super) use responses::responses;
 
+/// Headers naming a conversation, first found wins: hearth's own, then
+/// the chat id Open WebUI forwards.
+const CHAT_HEADERS: &[&str] = &["x-hearth-chat", "x-openwebui-chat-id"];
+
+/// The conversation the request's headers name, if any.
+fn named_chat(headers: &HeaderMap) -> Option<&str> {
+    CHAT_HEADERS
+        .iter()
+        .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+}
+
+/// The name of the call `id` among `messages`' earlier calls.
+fn call_name(messages: &[crate::chat::ChatMessage], id: &str) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .flat_map(|m| &m.tool_calls)
+        .find(|c| c.id == id)
+        .map(|c| c.name.clone())
+}
+
 /// Which of the two a request asked for.
 enum Target {
     Assistant,

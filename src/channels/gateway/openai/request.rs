@@ -39,12 +39,7 @@ const BOOKKEEPING: &[&str] = &[
 impl Asked {
     pub fn read(body: Value) -> Result<Self, ApiError> {
         let mut f = Fields::new(body)?;
-        let model = f.string("model")?.ok_or_else(|| {
-            ApiError::field(
-                "model",
-                "`model` is required: ask GET /v1/models for the names",
-            )
-        })?;
+        let model = f.model()?;
         let messages = match f.take("messages") {
             Some(Value::Array(items)) if !items.is_empty() => messages(items)?,
             _ => {
@@ -180,12 +175,7 @@ fn messages(items: Vec<Value>) -> Result<Vec<ChatMessage>, ApiError> {
                     .and_then(Value::as_str)
                     .ok_or_else(|| at("a `tool` message needs `tool_call_id`"))?;
                 // The tool's name, from the call it answers.
-                let name = out
-                    .iter()
-                    .rev()
-                    .flat_map(|m| &m.tool_calls)
-                    .find(|c| c.id == id)
-                    .map(|c| c.name.clone())
+                let name = super::call_name(&out, id)
                     .or_else(|| item.get("name").and_then(Value::as_str).map(str::to_string))
                     .ok_or_else(|| {
                         at(&format!("no assistant message before it made call `{id}`"))

@@ -34,12 +34,7 @@ const BOOKKEEPING: &[&str] = &[
 /// A Responses request in the shape chat completions take.
 fn read(body: Value) -> Result<Asked, ApiError> {
     let mut f = Fields::new(body)?;
-    let model = f.string("model")?.ok_or_else(|| {
-        ApiError::field(
-            "model",
-            "`model` is required: ask GET /v1/models for the names",
-        )
-    })?;
+    let model = f.model()?;
     let mut messages = Vec::new();
     if let Some(text) = f.string("instructions")? {
         messages.push(ChatMessage::system(text));
@@ -155,12 +150,7 @@ fn items_into(items: &[Value], messages: &mut Vec<ChatMessage>) -> Result<(), Ap
             }
             "function_call_output" => {
                 let id = text("call_id");
-                let name = messages
-                    .iter()
-                    .rev()
-                    .flat_map(|m| &m.tool_calls)
-                    .find(|c| c.id == id)
-                    .map(|c| c.name.clone())
+                let name = super::call_name(messages, &id)
                     .ok_or_else(|| at(&format!("no function_call before it has call_id `{id}`")))?;
                 let output = match item.get("output") {
                     Some(Value::String(s)) => s.clone(),
