@@ -359,7 +359,9 @@ async fn bad_lines_get_json_rpc_errors_and_the_connection_lives() {
 }
 
 #[tokio::test]
+#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
 async fn the_binary_is_an_acp_agent_on_smollm2() {
+    let _engine_turn = common::engine_lock();
     common::model(common::SMOLLM2);
     let sandbox = common::Sandbox::new();
     let config = sandbox.config("[generation]\ntemperature = 0.0\nmax_tokens = 600\n");

@@ -24,6 +24,10 @@ struct Running {
     base: String,
     /// The daemon's log lines (the engine's at `info`).
     log: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// Held while the daemon runs: its engine takes its turn with the
+    /// in-process ones, since two engines spinning on two cores slow each
+    /// other many times over (CI saw this test's client pass 300 s).
+    _engine_turn: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Running {
@@ -52,7 +56,9 @@ impl Running {
 
 /// `hearth daemon` on SmolLM2 with the gateway on a free port, and `extra`
 /// config; once its gateway answers.
+#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
 async fn daemon(extra: &str) -> Running {
+    let engine_turn = common::engine_lock();
     let model = common::model(common::SMOLLM2);
     let sandbox = common::Sandbox::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -125,6 +131,7 @@ async fn daemon(extra: &str) -> Running {
         _sandbox: sandbox,
         base,
         log,
+        _engine_turn: engine_turn,
     }
 }
 

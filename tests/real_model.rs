@@ -38,6 +38,7 @@ fn ask(s: &Sandbox, config: &std::path::Path, args: &[&str], stdin: &str) -> Str
 
 #[test]
 fn greedy_generation_is_deterministic_and_answers() {
+    let _engine_turn = common::engine_lock();
     common::model(common::SMOLLM2);
     let s = Sandbox::new();
     let config = s.config(GREEDY);
@@ -50,6 +51,7 @@ fn greedy_generation_is_deterministic_and_answers() {
 
 #[test]
 fn a_named_session_continues_across_invocations() {
+    let _engine_turn = common::engine_lock();
     common::model(common::SMOLLM2);
     let s = Sandbox::new();
     let config = s.config(GREEDY);
@@ -81,6 +83,7 @@ fn a_named_session_continues_across_invocations() {
 
 #[test]
 fn chat_reads_one_message_per_line_when_piped() {
+    let _engine_turn = common::engine_lock();
     common::model(common::SMOLLM2);
     let s = Sandbox::new();
     let config = s.config(GREEDY);
@@ -118,6 +121,7 @@ fn chat_reads_one_message_per_line_when_piped() {
 
 #[test]
 fn ctrl_c_stops_the_reply_and_the_chat_goes_on() {
+    let _engine_turn = common::engine_lock();
     use std::io::{Read, Write};
     use std::process::Stdio;
     use std::sync::{Arc, Mutex};
@@ -204,6 +208,7 @@ fn ctrl_c_stops_the_reply_and_the_chat_goes_on() {
 
 #[test]
 fn gemma_without_metadata_template_runs_with_the_builtin_one() {
+    let _engine_turn = common::engine_lock();
     let gemma = common::model(common::GEMMA3);
     let s = Sandbox::new();
     let config = s.config(&format!(
@@ -220,6 +225,7 @@ fn gemma_without_metadata_template_runs_with_the_builtin_one() {
 /// is the same question under a template without a think block.
 #[test]
 fn a_reply_that_only_thought_says_what_happened_and_the_way_out() {
+    let _engine_turn = common::engine_lock();
     common::model(common::SMOLLM2);
     let template = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/templates/Qwen-QwQ-32B.jinja");
@@ -257,6 +263,7 @@ fn a_reply_that_only_thought_says_what_happened_and_the_way_out() {
 /// same question is answered.
 #[test]
 fn ask_stopped_by_a_signal_says_so() {
+    let _engine_turn = common::engine_lock();
     common::model(common::SMOLLM2);
     let s = Sandbox::new();
     let config = s.config("[generation]\ntemperature = 0.0\nmax_tokens = 4000\n");

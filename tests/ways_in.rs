@@ -236,7 +236,9 @@ async fn metrics_change_as_messages_flow_and_parse_as_prometheus_text() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
 async fn the_daemon_binary_serves_smollm2_to_every_way_in_and_counts_it() {
+    let _engine_turn = common::engine_lock();
     common::model(common::SMOLLM2);
     let sandbox = common::Sandbox::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import sys
+import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network
 
@@ -16,6 +17,12 @@ import openai
 base, token, served = sys.argv[1], sys.argv[2], sys.argv[3]
 client = openai.OpenAI(base_url=base + "/v1", api_key=token, max_retries=0, timeout=300)
 out = {}
+began = time.monotonic()
+
+
+def mark(what):
+    """Progress on stderr, which the test shows if the script runs too long."""
+    print(f"{time.monotonic() - began:7.1f} s  {what}", file=sys.stderr, flush=True)
 
 
 def refused(call):
@@ -38,6 +45,7 @@ def chat(messages, **kw):
 
 story = [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]
 
+mark('models')
 # The models on offer, and one that is not.
 out["models"] = [m.id for m in client.models.list()]
 out["retrieved"] = client.models.retrieve(served).id
@@ -45,6 +53,7 @@ out["missing_model"] = refused(lambda: client.models.retrieve("no-such-model"))
 out["missing_chat_model"] = refused(lambda: chat(story, model="gpt-4o"))
 out["missing_route"] = refused(lambda: client.completions.create(model=served, prompt="hi"))
 
+mark('honoured fields')
 # Honoured fields change the output as they should.
 out["five"] = chat(story, max_tokens=5)
 out["five_new_name"] = chat(story, max_completion_tokens=5)
@@ -68,6 +77,7 @@ out["json_schema"] = chat([{"role": "user", "content": "Describe a person."}], m
 out["json_object"] = chat([{"role": "user", "content": "Describe a dog."}], max_tokens=60,
                           response_format={"type": "json_object"})
 
+mark('refused fields')
 # Refused by name, never ignored.
 out["n2"] = refused(lambda: chat(story, n=2))
 out["logprobs"] = refused(lambda: chat(story, logprobs=True))
@@ -76,6 +86,7 @@ out["image"] = refused(lambda: chat([{"role": "user", "content": [
     {"type": "text", "text": "What is in this picture?"},
     {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]))
 
+mark('streamed')
 # Streamed, with the usage chunk asked for.
 pieces, finish, usage = [], None, None
 for chunk in client.chat.completions.create(model=served, messages=story, max_tokens=8, stream=True,
@@ -87,6 +98,7 @@ for chunk in client.chat.completions.create(model=served, messages=story, max_to
         usage = chunk.usage.model_dump()
 out["streamed"] = {"text": "".join(pieces), "finish": finish, "usage": usage}
 
+mark('Home Assistant')
 # Home Assistant: its system prompt, a HassTurnOn tool, tool_choice auto;
 # then the call's result sent back.
 ha_system = ("You are a voice assistant for Home Assistant.\nAnswer questions about the world truthfully.\n"
@@ -111,6 +123,7 @@ if first["calls"]:
     out["ha_follow"] = chat(ha_follow, tools=[turn_on], tool_choice="auto", max_tokens=60)
 out["assistant_tools"] = refused(lambda: chat(ha, model="hearth", tools=[turn_on]))
 
+mark('Open WebUI')
 # Open WebUI: a conversation of four turns resent whole, no `user`, with
 # another chat's turn sent in between.
 webui, webui_turns = [{"role": "user", "content": "Hello! What is a good name for a cat?"}], []
@@ -124,6 +137,7 @@ for question in ["Why that name?", "And one for a dog?", "Thank you, goodbye."]:
 webui_turns.append(chat(webui, max_tokens=24, temperature=0)["usage"])
 out["webui_usage"] = webui_turns
 
+mark('The Responses API')
 # The Responses API, as Home Assistant's OpenAI integration uses it.
 r = client.responses.create(model=served, input="Say hello to the kitchen.", max_output_tokens=12, store=False)
 out["responses_text"] = {"text": r.output_text, "status": r.status, "usage": r.usage.model_dump()}
@@ -152,6 +166,7 @@ if calls:
     out["responses_follow"] = {"text": r.output_text, "status": r.status}
 out["previous_response"] = refused(lambda: client.responses.create(model=served, input="hi", previous_response_id="resp_x"))
 
+mark('Embeddings')
 # Embeddings.
 e = client.embeddings.create(model=served, input=["a small cat", "a little kitten", "the stock market"])
 vectors = [d.embedding for d in e.data]
@@ -160,11 +175,13 @@ out["embeddings"] = {"count": len(vectors), "dims": [len(v) for v in vectors],
                      "tokens": e.usage.prompt_tokens}
 out["assistant_embeddings"] = refused(lambda: client.embeddings.create(model="hearth", input="x"))
 
+mark('The assistant')
 # The assistant: the client's system message is added to hearth's own.
 out["assistant"] = chat([{"role": "system", "content": "Answer in one word."},
                          {"role": "user", "content": "What colour is the sky?"}], model="hearth", max_tokens=6,
                         user="openai-api-test")
 
+mark('litellm')
 # litellm, as a proxy or a script would call it.
 import litellm
 
@@ -182,6 +199,7 @@ try:
 except Exception as e:  # litellm wraps the 400 in its own exception types
     out["litellm_n3"] = {"kind": type(e).__name__, "message": str(e)}
 
+mark('LangChain')
 # LangChain.
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
@@ -196,4 +214,5 @@ out["langchain_tools"] = [{"name": c["name"], "args": c["args"]} for c in m.tool
 emb = OpenAIEmbeddings(model=served, base_url=base + "/v1", api_key=token, check_embedding_ctx_length=False)
 out["langchain_embeddings"] = len(emb.embed_query("a small cat"))
 
+mark("done")
 print(json.dumps(out))

@@ -115,8 +115,10 @@ pub fn assert_no_panic(stderr: &str) {
 }
 
 /// llama.cpp's backend is one per process, and the integration tests are
-/// one process: every test that starts an engine here holds this while it
-/// runs, so engines take turns.
+/// one process: every test that starts an engine here, or a `hearth`
+/// process that loads a model, holds this while it runs, so engines take
+/// turns. Two engines spinning on two cores slow each other tenfold (a
+/// 23 s test took 269 s beside the real-model tests).
 pub fn engine_lock() -> std::sync::MutexGuard<'static, ()> {
     static ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ENGINE.lock().unwrap_or_else(|e| e.into_inner())

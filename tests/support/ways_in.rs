@@ -164,7 +164,9 @@ pub fn chunks(frames: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// Runs a script of `tests/clients/` with the pinned client packages.
+/// Runs a script of `tests/clients/` with the pinned client packages. A
+/// script that runs past its limit is killed and what it wrote to stderr
+/// (its progress) is shown.
 pub async fn python(script: &str, args: &[&str], stdin: &str) -> Value {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let clients = root.join("target/pyclients");
@@ -179,6 +181,7 @@ pub async fn python(script: &str, args: &[&str], stdin: &str) -> Value {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut input = child.stdin.take().unwrap();
@@ -186,13 +189,30 @@ pub async fn python(script: &str, args: &[&str], stdin: &str) -> Value {
         .await
         .unwrap();
     drop(input);
-    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
-        .await
-        .expect("the client finishes")
+    let stdout = tokio::spawn(read_all(child.stdout.take().unwrap()));
+    let stderr = tokio::spawn(read_all(child.stderr.take().unwrap()));
+    let status = tokio::time::timeout(PYTHON_LIMIT, child.wait()).await;
+    if status.is_err() {
+        child.kill().await.unwrap();
+    }
+    let stderr = String::from_utf8_lossy(&stderr.await.unwrap()).into_owned();
+    let status = status
+        .unwrap_or_else(|_| panic!("{script} ran past {PYTHON_LIMIT:?}; it wrote: {stderr}"))
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{script} failed: {stderr}");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+    assert!(status.success(), "{script} failed: {stderr}");
+    serde_json::from_slice(&stdout.await.unwrap()).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+/// How long a client script may run: the longest drives a small model
+/// through some forty requests on a busy two-core machine.
+const PYTHON_LIMIT: Duration = Duration::from_secs(900);
+
+async fn read_all(mut from: impl tokio::io::AsyncRead + Unpin) -> Vec<u8> {
+    let mut all = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut from, &mut all)
+        .await
+        .unwrap();
+    all
 }
 
 /// `/metrics` as the Prometheus client library's parser reads it:
