@@ -90,6 +90,8 @@ fn child(way: &str) {
         kv_dir: Some(kv.clone()),
         swa_full: way == "full",
         swa_checkpoints: if way == "window" { 8 } else { 0 },
+        mmproj: None,
+        image_limits: Default::default(),
         ..common::engine_settings(common::GEMMA3)
     };
     let engine = Engine::start(settings, None).expect("engine starts");

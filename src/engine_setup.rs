@@ -3,14 +3,24 @@
 //! It lives here, above both: the engine crate does not know the config,
 //! and the config does not know the engine.
 
-use crate::config::Config;
-use crate::engine::{EngineError, EngineSettings, model_file};
+use std::path::{Path, PathBuf};
 
-/// Settings from the config, with the model file located.
+use crate::config::Config;
+use crate::engine::{EngineError, EngineSettings, ImageLimits, model_file};
+
+/// Settings from the config, with the model file and its projector located.
 pub fn engine_settings(config: &Config) -> Result<EngineSettings, EngineError> {
     let e = &config.engine;
+    let m = &config.model;
+    let model_path = model_file::locate(&m.path, &config.data_dir)?;
     Ok(EngineSettings {
-        model_path: model_file::locate(&config.model.path, &config.data_dir)?,
+        mmproj: projector(m.mmproj.as_deref(), &model_path)?,
+        image_limits: ImageLimits {
+            max_bytes: (m.image_max_mb as usize) << 20,
+            max_pixels: m.image_max_pixels,
+            per_message: m.images_per_message as usize,
+        },
+        model_path,
         chat_template: config.model.chat_template.clone(),
         tool_format: config.model.tool_format,
         context_size: config.model.context_size,
@@ -29,4 +39,53 @@ pub fn engine_settings(config: &Config) -> Result<EngineSettings, EngineError> {
         swa_full: e.swa_full,
         swa_checkpoints: e.swa_checkpoints,
     })
+}
+
+/// The vision projector: `[model] mmproj` as a path, or a file name beside
+/// the model; unset, a file beside the model named as llama.cpp's
+/// projectors are, `mmproj-<model name>.gguf` or `mmproj-<model
+/// name>-<anything>.gguf`; `""` for none.
+pub fn projector(configured: Option<&str>, model: &Path) -> Result<Option<PathBuf>, EngineError> {
+    let folder = model.parent().unwrap_or(Path::new("."));
+    match configured {
+        Some("") => Ok(None),
+        Some(name) => {
+            let given = PathBuf::from(name);
+            let path = if given.is_file() {
+                given.clone()
+            } else {
+                folder.join(name)
+            };
+            if path.is_file() {
+                Ok(Some(path))
+            } else {
+                Err(EngineError::Projector {
+                    path: given,
+                    reason: format!("no such file (nor in {})", folder.display()),
+                })
+            }
+        }
+        None => {
+            let stem = model
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let exact = format!("mmproj-{stem}.gguf");
+            let prefix = format!("mmproj-{stem}-");
+            let mut found: Vec<PathBuf> = std::fs::read_dir(folder)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                    name.is_some_and(|n| {
+                        n == exact || (n.starts_with(&prefix) && n.ends_with(".gguf"))
+                    })
+                })
+                .collect();
+            found.sort();
+            Ok(found.into_iter().next())
+        }
+    }
 }

@@ -35,6 +35,8 @@ fn window_only(kv_dir: &std::path::Path, checkpoints: u32) -> EngineSettings {
     EngineSettings {
         swa_full: false,
         swa_checkpoints: checkpoints,
+        mmproj: None,
+        image_limits: Default::default(),
         ..settings(kv_dir, true)
     }
 }

@@ -92,6 +92,16 @@ pub struct ModelConfig {
     /// `tool_format`: the family whose chat format to speak; `None` (auto)
     /// recognises it from the template.
     pub tool_format: Option<ModelFamily>,
+    /// `mmproj`: the vision projector (a file name or a path); `None` looks
+    /// beside the model for `mmproj-<model name>…gguf`, `Some("")` reads
+    /// text only.
+    pub mmproj: Option<String>,
+    /// `image_max_mb`: most megabytes of one image file.
+    pub image_max_mb: u32,
+    /// `image_max_pixels`: most pixels an image's header may declare.
+    pub image_max_pixels: u64,
+    /// `images_per_message`: most images in one message.
+    pub images_per_message: u32,
 }
 
 /// The engine's KV cache: one sequence per conversation.
@@ -212,6 +222,10 @@ impl Default for ModelConfig {
             flash_attention: FlashAttention::Auto,
             gpu_layers: GpuLayers::Auto,
             tool_format: None,
+            mmproj: None,
+            image_max_mb: 20,
+            image_max_pixels: 40_000_000,
+            images_per_message: 4,
         }
     }
 }

@@ -39,6 +39,10 @@ pub struct RawModel {
     pub flash_attention: Option<String>,
     pub gpu_layers: Option<RawGpuLayers>,
     pub tool_format: Option<String>,
+    pub mmproj: Option<String>,
+    pub image_max_mb: Option<u32>,
+    pub image_max_pixels: Option<u64>,
+    pub images_per_message: Option<u32>,
 }
 
 /// `gpu_layers = "auto"` or a number.

@@ -60,7 +60,15 @@ impl Config {
             super::GpuLayers::Count(n) => n.to_string(),
         };
         let format = m.tool_format.map_or("auto", |f| f.name());
-        let _ = writeln!(out, "gpu_layers = {gpu}\ntool_format = \"{format}\"\n");
+        let _ = writeln!(out, "gpu_layers = {gpu}\ntool_format = \"{format}\"");
+        if let Some(mmproj) = &m.mmproj {
+            let _ = writeln!(out, "mmproj = {}", toml::Value::from(mmproj.as_str()));
+        }
+        let _ = writeln!(
+            out,
+            "image_max_mb = {}\nimage_max_pixels = {}\nimages_per_message = {}\n",
+            m.image_max_mb, m.image_max_pixels, m.images_per_message
+        );
         let e = &self.engine;
         let _ = writeln!(
             out,

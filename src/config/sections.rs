@@ -51,7 +51,18 @@ impl ModelConfig {
                     )
                 })?),
             },
+            mmproj: m.mmproj.or(d.mmproj),
+            image_max_mb: m.image_max_mb.unwrap_or(d.image_max_mb),
+            image_max_pixels: m.image_max_pixels.unwrap_or(d.image_max_pixels),
+            images_per_message: m.images_per_message.unwrap_or(d.images_per_message),
         };
+        if model.image_max_mb == 0 || model.image_max_pixels == 0 || model.images_per_message == 0
+        {
+            return Err(ConfigError::invalid(
+                "model.image_max_mb",
+                "image limits must be above 0 (`image_max_mb`, `image_max_pixels`, `images_per_message`); set `mmproj = \"\"` to refuse images",
+            ));
+        }
         if model.path.trim().is_empty() {
             return Err(ConfigError::invalid("model.path", "must name a GGUF file"));
         }

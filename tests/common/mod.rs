@@ -45,6 +45,8 @@ pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
         backends_dir: None,
         swa_full: true,
         swa_checkpoints: 8,
+        mmproj: None,
+        image_limits: Default::default(),
     }
 }
 

@@ -15,6 +15,7 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::cache::SeqCache;
 use super::reply::{Reply, Status};
+use super::vision::{Vision, is_stand_in};
 use hearth_core::chat::{Priority, ProviderError};
 
 pub(super) struct Batcher<'m> {
@@ -83,9 +84,17 @@ impl<'m> Batcher<'m> {
     }
 
     /// One decode for every reply in flight.
-    pub(super) fn step(&mut self, ctx: &mut LlamaContext<'_>, cache: &mut SeqCache) {
+    pub(super) fn step(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        cache: &mut SeqCache,
+        vision: Option<&mut Vision>,
+    ) {
         self.active
             .retain_mut(|r| r.check_cancelled() == Status::Running);
+        if let Some(vision) = vision {
+            self.show_pictures(ctx, cache, vision);
+        }
         let shares = self.fill(cache);
         if shares.is_empty() {
             return;
@@ -116,6 +125,36 @@ impl<'m> Batcher<'m> {
         self.active.retain(|_| !done.next().unwrap_or(false));
     }
 
+    /// Decodes the pictures that come next in the prompts being read, each
+    /// in a decode of its own (its embeddings, not tokens).
+    fn show_pictures(&mut self, ctx: &mut LlamaContext<'_>, cache: &mut SeqCache, vision: &mut Vision) {
+        let n_batch = self.n_batch;
+        self.active.retain_mut(|reply| {
+            let seq = reply.seq();
+            loop {
+                let at = cache.tokens_mut(seq).len();
+                let Some(picture) = reply.picture_at(at) else {
+                    if reply.pending().first().is_some_and(|&t| is_stand_in(t)) {
+                        // Never fed as a token: llama.cpp would read past its vocabulary.
+                        cache.forget(ctx, seq);
+                        let lost = ProviderError::Failed("an image's place in the prompt was lost".into());
+                        return reply.fail(lost) != Status::Done;
+                    }
+                    return true;
+                };
+                let started = std::time::Instant::now();
+                if let Err(e) = vision.show(ctx, picture, seq, n_batch) {
+                    cache.forget(ctx, seq);
+                    return reply.fail(e) != Status::Done;
+                }
+                let run = picture.run.clone();
+                tracing::debug!(seq, at, tokens = run.len(), ms = started.elapsed().as_millis() as u64, "picture decoded");
+                cache.tokens_mut(seq).extend_from_slice(&run);
+                reply.shown(at);
+            }
+        });
+    }
+
     /// Builds the batch: generating replies' tokens first, then prompts in
     /// order of priority and age, each as much as fits.
     fn fill(&mut self, cache: &mut SeqCache) -> Vec<Share> {
@@ -136,13 +175,14 @@ impl<'m> Batcher<'m> {
             } else {
                 room
             };
-            let n = pending.len().min(room).min(most);
+            let seq = reply.seq();
+            let start = cache.tokens_mut(seq).len();
+            // A picture is never put in a batch (see `show_pictures`).
+            let n = pending.len().min(room).min(most).min(reply.text_from(start));
             if n == 0 {
                 continue;
             }
             let wants = n == pending.len() && reply.wants_logits();
-            let seq = reply.seq();
-            let start = cache.tokens_mut(seq).len();
             for (k, &token) in pending[..n].iter().enumerate() {
                 let logits = wants && k + 1 == n;
                 // `room` keeps the batch within the `n_batch` it holds.

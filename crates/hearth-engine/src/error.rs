@@ -30,6 +30,8 @@ pub enum EngineError {
         "could not create a llama.cpp context of {n_ctx} tokens; fix: lower `[model] context_size`"
     )]
     Context { n_ctx: u32 },
+    #[error("the vision projector {} cannot be used: {reason}; fix: set `[model] mmproj` to the projector made for this model, or remove it to read text only", .path.display())]
+    Projector { path: PathBuf, reason: String },
     #[error("the engine worker has stopped")]
     WorkerGone,
 }

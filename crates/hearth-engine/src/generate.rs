@@ -21,6 +21,7 @@ use super::control::ControlTexts;
 use super::formats::{Format, ModelFamily};
 use super::reply::{Admitted, Reply};
 use super::template::{ChatTemplate, Turn};
+use super::vision::{Picture, Vision};
 use super::{Job, sampling};
 use hearth_core::chat::{ChatRequest, FinishReason, ProviderError, StreamEvent, Usage};
 
@@ -38,12 +39,16 @@ pub(super) struct Generator<'m> {
     window: Option<usize>,
     /// `[engine] share_prompts`.
     sharing: bool,
+    /// Where an image goes in the rendered prompt: random, so no message
+    /// can forge one.
+    image_marker: String,
 }
 
-/// A prompt as text and as tokens.
+/// A prompt as text and as tokens, with the pictures among them.
 struct Rendered {
     text: String,
     tokens: Vec<LlamaToken>,
+    pictures: Vec<Picture>,
 }
 
 /// What became of a job handed to [`Generator::start`].
@@ -98,6 +103,7 @@ impl<'m> Generator<'m> {
             control: ControlTexts::of(model),
             window: None,
             sharing: true,
+            image_marker: image_marker(),
         }
     }
 
@@ -118,8 +124,8 @@ impl<'m> Generator<'m> {
         ctx: &mut LlamaContext<'_>,
         cache: &mut SeqCache,
         job: Job,
-        busy: &[usize],
-        reading: &[Vec<LlamaToken>],
+        (busy, reading): (&[usize], &[Vec<LlamaToken>]),
+        vision: Option<&Vision>,
     ) -> Admission<'m> {
         let Job {
             request,
@@ -139,7 +145,7 @@ impl<'m> Generator<'m> {
             return Admission::Ended;
         }
         let started = Instant::now();
-        let rendered = match self.prompt(&request) {
+        let rendered = match self.prompt(&request, vision) {
             Ok(p) => p,
             Err(e) => {
                 let _ = outbox.push(StreamEvent::Error(e));
@@ -187,7 +193,11 @@ impl<'m> Generator<'m> {
     }
 
     /// The request's prompt, rendered and tokenised.
-    fn prompt(&self, request: &ChatRequest) -> Result<Rendered, ProviderError> {
+    fn prompt(
+        &self,
+        request: &ChatRequest,
+        vision: Option<&Vision>,
+    ) -> Result<Rendered, ProviderError> {
         let vocab = self.model.vocab();
         let tools = request.offered_tools();
         let format = self.format;
@@ -195,6 +205,7 @@ impl<'m> Generator<'m> {
         // hearth's own protocol the system prompt describes them.
         let native = format.family() != ModelFamily::Xml;
         let messages = self.control.messages(&request.messages);
+        let messages = self.mark_images(messages, vision)?;
         let prompt = self
             .template
             .render_turn(&Turn {
@@ -207,12 +218,63 @@ impl<'m> Generator<'m> {
             .map_err(|e| ProviderError::InvalidRequest(e.to_string()))?;
         let add_bos = vocab.should_add_bos()
             && (self.bos_text.is_empty() || !prompt.starts_with(&self.bos_text));
-        let tokens = vocab.tokenize(prompt.as_bytes(), add_bos, true);
+        let mut pieces = prompt.split(self.image_marker.as_str());
+        let mut tokens = vocab.tokenize(pieces.next().unwrap_or("").as_bytes(), add_bos, true);
+        let mut pictures = Vec::new();
+        let mut images = request.messages.iter().flat_map(|m| &m.images);
+        for piece in pieces {
+            let (Some(vision), Some(image)) = (vision, images.next()) else {
+                return Err(ProviderError::Failed(
+                    "the chat template placed an image hearth did not send".into(),
+                ));
+            };
+            let picture = vision.picture(image, tokens.len())?;
+            tokens.extend_from_slice(&picture.run);
+            pictures.push(picture);
+            tokens.extend(vocab.tokenize(piece.as_bytes(), false, true));
+        }
+        if images.next().is_some() {
+            return Err(ProviderError::Failed(
+                "the chat template left out an image of the conversation".into(),
+            ));
+        }
         tracing::trace!(prompt, n = tokens.len(), "rendered prompt");
         Ok(Rendered {
             text: prompt,
             tokens,
+            pictures,
         })
+    }
+
+    /// The messages with a marker where each image goes (before the text
+    /// of its message); refused when the model cannot see or a message
+    /// has too many.
+    fn mark_images<'a>(
+        &self,
+        messages: std::borrow::Cow<'a, [hearth_core::chat::ChatMessage]>,
+        vision: Option<&Vision>,
+    ) -> Result<std::borrow::Cow<'a, [hearth_core::chat::ChatMessage]>, ProviderError> {
+        if messages.iter().all(|m| m.images.is_empty()) {
+            return Ok(messages);
+        }
+        let Some(vision) = vision else {
+            return Err(ProviderError::InvalidRequest(
+                "this model cannot see images; fix: set `[model] mmproj` to its vision projector, or route images to a provider that takes them".into(),
+            ));
+        };
+        let mut messages = messages.into_owned();
+        for m in messages.iter_mut().filter(|m| !m.images.is_empty()) {
+            if m.images.len() > vision.per_message() {
+                return Err(ProviderError::InvalidRequest(format!(
+                    "{} images in one message, over the limit of {} (`[images] per_message`)",
+                    m.images.len(),
+                    vision.per_message()
+                )));
+            }
+            let text = m.content.replace(self.image_marker.as_str(), "");
+            m.content = format!("{}{text}", self.image_marker.repeat(m.images.len()));
+        }
+        Ok(std::borrow::Cow::Owned(messages))
     }
 
     fn admit(
@@ -227,6 +289,7 @@ impl<'m> Generator<'m> {
         let Rendered {
             text: prompt,
             tokens,
+            mut pictures,
         } = rendered;
         let tools = request.offered_tools();
         let format = self.format;
@@ -257,7 +320,13 @@ impl<'m> Generator<'m> {
         if self.shares() && cache.share_prefix(ctx, seq, &tokens) > 0 {
             origin = hearth_core::chat::CacheOrigin::Shared;
         }
-        let kept = self.keep(ctx, cache, seq, &tokens);
+        let reuse = match self.reuse {
+            // A moved run's fills are decoded as tokens: never a picture's.
+            Reuse::Moved { .. } if !pictures.is_empty() => Reuse::Prefix,
+            reuse => reuse,
+        };
+        let kept = self.keep(ctx, cache, seq, &tokens, reuse);
+        let kept = whole_pictures(ctx, cache, seq, &mut pictures, kept);
         usage.cached_tokens = kept as u32;
         usage.cache_origin = if kept > 0 {
             origin
@@ -282,6 +351,7 @@ impl<'m> Generator<'m> {
             splitter,
             seq,
             unread: tokens[covered..].to_vec(),
+            pictures,
             usage,
             budget,
             started,
@@ -297,10 +367,11 @@ impl<'m> Generator<'m> {
         cache: &mut SeqCache,
         seq: usize,
         tokens: &[LlamaToken],
+        reuse: Reuse,
     ) -> usize {
         let cached = cache.tokens_mut(seq);
         let n_cached = cached.len();
-        let plan = match self.reuse {
+        let plan = match reuse {
             Reuse::Off => Plan::default(),
             Reuse::Prefix => reuse::plan(cached, tokens, 0),
             Reuse::Moved { min_chunk } => reuse::plan(cached, tokens, min_chunk),
@@ -355,6 +426,48 @@ impl<'m> Generator<'m> {
         cached.extend_from_slice(&tokens[..covered]);
         keep
     }
+}
+
+/// Cuts a sequence that holds part of a picture back to where the picture
+/// starts (a picture is decoded whole), and drops the pictures it holds
+/// whole. Returns how many tokens are kept.
+fn whole_pictures(
+    ctx: &mut LlamaContext<'_>,
+    cache: &mut SeqCache,
+    seq: usize,
+    pictures: &mut Vec<Picture>,
+    kept: usize,
+) -> usize {
+    let covered = cache.tokens_mut(seq).len();
+    let cut = pictures
+        .iter()
+        .find(|p| p.at < covered && covered < p.end())
+        .map(|p| p.at);
+    let covered = match cut {
+        None => covered,
+        Some(at) => {
+            tracing::debug!(seq, at, "the cache held part of a picture; it is decoded again whole");
+            if !ctx
+                .clear_kv_cache_seq(Some(seq as u32), Some(at as u32), None)
+                .unwrap_or(false)
+            {
+                cache.forget(ctx, seq);
+            }
+            let cached = cache.tokens_mut(seq);
+            cached.truncate(at);
+            cached.len()
+        }
+    };
+    pictures.retain(|p| p.at >= covered);
+    kept.min(covered)
+}
+
+/// A marker no message can contain.
+fn image_marker() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    format!("<hearth-image-{:016x}>", h.finish())
 }
 
 #[cfg(test)]

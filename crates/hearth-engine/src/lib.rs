@@ -26,6 +26,7 @@ mod embed;
 mod error;
 pub mod formats;
 mod generate;
+mod image_size;
 pub mod gguf;
 pub mod hardware;
 mod log;
@@ -36,6 +37,7 @@ mod reply;
 mod sampling;
 pub mod template;
 mod utf8;
+mod vision;
 mod worker;
 
 pub mod models;
@@ -52,6 +54,7 @@ use tokio_util::sync::CancellationToken;
 pub use cache::reuse;
 pub use error::EngineError;
 pub use queue::Waiting;
+pub use vision::ImageLimits;
 
 use hearth_core::chat::{ChatRequest, ChatStream, ProviderError, StreamEvent};
 use hearth_core::model::GpuLayers;
@@ -95,6 +98,11 @@ pub struct EngineSettings {
     /// `[engine] swa_checkpoints`: with a window-size cache, checkpoints
     /// kept per conversation.
     pub swa_checkpoints: u32,
+    /// `[model] mmproj`: the vision projector made for this model; `None`
+    /// reads text only.
+    pub mmproj: Option<PathBuf>,
+    /// `[images]`: what an image may be before it is decoded.
+    pub image_limits: ImageLimits,
 }
 
 /// Facts about the loaded model and how it was placed.
@@ -120,6 +128,8 @@ pub struct ModelInfo {
     /// when only common prefixes are reused (so configured, or this
     /// model's cached cells cannot move).
     pub reuse_min_chunk: u32,
+    /// Whether a projector lets the model see images.
+    pub vision: bool,
 }
 
 /// Reports model loading progress in `0.0..=1.0`.

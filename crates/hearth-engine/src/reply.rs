@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::coalesce::{Gone, Outbox};
 use super::formats::{Format, Ids, Piece, Splitter};
 use super::utf8::Utf8Stream;
+use super::vision::Picture;
 use super::{repetition, sampling::Picker};
 use hearth_core::chat::{ChatRequest, FinishReason, Priority, ProviderError, StreamEvent, Usage};
 
@@ -61,6 +62,8 @@ pub(super) struct Admitted {
     pub seq: usize,
     /// The prompt's tokens not already in the sequence.
     pub unread: Vec<LlamaToken>,
+    /// The pictures among them, placed by their position in the sequence.
+    pub pictures: Vec<Picture>,
     pub usage: Usage,
     /// Most tokens the reply may generate.
     pub budget: usize,
@@ -82,6 +85,8 @@ pub(super) struct Reply<'m> {
     /// Tokens to decode into the sequence, in order, from `fed` on.
     feed: Vec<LlamaToken>,
     fed: usize,
+    /// Pictures among the prompt's tokens still to be shown.
+    pictures: Vec<Picture>,
     ids: Ids,
     text: Utf8Stream,
     generated: Vec<LlamaToken>,
@@ -114,6 +119,7 @@ impl<'m> Reply<'m> {
             phase: Phase::Reading,
             feed: a.unread,
             fed: 0,
+            pictures: a.pictures,
             ids: Ids::random(),
             text: Utf8Stream::default(),
             generated: Vec::new(),
@@ -145,6 +151,32 @@ impl<'m> Reply<'m> {
     /// The tokens still to be decoded into the sequence.
     pub(super) fn pending(&self) -> &[LlamaToken] {
         &self.feed[self.fed..]
+    }
+
+    /// The picture that starts at position `pos` of the sequence.
+    pub(super) fn picture_at(&self, pos: usize) -> Option<&Picture> {
+        self.pictures.iter().find(|p| p.at == pos)
+    }
+
+    /// How many tokens from position `pos` on come before the next
+    /// picture (all of them when none is left).
+    pub(super) fn text_from(&self, pos: usize) -> usize {
+        self.pictures
+            .iter()
+            .filter(|p| p.at >= pos)
+            .map(|p| p.at - pos)
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+
+    /// The picture at `pos` is in the sequence: its run is fed.
+    pub(super) fn shown(&mut self, pos: usize) -> usize {
+        let Some(i) = self.pictures.iter().position(|p| p.at == pos) else {
+            return 0;
+        };
+        let n = self.pictures.swap_remove(i).run.len();
+        self.fed(n);
+        n
     }
 
     /// Whether the logits after the pending tokens are wanted.

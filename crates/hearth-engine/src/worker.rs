@@ -27,6 +27,7 @@ use super::generate::{Admission, Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
 use super::queue::{PriorityQueue, Waiting};
 use super::template::{self, ChatTemplate};
+use super::vision::Vision;
 use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, Work, model_file};
 
 pub(super) fn run(
@@ -67,6 +68,16 @@ pub(super) fn run(
         }
     };
     let n_ctx_seq = ctx.n_ctx() / slots;
+    let vision = match settings.mmproj.as_deref() {
+        None => None,
+        Some(path) => {
+            let gpu = fit.gpu_layers > 0;
+            match Vision::load(path, &model, threads, gpu, settings.image_limits) {
+                Ok(v) => Some(v),
+                Err(e) => return fail(e),
+            }
+        }
+    };
     let reuse = reuse_policy(&settings, &model);
     let info = model_info(
         &settings,
@@ -76,6 +87,10 @@ pub(super) fn run(
         n_ctx_seq,
         &reuse,
     );
+    let info = ModelInfo {
+        vision: vision.is_some(),
+        ..info
+    };
     tracing::info!(?info, "model loaded");
     let window = sliding_window(&model);
     // A window-size cache forgets what is behind the window: checkpoints
@@ -104,6 +119,7 @@ pub(super) fn run(
         jobs,
         embedder,
         waiting,
+        vision,
     };
     serve(&mut ctx, &mut cache, &generator, batcher, inflow);
     cache.persist_all(&mut ctx);
@@ -148,6 +164,7 @@ fn model_info(
             Reuse::Moved { min_chunk } => *min_chunk as u32,
             Reuse::Off | Reuse::Prefix => 0,
         },
+        vision: false,
     }
 }
 
@@ -219,6 +236,8 @@ struct Inflow<'a, 'm> {
     jobs: &'a std_mpsc::Receiver<Work>,
     embedder: &'a mut Embedder<'m>,
     waiting: &'a Waiting,
+    /// The projector, when the model sees images.
+    vision: Option<Vision>,
 }
 
 impl Inflow<'_, '_> {
@@ -270,7 +289,7 @@ fn serve<'m>(
             } else {
                 Vec::new()
             };
-            match generator.start(ctx, cache, job, &busy, &reading) {
+            match generator.start(ctx, cache, job, (&busy, &reading), work.vision.as_ref()) {
                 Admission::Reply(reply) => batcher.add(*reply),
                 Admission::Ended => {}
                 Admission::Wait(job) => held.push(*job),
@@ -281,7 +300,7 @@ fn serve<'m>(
             queue.push(job.request.priority, job);
         }
         if !batcher.is_empty() {
-            batcher.step(ctx, cache);
+            batcher.step(ctx, cache, work.vision.as_mut());
         } else if !queue.is_empty() {
             continue;
         } else if !open {

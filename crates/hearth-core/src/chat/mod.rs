@@ -4,11 +4,13 @@
 //! it: the engine, the providers, the agent, the pipeline and the history.
 
 mod error;
+mod image;
 pub mod schema;
 mod stream;
 mod types;
 
 pub use error::ProviderError;
+pub use image::Image;
 pub use stream::{ChatReply, ChatStream};
 pub use types::{
     CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Reasoning, ReplyFormat, Role,

@@ -48,6 +48,10 @@ pub struct ChatMessage {
     /// A tool turn: the name of the tool that answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// A user turn's pictures, shown to the model before its text. Kept
+    /// out of serialised messages: the bytes travel only in memory.
+    #[serde(skip)]
+    pub images: Vec<super::Image>,
 }
 
 impl ChatMessage {
@@ -58,6 +62,7 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
+            images: Vec::new(),
         }
     }
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use super::fields::{Fields, Sampling, reply_format};
-use crate::chat::{ChatMessage, ToolCall, ToolChoice, ToolSpec};
+use crate::chat::{ChatMessage, Image, ToolCall, ToolChoice, ToolSpec};
 
 /// What a client asked for.
 #[derive(Debug)]
@@ -154,10 +154,16 @@ fn messages(items: Vec<Value>) -> Result<Vec<ChatMessage>, ApiError> {
             ApiError::field(&format!("messages[{i}]"), format!("messages[{i}]: {what}"))
         };
         let role = item.get("role").and_then(Value::as_str).unwrap_or("");
-        let text = content_text(item.get("content"), i)?;
+        let (text, images) = content(item.get("content"), i)?;
+        if !images.is_empty() && role != "user" {
+            return Err(at("only a `user` message may hold images"));
+        }
         let message = match role {
             "system" | "developer" => ChatMessage::system(text),
-            "user" => ChatMessage::user(text),
+            "user" => ChatMessage {
+                images,
+                ..ChatMessage::user(text)
+            },
             "assistant" => {
                 let calls = match item.get("tool_calls") {
                     None | Some(Value::Null) => Vec::new(),
@@ -193,10 +199,55 @@ fn messages(items: Vec<Value>) -> Result<Vec<ChatMessage>, ApiError> {
     Ok(out)
 }
 
-/// A message's text: a string, or text parts. An image or audio part is
-/// refused: this model reads text only.
+/// A message's text: a string, or text parts. Any image is refused.
 pub fn content_text(content: Option<&Value>, i: usize) -> Result<String, ApiError> {
+    let (text, images) = self::content(content, i)?;
+    if images.is_empty() {
+        Ok(text)
+    } else {
+        Err(ApiError::field(
+            &format!("messages[{i}].content"),
+            "images are taken by the served model only (ask for it by the name `/v1/models` lists)",
+        )
+        .with_code("image_not_supported"))
+    }
+}
+
+/// An `image_url` part's picture: a `data:` URL's bytes. A remote URL is
+/// never fetched.
+fn image(part: &Value, param: &str) -> Result<Image, ApiError> {
+    let url = part
+        .get("image_url")
+        .and_then(|u| u.get("url").or(Some(u)))
+        .and_then(Value::as_str)
+        .or_else(|| part.get("url").and_then(Value::as_str))
+        .unwrap_or("");
+    let Some(data) = url.strip_prefix("data:") else {
+        return Err(ApiError::field(
+            param,
+            "hearth does not fetch images from URLs; send the image itself as a `data:image/...;base64,` URL",
+        )
+        .with_code("image_url_not_fetched"));
+    };
+    let Some((_, encoded)) = data.split_once(";base64,") else {
+        return Err(ApiError::field(param, "an image's data URL must be base64 (`data:image/png;base64,...`)"));
+    };
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map(Image::new)
+        .map_err(|e| ApiError::field(param, format!("the image's base64 is damaged: {e}")))
+}
+
+/// A message's text and pictures: a string, or text and image parts.
+fn content(content: Option<&Value>, i: usize) -> Result<(String, Vec<Image>), ApiError> {
     let param = format!("messages[{i}].content");
+    let mut images = Vec::new();
+    let text = parts(content, &param, &mut images)?;
+    Ok((text, images))
+}
+
+fn parts(content: Option<&Value>, param: &str, images: &mut Vec<Image>) -> Result<String, ApiError> {
     match content {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -208,16 +259,10 @@ pub fn content_text(content: Option<&Value>, i: usize) -> Result<String, ApiErro
                     "text" | "input_text" | "output_text" => {
                         texts.push(part.get("text").and_then(Value::as_str).unwrap_or(""))
                     }
-                    "image_url" | "input_image" => {
-                        return Err(ApiError::field(
-                            &param,
-                            "this model cannot see images; set `[model] mmproj` to a vision model's projector, or route images to a provider that takes them",
-                        )
-                        .with_code("image_not_supported"));
-                    }
+                    "image_url" | "input_image" => images.push(image(part, param)?),
                     other => {
                         return Err(ApiError::unsupported(
-                            &param,
+                            param,
                             &format!("content parts of type `{other}` cannot be read; send text"),
                         ));
                     }
@@ -226,7 +271,7 @@ pub fn content_text(content: Option<&Value>, i: usize) -> Result<String, ApiErro
             Ok(texts.join("\n"))
         }
         Some(_) => Err(ApiError::field(
-            &param,
+            param,
             "content must be a string or a list of parts",
         )),
     }

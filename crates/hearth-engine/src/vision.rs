@@ -1,0 +1,235 @@
+//! Pictures in prompts, through llama.cpp's `mtmd` and a model's projector.
+//!
+//! The rendered prompt holds a marker where each image goes; the text
+//! between markers is tokenised as usual and each image becomes a
+//! [`Picture`]: its embeddings' length in the sequence, and a run of
+//! stand-in token ids of that length. The stand-ins are negative (no real
+//! token is) and derived from the image's SHA-256 and their place in the
+//! run, so the prompt cache, prefix sharing, eviction to RAM or disk and a
+//! restart treat an image like any other run of tokens: the same picture in
+//! the same place is found cached and never encoded again. The batcher
+//! never puts a stand-in into a batch; it has [`Vision::show`] decode the
+//! picture's embeddings at its place instead.
+
+use std::path::Path;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::mtmd::{
+    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText,
+    mtmd_default_marker,
+};
+use llama_cpp_2::token::LlamaToken;
+use sha2::{Digest, Sha256};
+
+use super::EngineError;
+use hearth_core::chat::{Image, ProviderError};
+
+/// Limits checked before an image is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageLimits {
+    /// Most bytes of one image file.
+    pub max_bytes: usize,
+    /// Most pixels (width × height) its header may declare.
+    pub max_pixels: u64,
+    /// Most images in one message.
+    pub per_message: usize,
+}
+
+impl Default for ImageLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: 20 << 20,
+            max_pixels: 40_000_000,
+            per_message: 4,
+        }
+    }
+}
+
+/// A projector loaded beside the text model.
+pub(super) struct Vision {
+    ctx: MtmdContext,
+    limits: ImageLimits,
+}
+
+/// One image of a prompt, ready to be decoded into a sequence.
+pub(super) struct Picture {
+    /// Where its run starts in the prompt's tokens.
+    pub at: usize,
+    /// Its stand-in tokens (as many as the positions it takes).
+    pub run: Vec<LlamaToken>,
+    chunks: MtmdInputChunks,
+}
+
+impl Picture {
+    pub fn end(&self) -> usize {
+        self.at + self.run.len()
+    }
+}
+
+impl Vision {
+    /// Loads the projector at `path` for `model`. A projector whose images
+    /// take other positions than tokens (M-RoPE: the Qwen2-VL family) is
+    /// refused: the cache counts one position per token.
+    pub(super) fn load(
+        path: &Path,
+        model: &LlamaModel,
+        threads: i32,
+        use_gpu: bool,
+        limits: ImageLimits,
+    ) -> Result<Self, EngineError> {
+        let refused = |reason: String| EngineError::Projector {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if !path.is_file() {
+            return Err(refused("no such file".into()));
+        }
+        let params = MtmdContextParams {
+            use_gpu,
+            print_timings: false,
+            n_threads: threads,
+            ..MtmdContextParams::default()
+        };
+        let ctx = MtmdContext::init_from_file(&path.to_string_lossy(), model, &params).map_err(
+            |e| {
+                refused(format!(
+                    "llama.cpp could not load it ({e}); is it the projector made for this model?"
+                ))
+            },
+        )?;
+        if !ctx.support_vision() {
+            return Err(refused("it has no vision encoder".into()));
+        }
+        if ctx.decode_use_mrope() {
+            return Err(refused(
+                "its images use M-RoPE positions (the Qwen2-VL family), which hearth does not support yet"
+                    .into(),
+            ));
+        }
+        Ok(Self { ctx, limits })
+    }
+
+    /// Turns `image` into a picture placed at token `at`.
+    pub(super) fn picture(&self, image: &Image, at: usize) -> Result<Picture, ProviderError> {
+        self.check(image)?;
+        let bitmap = MtmdBitmap::from_buffer(&self.ctx, &image.bytes, false).map_err(|_| {
+            ProviderError::InvalidRequest(
+                "the image could not be read: it is damaged or not a PNG, JPEG, GIF, BMP or WebP file"
+                    .into(),
+            )
+        })?;
+        let text = MtmdInputText {
+            text: mtmd_default_marker().to_string(),
+            add_special: false,
+            parse_special: true,
+        };
+        let chunks = self.ctx.tokenize(text, &[&bitmap]).map_err(|e| {
+            ProviderError::InvalidRequest(format!("the image could not be prepared: {e}"))
+        })?;
+        let n = chunks.total_tokens();
+        if n == 0 || chunks.total_positions() as usize != n {
+            return Err(ProviderError::Failed(format!(
+                "the projector made {n} tokens in {} positions; hearth needs one each",
+                chunks.total_positions()
+            )));
+        }
+        Ok(Picture {
+            at,
+            run: stand_ins(&Sha256::digest(&image.bytes[..]).into(), n),
+            chunks,
+        })
+    }
+
+    /// Refuses an image over the limits before anything decodes it.
+    fn check(&self, image: &Image) -> Result<(), ProviderError> {
+        let limits = self.limits;
+        if image.len() > limits.max_bytes {
+            return Err(ProviderError::InvalidRequest(format!(
+                "the image is {} bytes, over the limit of {} (`[images] max_bytes`)",
+                image.len(),
+                limits.max_bytes
+            )));
+        }
+        match super::image_size::dimensions(&image.bytes) {
+            Some((w, h)) if u64::from(w) * u64::from(h) > limits.max_pixels => {
+                Err(ProviderError::InvalidRequest(format!(
+                    "the image is {w}×{h} pixels, over the limit of {} (`[images] max_pixels`)",
+                    limits.max_pixels
+                )))
+            }
+            Some((0, _) | (_, 0)) => Err(ProviderError::InvalidRequest(
+                "the image has no pixels".into(),
+            )),
+            Some(_) => Ok(()),
+            None => Err(ProviderError::InvalidRequest(
+                "the image could not be read: not a PNG, JPEG, GIF, BMP or WebP file".into(),
+            )),
+        }
+    }
+
+    pub(super) fn per_message(&self) -> usize {
+        self.limits.per_message
+    }
+
+    /// Decodes `picture`'s embeddings into sequence `seq` at its place.
+    pub(super) fn show(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        picture: &Picture,
+        seq: usize,
+        n_batch: usize,
+    ) -> Result<(), ProviderError> {
+        picture
+            .chunks
+            .eval_chunks(
+                &mut self.ctx,
+                ctx,
+                picture.at as i32,
+                seq as i32,
+                n_batch as i32,
+                false,
+            )
+            .map(|_| ())
+            .map_err(|e| ProviderError::Failed(format!("llama.cpp could not decode the image: {e}")))
+    }
+}
+
+/// `n` stand-in tokens for the image of `digest`: negative, and each
+/// derived from the digest and its place, so two runs are equal only for
+/// the same image.
+fn stand_ins(digest: &[u8; 32], n: usize) -> Vec<LlamaToken> {
+    (0..n as u64)
+        .map(|i| {
+            let mut h = Sha256::new();
+            h.update(digest);
+            h.update(i.to_le_bytes());
+            let d = h.finalize();
+            let v = (u32::from_le_bytes([d[0], d[1], d[2], d[3]]) & 0x7fff_ffff) as i32;
+            // -1 ..= -2^31: never a real token id.
+            LlamaToken(-1 - v)
+        })
+        .collect()
+}
+
+/// Whether `token` stands in for part of an image.
+pub(super) fn is_stand_in(token: LlamaToken) -> bool {
+    token.0 < 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stand_ins_are_negative_and_differ_between_images_and_places() {
+        let a = stand_ins(&[1; 32], 64);
+        let b = stand_ins(&[2; 32], 64);
+        assert!(a.iter().chain(&b).all(|&t| is_stand_in(t)));
+        assert_eq!(a, stand_ins(&[1; 32], 64), "the same image, the same run");
+        assert_ne!(a, b);
+        let distinct: std::collections::HashSet<_> = a.iter().map(|t| t.0).collect();
+        assert_eq!(distinct.len(), 64, "no two places alike");
+        assert!(!is_stand_in(LlamaToken(0)));
+    }
+}
