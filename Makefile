@@ -23,7 +23,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients clean gpu gpu-configure cuda-compiler cuda-toolkit
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-projector clean gpu gpu-configure cuda-compiler cuda-toolkit
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -43,7 +43,7 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients cuda-compiler
+test: prereqs test-models test-clients test-projector cuda-compiler
 	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
@@ -93,6 +93,17 @@ $(PYCLIENTS)/.installed: tests/clients/requirements.txt
 	rm -rf $(PYCLIENTS)
 	python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --target $(PYCLIENTS) -r tests/clients/requirements.txt
 	touch $@
+
+# A vision projector with random weights for SmolLM2 (576 wide): no vision
+# GGUF can be downloaded here, so the image path is tested with this one
+# (tests/clients/tiny_projector.py says what it proves and what it cannot).
+PROJECTOR := target/test-models/mmproj-random-576.gguf
+test-projector: $(PROJECTOR)
+$(PROJECTOR): tests/clients/tiny_projector.py $(PYCLIENTS)/.installed
+	mkdir -p $(dir $@)
+	PYTHONPATH=$(PYCLIENTS) python3 tests/clients/tiny_projector.py 576 $@.part
+	echo "619cf78f42d8b012cd50fd9edeff65ea8eb1e5962b6d6e70a7b77c7762c9791c  $@.part" | sha256sum --check --quiet
+	mv $@.part $@
 
 prereqs:
 	@missing=""; \

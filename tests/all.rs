@@ -51,6 +51,7 @@ mod telegram_resilience;
 mod templates;
 mod trust;
 mod two_people;
+mod vision;
 mod ways_in;
 mod websocket;
 mod xml_parser;

@@ -17,7 +17,9 @@ pub async fn run(
     config: &Config,
     question: &str,
     session: Option<String>,
+    images: &[std::path::PathBuf],
 ) -> anyhow::Result<ExitCode> {
+    let images = read_images(config, images)?;
     let question = if question == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -48,8 +50,12 @@ pub async fn run(
     });
     let provider = startup::local_provider(config).await?;
     let mut conversation = Conversation::open(config, session.as_deref())?;
+    let user = crate::chat::ChatMessage {
+        images,
+        ..crate::chat::ChatMessage::user(question)
+    };
     let reply = conversation
-        .send(&provider, question, cancel, |_| {})
+        .send(&provider, user, cancel, |_| {})
         .await?;
     match reply.finish {
         FinishReason::Cancelled => {
@@ -87,4 +93,29 @@ pub async fn run(
     }
     println!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--image` files, each refused before it is read when it is over
+/// `[model] image_max_mb`.
+fn read_images(
+    config: &Config,
+    paths: &[std::path::PathBuf],
+) -> anyhow::Result<Vec<crate::chat::Image>> {
+    let limit = u64::from(config.model.image_max_mb) << 20;
+    paths
+        .iter()
+        .map(|path| {
+            let shown = path.display();
+            let size = std::fs::metadata(path)
+                .with_context(|| format!("cannot read the image {shown}"))?
+                .len();
+            if size > limit {
+                bail!(
+                    "the image {shown} is {size} bytes, over the limit of {limit} (`[model] image_max_mb`)"
+                );
+            }
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read the image {shown}"))?;
+            Ok(crate::chat::Image::new(bytes))
+        })
+        .collect()
 }

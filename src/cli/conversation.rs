@@ -47,18 +47,17 @@ impl Conversation {
         })
     }
 
-    /// Sends a user message and streams the reply to `on_text`. A finished
-    /// reply is recorded (and saved); a cancelled one is not. When the
-    /// conversation outgrows the context window, the oldest turns are dropped
-    /// and the request retried.
+    /// Sends a user message (its text and any images) and streams the reply
+    /// to `on_text`. A finished reply is recorded (and saved); a cancelled
+    /// one is not. When the conversation outgrows the context window, the
+    /// oldest turns are dropped and the request retried.
     pub async fn send(
         &mut self,
         provider: &dyn Provider,
-        text: &str,
+        user: ChatMessage,
         cancel: CancellationToken,
         mut on_text: impl FnMut(&str),
     ) -> Result<ChatReply, TurnError> {
-        let user = ChatMessage::user(text);
         let mut skip = 0;
         loop {
             let mut messages = Vec::with_capacity(self.turns.len() + 2);

@@ -64,6 +64,10 @@ pub enum Command {
         /// Continue (and save) a named conversation across invocations.
         #[arg(long, value_name = "NAME")]
         session: Option<String>,
+        /// An image the question is about (PNG, JPEG, GIF, BMP, WebP);
+        /// repeat for several. Needs a vision model (`[model] mmproj`).
+        #[arg(long, value_name = "FILE")]
+        image: Vec<PathBuf>,
     },
     /// Run the assistant: every configured channel, until SIGINT/SIGTERM.
     Daemon,
@@ -251,7 +255,11 @@ async fn with_config(
         }
         Command::Acp => acp::run(&config, env).await,
         Command::Daemon => daemon::run(config, env).await,
-        Command::Ask { question, session } => ask::run(&config, &question, session).await,
+        Command::Ask {
+            question,
+            session,
+            image,
+        } => ask::run(&config, &question, session, &image).await,
         Command::Doctor | Command::Config { .. } | Command::Service { .. } => {
             anyhow::bail!("this command reads its config itself")
         }

@@ -266,7 +266,7 @@ impl<'m> Generator<'m> {
         for m in messages.iter_mut().filter(|m| !m.images.is_empty()) {
             if m.images.len() > vision.per_message() {
                 return Err(ProviderError::InvalidRequest(format!(
-                    "{} images in one message, over the limit of {} (`[images] per_message`)",
+                    "{} images in one message, over the limit of {} (`[model] images_per_message`)",
                     m.images.len(),
                     vision.per_message()
                 )));

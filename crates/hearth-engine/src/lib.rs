@@ -101,7 +101,7 @@ pub struct EngineSettings {
     /// `[model] mmproj`: the vision projector made for this model; `None`
     /// reads text only.
     pub mmproj: Option<PathBuf>,
-    /// `[images]`: what an image may be before it is decoded.
+    /// `[model] image_max_mb`, `image_max_pixels`, `images_per_message`.
     pub image_limits: ImageLimits,
 }
 

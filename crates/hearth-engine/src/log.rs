@@ -7,13 +7,14 @@
 
 use std::ffi::{CStr, c_char, c_void};
 
-/// Installs the callback for llama.cpp and ggml. Idempotent.
+/// Installs the callback for llama.cpp, ggml and mtmd (images). Idempotent.
 pub fn route_to_tracing() {
     // SAFETY: the callback is a plain function that only reads the C string it
     // is handed during the call; no user data pointer is used.
     unsafe {
         llama_cpp_sys_2::llama_log_set(Some(forward), std::ptr::null_mut());
         llama_cpp_sys_2::ggml_log_set(Some(forward), std::ptr::null_mut());
+        llama_cpp_sys_2::mtmd_log_set(Some(forward), std::ptr::null_mut());
     }
 }
 

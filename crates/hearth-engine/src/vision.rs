@@ -146,7 +146,7 @@ impl Vision {
         let limits = self.limits;
         if image.len() > limits.max_bytes {
             return Err(ProviderError::InvalidRequest(format!(
-                "the image is {} bytes, over the limit of {} (`[images] max_bytes`)",
+                "the image is {} bytes, over the limit of {} (`[model] image_max_mb`)",
                 image.len(),
                 limits.max_bytes
             )));
@@ -154,7 +154,7 @@ impl Vision {
         match super::image_size::dimensions(&image.bytes) {
             Some((w, h)) if u64::from(w) * u64::from(h) > limits.max_pixels => {
                 Err(ProviderError::InvalidRequest(format!(
-                    "the image is {w}×{h} pixels, over the limit of {} (`[images] max_pixels`)",
+                    "the image is {w}×{h} pixels, over the limit of {} (`[model] image_max_pixels`)",
                     limits.max_pixels
                 )))
             }

@@ -1,0 +1,217 @@
+//! Images through the engine, on SmolLM2 with a projector of random weights
+//! (`make test-projector`; no vision GGUF can be downloaded here). It
+//! proves the plumbing: a picture becomes its projector's tokens, a second
+//! question about it decodes only the new text, also after the engine
+//! restarted from its disk cache; a different picture is never taken for a
+//! cached one; hostile images are refused with a reason while the engine
+//! keeps answering. It cannot prove that a model understands a picture.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use crate::common;
+use crate::common::engine_lock as lock;
+
+use std::path::{Path, PathBuf};
+
+use hearth::chat::{
+    CacheOrigin, ChatMessage, ChatReply, ChatRequest, Image, ProviderError, SamplingParams,
+};
+use hearth::engine::{Engine, EngineSettings, ImageLimits};
+use tokio_util::sync::CancellationToken;
+
+/// Tokens the test projector makes of any image (64×64 in 8×8 patches).
+const IMAGE_TOKENS: u32 = 64;
+
+pub fn projector() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-models/mmproj-random-576.gguf");
+    assert!(path.is_file(), "the test projector is missing: run `make test-projector`");
+    path
+}
+
+/// A PNG of one colour, written by hand (stored deflate blocks need no
+/// compressor).
+pub fn png(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    for _ in 0..height {
+        raw.push(0);
+        for _ in 0..width {
+            raw.extend_from_slice(&rgb);
+        }
+    }
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend(width.to_be_bytes());
+    ihdr.extend(height.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    chunk(&mut out, b"IHDR", &ihdr);
+    chunk(&mut out, b"IDAT", &stored_zlib(&raw));
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+    out.extend((data.len() as u32).to_be_bytes());
+    out.extend(kind);
+    out.extend(data);
+    let mut crc_input = kind.to_vec();
+    crc_input.extend(data);
+    out.extend(crc32(&crc_input).to_be_bytes());
+}
+
+fn stored_zlib(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x78, 0x01];
+    let blocks: Vec<&[u8]> = data.chunks(65_535).collect();
+    for (i, block) in blocks.iter().enumerate() {
+        out.push(u8::from(i + 1 == blocks.len()));
+        let n = block.len() as u16;
+        out.extend(n.to_le_bytes());
+        out.extend((!n).to_le_bytes());
+        out.extend(*block);
+    }
+    let (mut a, mut b) = (1u32, 0u32);
+    for &byte in data {
+        a = (a + u32::from(byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    out.extend(((b << 16) | a).to_be_bytes());
+    out
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = 0xffff_ffffu32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+fn settings(kv_dir: &Path, mmproj: Option<PathBuf>, limits: ImageLimits) -> EngineSettings {
+    EngineSettings {
+        kv_dir: Some(kv_dir.to_path_buf()),
+        disk_cache_bytes: 1 << 30,
+        mmproj,
+        image_limits: limits,
+        ..common::engine_settings(common::SMOLLM2)
+    }
+}
+
+fn ask(engine: &Engine, key: &str, messages: Vec<ChatMessage>) -> Result<ChatReply, ProviderError> {
+    let request = ChatRequest::new(key, messages, SamplingParams::greedy(16));
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(engine.submit(request, CancellationToken::new()).collect_with(|_| {}))
+}
+
+fn with_images(text: &str, images: &[&[u8]]) -> ChatMessage {
+    ChatMessage {
+        images: images.iter().map(|b| Image::new(b.to_vec())).collect(),
+        ..ChatMessage::user(text)
+    }
+}
+
+#[test]
+fn a_picture_is_its_projectors_tokens_and_stays_cached_across_a_restart() {
+    let _turn = lock();
+    let kv = tempfile::tempdir().unwrap();
+    let red = png(100, 80, [200, 30, 30]);
+    let blue = png(100, 80, [30, 30, 200]);
+    let system = ChatMessage::system("You are a helpful assistant.");
+    let question = "What is in this picture?";
+    let engine = Engine::start(settings(kv.path(), Some(projector()), ImageLimits::default()), None).unwrap();
+    assert!(engine.info().vision);
+    // The control: the same question without the picture.
+    let text = ask(&engine, "text", vec![system.clone(), ChatMessage::user(question)]).unwrap();
+    let mut history = vec![system.clone(), with_images(question, &[&red])];
+    let first = ask(&engine, "photo", history.clone()).unwrap();
+    assert_eq!(
+        first.usage.prompt_tokens,
+        text.usage.prompt_tokens + IMAGE_TOKENS,
+        "the picture is the projector's {IMAGE_TOKENS} tokens: {:?} vs {:?}",
+        first.usage,
+        text.usage
+    );
+    // A second question about it: only the new text is decoded.
+    history.push(ChatMessage::assistant(first.text.trim()));
+    history.push(ChatMessage::user("What colour is it?"));
+    let second = ask(&engine, "photo", history.clone()).unwrap();
+    assert!(
+        second.usage.cached_tokens >= first.usage.prompt_tokens,
+        "the picture and the first question come from the cache: {:?}",
+        second.usage
+    );
+    assert!(second.usage.prompt_tokens - second.usage.cached_tokens < IMAGE_TOKENS);
+    // A different picture in the same place is decoded, never taken from
+    // the cache (the shared prefix stops before it).
+    let other = ask(&engine, "photo-blue", vec![system.clone(), with_images(question, &[&blue])]).unwrap();
+    assert!(
+        other.usage.prompt_tokens - other.usage.cached_tokens >= IMAGE_TOKENS,
+        "{:?}",
+        other.usage
+    );
+    drop(engine);
+    // After a restart the conversation comes back from disk, picture included.
+    let engine = Engine::start(settings(kv.path(), Some(projector()), ImageLimits::default()), None).unwrap();
+    history.push(ChatMessage::assistant(second.text.trim()));
+    history.push(ChatMessage::user("And its shape?"));
+    let third = ask(&engine, "photo", history).unwrap();
+    assert_eq!(third.usage.cache_origin, CacheOrigin::Disk, "{:?}", third.usage);
+    assert!(
+        third.usage.cached_tokens >= second.usage.prompt_tokens,
+        "{:?}",
+        third.usage
+    );
+}
+
+#[test]
+fn hostile_images_are_refused_with_a_reason_and_the_engine_answers_on() {
+    let _turn = lock();
+    let kv = tempfile::tempdir().unwrap();
+    let limits = ImageLimits {
+        max_bytes: 1 << 20,
+        max_pixels: 10_000_000,
+        per_message: 2,
+    };
+    let engine = Engine::start(settings(kv.path(), Some(projector()), limits), None).unwrap();
+    let red = png(100, 80, [200, 30, 30]);
+    // A header that declares 100,000 × 100,000 pixels in a few hundred bytes.
+    let mut bomb = png(4, 4, [0, 0, 0]);
+    bomb[16..20].copy_from_slice(&100_000u32.to_be_bytes());
+    bomb[20..24].copy_from_slice(&100_000u32.to_be_bytes());
+    let mut big = png(4, 4, [0, 0, 0]);
+    big.resize(2 << 20, 0);
+    let truncated = red[..red.len() / 2].to_vec();
+    let text_file = b"OggS this is a text file named voice.ogg".to_vec();
+    let cases: [(&str, Vec<&[u8]>, &str); 5] = [
+        ("bomb", vec![&bomb], "pixels"),
+        ("big", vec![&big], "bytes"),
+        ("truncated", vec![&truncated], "could not be read"),
+        ("not an image", vec![&text_file], "not a PNG"),
+        ("three", vec![&red, &red, &red], "images in one message"),
+    ];
+    for (i, (name, images, why)) in cases.into_iter().enumerate() {
+        let key = format!("hostile-{i}");
+        let refused = ask(&engine, &key, vec![with_images("What is this?", &images)]);
+        match refused {
+            Err(ProviderError::InvalidRequest(message)) => {
+                assert!(message.contains(why), "{name}: {message}")
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        // The positive control, in the same conversation: a good picture.
+        let good = ask(&engine, &key, vec![with_images("What is this?", &[&red])]).unwrap();
+        assert!(good.usage.prompt_tokens > IMAGE_TOKENS, "{name}: {:?}", good.usage);
+    }
+    drop(engine);
+    // A model without a projector says so.
+    let engine = Engine::start(settings(kv.path(), None, limits), None).unwrap();
+    assert!(!engine.info().vision);
+    match ask(&engine, "blind", vec![with_images("What is this?", &[&red])]) {
+        Err(ProviderError::InvalidRequest(m)) => assert!(m.contains("cannot see images"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    ask(&engine, "blind", vec![ChatMessage::user("Hello")]).unwrap();
+}
