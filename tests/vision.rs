@@ -22,21 +22,23 @@ use tokio_util::sync::CancellationToken;
 const IMAGE_TOKENS: u32 = 64;
 
 pub fn projector() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-models/mmproj-random-576.gguf");
-    assert!(path.is_file(), "the test projector is missing: run `make test-projector`");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-models/mmproj-random-576.gguf");
+    assert!(
+        path.is_file(),
+        "the test projector is missing: run `make test-projector`"
+    );
     path
 }
 
 /// A PNG of one colour, written by hand (stored deflate blocks need no
 /// compressor).
 pub fn png(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
-    let mut raw = Vec::new();
-    for _ in 0..height {
-        raw.push(0);
-        for _ in 0..width {
-            raw.extend_from_slice(&rgb);
-        }
-    }
+    // Each row: filter type 0, then the pixels.
+    let row: Vec<u8> = std::iter::once(0)
+        .chain(rgb.iter().copied().cycle().take(3 * width as usize))
+        .collect();
+    let raw = row.repeat(height as usize);
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut ihdr = Vec::new();
     ihdr.extend(width.to_be_bytes());
@@ -81,7 +83,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &byte in data {
         crc ^= u32::from(byte);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -103,7 +109,11 @@ fn ask(engine: &Engine, key: &str, messages: Vec<ChatMessage>) -> Result<ChatRep
         .enable_all()
         .build()
         .unwrap()
-        .block_on(engine.submit(request, CancellationToken::new()).collect_with(|_| {}))
+        .block_on(
+            engine
+                .submit(request, CancellationToken::new())
+                .collect_with(|_| {}),
+        )
 }
 
 fn with_images(text: &str, images: &[&[u8]]) -> ChatMessage {
@@ -121,10 +131,19 @@ fn a_picture_is_its_projectors_tokens_and_stays_cached_across_a_restart() {
     let blue = png(100, 80, [30, 30, 200]);
     let system = ChatMessage::system("You are a helpful assistant.");
     let question = "What is in this picture?";
-    let engine = Engine::start(settings(kv.path(), Some(projector()), ImageLimits::default()), None).unwrap();
+    let engine = Engine::start(
+        settings(kv.path(), Some(projector()), ImageLimits::default()),
+        None,
+    )
+    .unwrap();
     assert!(engine.info().vision);
     // The control: the same question without the picture.
-    let text = ask(&engine, "text", vec![system.clone(), ChatMessage::user(question)]).unwrap();
+    let text = ask(
+        &engine,
+        "text",
+        vec![system.clone(), ChatMessage::user(question)],
+    )
+    .unwrap();
     let mut history = vec![system.clone(), with_images(question, &[&red])];
     let first = ask(&engine, "photo", history.clone()).unwrap();
     assert_eq!(
@@ -146,7 +165,12 @@ fn a_picture_is_its_projectors_tokens_and_stays_cached_across_a_restart() {
     assert!(second.usage.prompt_tokens - second.usage.cached_tokens < IMAGE_TOKENS);
     // A different picture in the same place is decoded, never taken from
     // the cache (the shared prefix stops before it).
-    let other = ask(&engine, "photo-blue", vec![system.clone(), with_images(question, &[&blue])]).unwrap();
+    let other = ask(
+        &engine,
+        "photo-blue",
+        vec![system.clone(), with_images(question, &[&blue])],
+    )
+    .unwrap();
     assert!(
         other.usage.prompt_tokens - other.usage.cached_tokens >= IMAGE_TOKENS,
         "{:?}",
@@ -154,11 +178,20 @@ fn a_picture_is_its_projectors_tokens_and_stays_cached_across_a_restart() {
     );
     drop(engine);
     // After a restart the conversation comes back from disk, picture included.
-    let engine = Engine::start(settings(kv.path(), Some(projector()), ImageLimits::default()), None).unwrap();
+    let engine = Engine::start(
+        settings(kv.path(), Some(projector()), ImageLimits::default()),
+        None,
+    )
+    .unwrap();
     history.push(ChatMessage::assistant(second.text.trim()));
     history.push(ChatMessage::user("And its shape?"));
     let third = ask(&engine, "photo", history).unwrap();
-    assert_eq!(third.usage.cache_origin, CacheOrigin::Disk, "{:?}", third.usage);
+    assert_eq!(
+        third.usage.cache_origin,
+        CacheOrigin::Disk,
+        "{:?}",
+        third.usage
+    );
     assert!(
         third.usage.cached_tokens >= second.usage.prompt_tokens,
         "{:?}",
@@ -184,11 +217,24 @@ fn hostile_images_are_refused_with_a_reason_and_the_engine_answers_on() {
     let mut big = png(4, 4, [0, 0, 0]);
     big.resize(2 << 20, 0);
     let truncated = red[..red.len() / 2].to_vec();
+    let jpeg = {
+        let mut out = Vec::new();
+        let pixels = image::RgbImage::from_pixel(64, 48, image::Rgb([20, 160, 40]));
+        pixels
+            .write_to(
+                &mut std::io::Cursor::new(&mut out),
+                image::ImageFormat::Jpeg,
+            )
+            .unwrap();
+        out
+    };
+    let truncated_jpeg = jpeg[..jpeg.len() * 2 / 3].to_vec();
     let text_file = b"OggS this is a text file named voice.ogg".to_vec();
-    let cases: [(&str, Vec<&[u8]>, &str); 5] = [
+    let cases: [(&str, Vec<&[u8]>, &str); 6] = [
         ("bomb", vec![&bomb], "pixels"),
         ("big", vec![&big], "bytes"),
         ("truncated", vec![&truncated], "could not be read"),
+        ("truncated jpeg", vec![&truncated_jpeg], "could not be read"),
         ("not an image", vec![&text_file], "not a PNG"),
         ("three", vec![&red, &red, &red], "images in one message"),
     ];
@@ -201,15 +247,34 @@ fn hostile_images_are_refused_with_a_reason_and_the_engine_answers_on() {
             }
             other => panic!("{name}: {other:?}"),
         }
-        // The positive control, in the same conversation: a good picture.
-        let good = ask(&engine, &key, vec![with_images("What is this?", &[&red])]).unwrap();
-        assert!(good.usage.prompt_tokens > IMAGE_TOKENS, "{name}: {:?}", good.usage);
+        // The positive control, in the same conversation: a good picture
+        // (a whole JPEG beside the truncated one).
+        let control: &[u8] = if name == "truncated jpeg" {
+            &jpeg
+        } else {
+            &red
+        };
+        let good = ask(
+            &engine,
+            &key,
+            vec![with_images("What is this?", &[control])],
+        )
+        .unwrap();
+        assert!(
+            good.usage.prompt_tokens > IMAGE_TOKENS,
+            "{name}: {:?}",
+            good.usage
+        );
     }
     drop(engine);
     // A model without a projector says so.
     let engine = Engine::start(settings(kv.path(), None, limits), None).unwrap();
     assert!(!engine.info().vision);
-    match ask(&engine, "blind", vec![with_images("What is this?", &[&red])]) {
+    match ask(
+        &engine,
+        "blind",
+        vec![with_images("What is this?", &[&red])],
+    ) {
         Err(ProviderError::InvalidRequest(m)) => assert!(m.contains("cannot see images"), "{m}"),
         other => panic!("{other:?}"),
     }

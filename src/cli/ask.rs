@@ -54,9 +54,7 @@ pub async fn run(
         images,
         ..crate::chat::ChatMessage::user(question)
     };
-    let reply = conversation
-        .send(&provider, user, cancel, |_| {})
-        .await?;
+    let reply = conversation.send(&provider, user, cancel, |_| {}).await?;
     match reply.finish {
         FinishReason::Cancelled => {
             return Ok(match stopped.get() {

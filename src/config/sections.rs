@@ -56,8 +56,7 @@ impl ModelConfig {
             image_max_pixels: m.image_max_pixels.unwrap_or(d.image_max_pixels),
             images_per_message: m.images_per_message.unwrap_or(d.images_per_message),
         };
-        if model.image_max_mb == 0 || model.image_max_pixels == 0 || model.images_per_message == 0
-        {
+        if model.image_max_mb == 0 || model.image_max_pixels == 0 || model.images_per_message == 0 {
             return Err(ConfigError::invalid(
                 "model.image_max_mb",
                 "image limits must be above 0 (`image_max_mb`, `image_max_pixels`, `images_per_message`); set `mmproj = \"\"` to refuse images",

@@ -127,7 +127,12 @@ impl<'m> Batcher<'m> {
 
     /// Decodes the pictures that come next in the prompts being read, each
     /// in a decode of its own (its embeddings, not tokens).
-    fn show_pictures(&mut self, ctx: &mut LlamaContext<'_>, cache: &mut SeqCache, vision: &mut Vision) {
+    fn show_pictures(
+        &mut self,
+        ctx: &mut LlamaContext<'_>,
+        cache: &mut SeqCache,
+        vision: &mut Vision,
+    ) {
         let n_batch = self.n_batch;
         self.active.retain_mut(|reply| {
             let seq = reply.seq();
@@ -137,7 +142,8 @@ impl<'m> Batcher<'m> {
                     if reply.pending().first().is_some_and(|&t| is_stand_in(t)) {
                         // Never fed as a token: llama.cpp would read past its vocabulary.
                         cache.forget(ctx, seq);
-                        let lost = ProviderError::Failed("an image's place in the prompt was lost".into());
+                        let lost =
+                            ProviderError::Failed("an image's place in the prompt was lost".into());
                         return reply.fail(lost) != Status::Done;
                     }
                     return true;
@@ -148,7 +154,13 @@ impl<'m> Batcher<'m> {
                     return reply.fail(e) != Status::Done;
                 }
                 let run = picture.run.clone();
-                tracing::debug!(seq, at, tokens = run.len(), ms = started.elapsed().as_millis() as u64, "picture decoded");
+                tracing::debug!(
+                    seq,
+                    at,
+                    tokens = run.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "picture decoded"
+                );
                 cache.tokens_mut(seq).extend_from_slice(&run);
                 reply.shown(at);
             }
@@ -178,7 +190,11 @@ impl<'m> Batcher<'m> {
             let seq = reply.seq();
             let start = cache.tokens_mut(seq).len();
             // A picture is never put in a batch (see `show_pictures`).
-            let n = pending.len().min(room).min(most).min(reply.text_from(start));
+            let n = pending
+                .len()
+                .min(room)
+                .min(most)
+                .min(reply.text_from(start));
             if n == 0 {
                 continue;
             }

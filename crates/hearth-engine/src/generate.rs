@@ -21,7 +21,7 @@ use super::control::ControlTexts;
 use super::formats::{Format, ModelFamily};
 use super::reply::{Admitted, Reply};
 use super::template::{ChatTemplate, Turn};
-use super::vision::{Picture, Vision};
+use super::vision::{Picture, Vision, image_marker, whole_pictures};
 use super::{Job, sampling};
 use hearth_core::chat::{ChatRequest, FinishReason, ProviderError, StreamEvent, Usage};
 
@@ -426,48 +426,6 @@ impl<'m> Generator<'m> {
         cached.extend_from_slice(&tokens[..covered]);
         keep
     }
-}
-
-/// Cuts a sequence that holds part of a picture back to where the picture
-/// starts (a picture is decoded whole), and drops the pictures it holds
-/// whole. Returns how many tokens are kept.
-fn whole_pictures(
-    ctx: &mut LlamaContext<'_>,
-    cache: &mut SeqCache,
-    seq: usize,
-    pictures: &mut Vec<Picture>,
-    kept: usize,
-) -> usize {
-    let covered = cache.tokens_mut(seq).len();
-    let cut = pictures
-        .iter()
-        .find(|p| p.at < covered && covered < p.end())
-        .map(|p| p.at);
-    let covered = match cut {
-        None => covered,
-        Some(at) => {
-            tracing::debug!(seq, at, "the cache held part of a picture; it is decoded again whole");
-            if !ctx
-                .clear_kv_cache_seq(Some(seq as u32), Some(at as u32), None)
-                .unwrap_or(false)
-            {
-                cache.forget(ctx, seq);
-            }
-            let cached = cache.tokens_mut(seq);
-            cached.truncate(at);
-            cached.len()
-        }
-    };
-    pictures.retain(|p| p.at >= covered);
-    kept.min(covered)
-}
-
-/// A marker no message can contain.
-fn image_marker() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id().into());
-    format!("<hearth-image-{:016x}>", h.finish())
 }
 
 #[cfg(test)]

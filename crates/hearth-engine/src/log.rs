@@ -15,6 +15,7 @@ pub fn route_to_tracing() {
         llama_cpp_sys_2::llama_log_set(Some(forward), std::ptr::null_mut());
         llama_cpp_sys_2::ggml_log_set(Some(forward), std::ptr::null_mut());
         llama_cpp_sys_2::mtmd_log_set(Some(forward), std::ptr::null_mut());
+        llama_cpp_sys_2::mtmd_helper_log_set(Some(forward), std::ptr::null_mut());
     }
 }
 

@@ -16,13 +16,13 @@ use std::path::Path;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::mtmd::{
-    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText,
-    mtmd_default_marker,
+    MtmdBitmap, MtmdContext, MtmdContextParams, MtmdInputChunks, MtmdInputText, mtmd_default_marker,
 };
 use llama_cpp_2::token::LlamaToken;
 use sha2::{Digest, Sha256};
 
 use super::EngineError;
+use super::cache::SeqCache;
 use hearth_core::chat::{Image, ProviderError};
 
 /// Limits checked before an image is decoded.
@@ -91,13 +91,12 @@ impl Vision {
             n_threads: threads,
             ..MtmdContextParams::default()
         };
-        let ctx = MtmdContext::init_from_file(&path.to_string_lossy(), model, &params).map_err(
-            |e| {
+        let ctx =
+            MtmdContext::init_from_file(&path.to_string_lossy(), model, &params).map_err(|e| {
                 refused(format!(
                     "llama.cpp could not load it ({e}); is it the projector made for this model?"
                 ))
-            },
-        )?;
+            })?;
         if !ctx.support_vision() {
             return Err(refused("it has no vision encoder".into()));
         }
@@ -113,12 +112,7 @@ impl Vision {
     /// Turns `image` into a picture placed at token `at`.
     pub(super) fn picture(&self, image: &Image, at: usize) -> Result<Picture, ProviderError> {
         self.check(image)?;
-        let bitmap = MtmdBitmap::from_buffer(&self.ctx, &image.bytes, false).map_err(|_| {
-            ProviderError::InvalidRequest(
-                "the image could not be read: it is damaged or not a PNG, JPEG, GIF, BMP or WebP file"
-                    .into(),
-            )
-        })?;
+        let bitmap = self.decode(image)?;
         let text = MtmdInputText {
             text: mtmd_default_marker().to_string(),
             add_special: false,
@@ -168,6 +162,37 @@ impl Vision {
         }
     }
 
+    /// Decodes the image here, in Rust, within the limits: mtmd's own
+    /// helper would hand bytes it cannot read as a picture to an audio
+    /// decoder and to `ffmpeg` (its video support), outside the sandbox.
+    fn decode(&self, image: &Image) -> Result<MtmdBitmap, ProviderError> {
+        let damaged = |e: &dyn std::fmt::Display| {
+            ProviderError::InvalidRequest(format!(
+                "the image could not be read: it is damaged or not a PNG, JPEG, GIF, BMP or WebP file ({e})"
+            ))
+        };
+        let mut reader = image::ImageReader::new(std::io::Cursor::new(&image.bytes[..]))
+            .with_guessed_format()
+            .map_err(|e| damaged(&e))?;
+        let mut limits = image::Limits::default();
+        let side = u32::try_from(self.limits.max_pixels).unwrap_or(u32::MAX);
+        limits.max_image_width = Some(side);
+        limits.max_image_height = Some(side);
+        limits.max_alloc = Some(self.limits.max_pixels.saturating_mul(4).max(1 << 20));
+        reader.limits(limits);
+        let rgb = reader.decode().map_err(|e| damaged(&e))?.into_rgb8();
+        let (width, height) = rgb.dimensions();
+        if u64::from(width) * u64::from(height) > self.limits.max_pixels {
+            return Err(ProviderError::InvalidRequest(format!(
+                "the image is {width}×{height} pixels, over the limit of {} (`[model] image_max_pixels`)",
+                self.limits.max_pixels
+            )));
+        }
+        MtmdBitmap::from_image_data(width, height, rgb.as_raw()).map_err(|e| {
+            ProviderError::Failed(format!("the image could not be handed to llama.cpp: {e}"))
+        })
+    }
+
     pub(super) fn per_message(&self) -> usize {
         self.limits.per_message
     }
@@ -191,8 +216,56 @@ impl Vision {
                 false,
             )
             .map(|_| ())
-            .map_err(|e| ProviderError::Failed(format!("llama.cpp could not decode the image: {e}")))
+            .map_err(|e| {
+                ProviderError::Failed(format!("llama.cpp could not decode the image: {e}"))
+            })
     }
+}
+
+/// Cuts a sequence that holds part of a picture back to where the picture
+/// starts (a picture is decoded whole), and drops the pictures it holds
+/// whole. Returns how many tokens are kept.
+pub(super) fn whole_pictures(
+    ctx: &mut LlamaContext<'_>,
+    cache: &mut SeqCache,
+    seq: usize,
+    pictures: &mut Vec<Picture>,
+    kept: usize,
+) -> usize {
+    let covered = cache.tokens_mut(seq).len();
+    let cut = pictures
+        .iter()
+        .find(|p| p.at < covered && covered < p.end())
+        .map(|p| p.at);
+    let covered = match cut {
+        None => covered,
+        Some(at) => {
+            tracing::debug!(
+                seq,
+                at,
+                "the cache held part of a picture; it is decoded again whole"
+            );
+            if !ctx
+                .clear_kv_cache_seq(Some(seq as u32), Some(at as u32), None)
+                .unwrap_or(false)
+            {
+                cache.forget(ctx, seq);
+            }
+            let cached = cache.tokens_mut(seq);
+            cached.truncate(at);
+            cached.len()
+        }
+    };
+    pictures.retain(|p| p.at >= covered);
+    kept.min(covered)
+}
+
+/// A marker no message can contain.
+pub(super) fn image_marker() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    format!("<hearth-image-{:016x}>", h.finish())
 }
 
 /// `n` stand-in tokens for the image of `digest`: negative, and each

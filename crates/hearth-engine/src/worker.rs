@@ -68,37 +68,21 @@ pub(super) fn run(
         }
     };
     let n_ctx_seq = ctx.n_ctx() / slots;
-    let vision = match settings.mmproj.as_deref() {
-        None => None,
-        Some(path) => {
-            let gpu = fit.gpu_layers > 0;
-            match Vision::load(path, &model, threads, gpu, settings.image_limits) {
-                Ok(v) => Some(v),
-                Err(e) => return fail(e),
-            }
-        }
+    let Ok(vision) = projector(&settings, &model, threads, &fit).map_err(&fail) else {
+        return;
     };
     let reuse = reuse_policy(&settings, &model);
     let info = model_info(
         &settings,
         &model,
-        (&template, &fit, family),
+        (&template, &fit, family, vision.is_some()),
         threads,
         n_ctx_seq,
         &reuse,
     );
-    let info = ModelInfo {
-        vision: vision.is_some(),
-        ..info
-    };
     tracing::info!(?info, "model loaded");
     let window = sliding_window(&model);
-    // A window-size cache forgets what is behind the window: checkpoints
-    // bring an earlier position back.
-    let checkpoints = match window {
-        Some(_) if !settings.swa_full => settings.swa_checkpoints as usize,
-        _ => 0,
-    };
+    let checkpoints = checkpoints(&settings, window);
     let mut cache = seq_cache(&settings, &model, n_ctx_seq, checkpoints);
     if ready.send(Ok((info, Arc::clone(&model)))).is_err() {
         return;
@@ -126,6 +110,29 @@ pub(super) fn run(
     tracing::debug!("engine worker stopped");
 }
 
+/// Checkpoints kept per conversation: a window-size cache forgets what is
+/// behind the window, and a checkpoint brings an earlier position back.
+fn checkpoints(settings: &EngineSettings, window: Option<usize>) -> usize {
+    match window {
+        Some(_) if !settings.swa_full => settings.swa_checkpoints as usize,
+        _ => 0,
+    }
+}
+
+/// The vision projector, when `[model] mmproj` names one.
+fn projector(
+    settings: &EngineSettings,
+    model: &LlamaModel,
+    threads: i32,
+    fit: &Fit,
+) -> Result<Option<Vision>, EngineError> {
+    let Some(path) = settings.mmproj.as_deref() else {
+        return Ok(None);
+    };
+    let gpu = fit.gpu_layers > 0;
+    Vision::load(path, model, threads, gpu, settings.image_limits).map(Some)
+}
+
 /// The batcher: prompts are read in checkpoint-sized chunks when
 /// checkpoints are on.
 fn batcher<'m>(settings: &EngineSettings, checkpoints: usize) -> Batcher<'m> {
@@ -140,7 +147,7 @@ fn batcher<'m>(settings: &EngineSettings, checkpoints: usize) -> Batcher<'m> {
 fn model_info(
     settings: &EngineSettings,
     model: &LlamaModel,
-    (template, fit, family): (&ChatTemplate, &Fit, ModelFamily),
+    (template, fit, family, vision): (&ChatTemplate, &Fit, ModelFamily, bool),
     threads: i32,
     n_ctx_seq: u32,
     reuse: &Reuse,
@@ -164,7 +171,7 @@ fn model_info(
             Reuse::Moved { min_chunk } => *min_chunk as u32,
             Reuse::Off | Reuse::Prefix => 0,
         },
-        vision: false,
+        vision,
     }
 }
 

@@ -230,7 +230,10 @@ fn image(part: &Value, param: &str) -> Result<Image, ApiError> {
         .with_code("image_url_not_fetched"));
     };
     let Some((_, encoded)) = data.split_once(";base64,") else {
-        return Err(ApiError::field(param, "an image's data URL must be base64 (`data:image/png;base64,...`)"));
+        return Err(ApiError::field(
+            param,
+            "an image's data URL must be base64 (`data:image/png;base64,...`)",
+        ));
     };
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD
@@ -247,7 +250,11 @@ fn content(content: Option<&Value>, i: usize) -> Result<(String, Vec<Image>), Ap
     Ok((text, images))
 }
 
-fn parts(content: Option<&Value>, param: &str, images: &mut Vec<Image>) -> Result<String, ApiError> {
+fn parts(
+    content: Option<&Value>,
+    param: &str,
+    images: &mut Vec<Image>,
+) -> Result<String, ApiError> {
     match content {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -445,18 +452,24 @@ mod tests {
     }
 
     #[test]
-    fn an_image_is_refused_not_dropped() {
-        let e = read(
+    fn an_image_is_kept_and_a_remote_one_refused_never_dropped() {
+        let part = |url: &str| {
             json!({"model": "m", "messages": [{"role": "user", "content": [
             {"type": "text", "text": "what is this?"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}),
-        )
-        .unwrap_err();
-        assert!(e.message.contains("cannot see images"), "{e:?}");
+            {"type": "image_url", "image_url": {"url": url}}]}]})
+        };
+        let asked = read(part("data:image/png;base64,iVBORw0KGgo=")).unwrap();
+        assert_eq!(asked.messages[0].content, "what is this?");
+        assert_eq!(&asked.messages[0].images[0].bytes[..], b"\x89PNG\r\n\x1a\n");
+        let remote = read(part("http://192.168.1.1/cam.jpg")).unwrap_err();
+        assert!(remote.message.contains("does not fetch"), "{remote:?}");
+        let damaged = read(part("data:image/png;base64,%%%")).unwrap_err();
+        assert!(damaged.message.contains("base64"), "{damaged:?}");
         let text = read(
             json!({"model": "m", "messages": [{"role": "user", "content": [
             {"type": "text", "text": "what is this?"}]}]}),
-        );
-        assert!(text.is_ok(), "text parts alone pass");
+        )
+        .unwrap();
+        assert!(text.messages[0].images.is_empty(), "text parts alone pass");
     }
 }
