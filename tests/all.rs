@@ -37,6 +37,7 @@ mod models_cli;
 mod moved_reuse;
 mod openai_api;
 mod openai_families;
+mod openai_images;
 mod openai_provider;
 mod pipeline_phases;
 mod published_templates;

@@ -16,12 +16,12 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 /// The served model's name: the test model's file without `.gguf`.
-const SERVED: &str = "SmolLM2-135M-Instruct.Q4_1";
+pub(crate) const SERVED: &str = "SmolLM2-135M-Instruct.Q4_1";
 
-struct Running {
+pub(crate) struct Running {
     _daemon: tokio::process::Child,
     _sandbox: common::Sandbox,
-    base: String,
+    pub(crate) base: String,
     /// The daemon's log lines (the engine's at `info`).
     log: tokio::sync::mpsc::UnboundedReceiver<String>,
     /// Held while the daemon runs: its engine takes its turn with the
@@ -56,8 +56,13 @@ impl Running {
 
 /// `hearth daemon` on SmolLM2 with the gateway on a free port, and `extra`
 /// config; once its gateway answers.
-#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
 async fn daemon(extra: &str) -> Running {
+    daemon_with("", extra).await
+}
+
+/// [`daemon`] with `model` keys added to its `[model]` section.
+#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
+pub(crate) async fn daemon_with(model_keys: &str, extra: &str) -> Running {
     let engine_turn = common::engine_lock();
     let model = common::model(common::SMOLLM2);
     let sandbox = common::Sandbox::new();
@@ -67,7 +72,7 @@ async fn daemon(extra: &str) -> Running {
         .unwrap()
         .port();
     let config = sandbox.config(&format!(
-        "[model]\npath = \"{}\"\n[generation]\ntemperature = 0.0\nmax_tokens = 400\n[channels.gateway]\nlisten = \"127.0.0.1:{port}\"\ntoken = \"{TOKEN}\"\n{extra}",
+        "[model]\npath = \"{}\"\n{model_keys}[generation]\ntemperature = 0.0\nmax_tokens = 400\n[channels.gateway]\nlisten = \"127.0.0.1:{port}\"\ntoken = \"{TOKEN}\"\n{extra}",
         model.display()
     ));
     let mut daemon = tokio::process::Command::from(sandbox.hearth_process())

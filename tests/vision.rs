@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 /// Tokens the test projector makes of any image (64×64 in 8×8 patches).
 const IMAGE_TOKENS: u32 = 64;
 
+/// The test projector for SmolLM2 (`make test-projector`).
 pub fn projector() -> PathBuf {
     let path =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-models/mmproj-random-576.gguf");
@@ -48,6 +49,27 @@ pub fn png(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
     chunk(&mut out, b"IDAT", &stored_zlib(&raw));
     chunk(&mut out, b"IEND", &[]);
     out
+}
+
+/// A green JPEG, 64×48.
+pub fn jpeg() -> Vec<u8> {
+    let mut out = Vec::new();
+    let pixels = image::RgbImage::from_pixel(64, 48, image::Rgb([20, 160, 40]));
+    pixels
+        .write_to(
+            &mut std::io::Cursor::new(&mut out),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
+    out
+}
+
+/// A PNG whose header declares `side` × `side` pixels, in a few hundred bytes.
+pub fn bomb(side: u32) -> Vec<u8> {
+    let mut bomb = png(4, 4, [0, 0, 0]);
+    bomb[16..20].copy_from_slice(&side.to_be_bytes());
+    bomb[20..24].copy_from_slice(&side.to_be_bytes());
+    bomb
 }
 
 fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
@@ -210,10 +232,7 @@ fn hostile_images_are_refused_with_a_reason_and_the_engine_answers_on() {
     };
     let engine = Engine::start(settings(kv.path(), Some(projector()), limits), None).unwrap();
     let red = png(100, 80, [200, 30, 30]);
-    // A header that declares 100,000 × 100,000 pixels in a few hundred bytes.
-    let mut bomb = png(4, 4, [0, 0, 0]);
-    bomb[16..20].copy_from_slice(&100_000u32.to_be_bytes());
-    bomb[20..24].copy_from_slice(&100_000u32.to_be_bytes());
+    let bomb = bomb(100_000);
     let mut big = png(4, 4, [0, 0, 0]);
     big.resize(2 << 20, 0);
     let truncated = red[..red.len() / 2].to_vec();

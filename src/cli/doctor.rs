@@ -357,8 +357,14 @@ async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
         }
     };
     let started = Instant::now();
+    let projector = settings.mmproj.clone();
     match tokio::task::spawn_blocking(move || Engine::start(settings, None)).await? {
-        Ok(engine) => report.line(
+        Ok(engine) => {
+            report.info("images", match (&projector, engine.info().vision) {
+                (Some(p), true) => format!("seen, through the projector {}", p.display()),
+                _ => "text only; to see photos set `[model] mmproj` to the model's vision projector (README: Photos)".to_string(),
+            });
+            report.line(
             "load",
             true,
             format!(
@@ -371,7 +377,8 @@ async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
                 engine.info().gpu_layers,
                 engine.info().n_layers + 1
             ),
-        ),
+        )
+        }
         Err(e) => report.line("load", false, e.to_string()),
     }
     Ok(true)

@@ -62,6 +62,13 @@ impl ForAssistant {
 
 /// Puts the request's message on the bus; its reply comes as a turn.
 pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Result<Turn, ApiError> {
+    if asked.messages.iter().any(|m| !m.images.is_empty()) {
+        return Err(ApiError::field(
+            "messages",
+            format!("the assistant `{MODEL}` does not take images yet; send them to the served model (its name is in `/v1/models`)"),
+        )
+        .with_code("image_not_supported"));
+    }
     let text = asked
         .messages
         .iter()

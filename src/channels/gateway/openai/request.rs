@@ -199,20 +199,6 @@ fn messages(items: Vec<Value>) -> Result<Vec<ChatMessage>, ApiError> {
     Ok(out)
 }
 
-/// A message's text: a string, or text parts. Any image is refused.
-pub fn content_text(content: Option<&Value>, i: usize) -> Result<String, ApiError> {
-    let (text, images) = self::content(content, i)?;
-    if images.is_empty() {
-        Ok(text)
-    } else {
-        Err(ApiError::field(
-            &format!("messages[{i}].content"),
-            "images are taken by the served model only (ask for it by the name `/v1/models` lists)",
-        )
-        .with_code("image_not_supported"))
-    }
-}
-
 /// An `image_url` part's picture: a `data:` URL's bytes. A remote URL is
 /// never fetched.
 fn image(part: &Value, param: &str) -> Result<Image, ApiError> {
@@ -243,7 +229,7 @@ fn image(part: &Value, param: &str) -> Result<Image, ApiError> {
 }
 
 /// A message's text and pictures: a string, or text and image parts.
-fn content(content: Option<&Value>, i: usize) -> Result<(String, Vec<Image>), ApiError> {
+pub fn content(content: Option<&Value>, i: usize) -> Result<(String, Vec<Image>), ApiError> {
     let param = format!("messages[{i}].content");
     let mut images = Vec::new();
     let text = parts(content, &param, &mut images)?;

@@ -17,7 +17,7 @@ use super::super::http::App;
 use super::completions::{call_id, sse};
 use super::error::ApiError;
 use super::fields::{Fields, Sampling, reply_format};
-use super::request::{Asked, choice, content_text, tools};
+use super::request::{Asked, choice, content, tools};
 use super::turn::{Finish, Out, Turn, Whole, whole};
 use crate::chat::{ChatMessage, ToolCall, Usage};
 
@@ -116,10 +116,17 @@ fn items_into(items: &[Value], messages: &mut Vec<ChatMessage>) -> Result<(), Ap
         };
         match kind {
             "message" => {
-                let content = content_text(item.get("content"), i)?;
-                let message = match item.get("role").and_then(Value::as_str).unwrap_or("") {
+                let (content, images) = content(item.get("content"), i)?;
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("");
+                if !images.is_empty() && role != "user" {
+                    return Err(at("only a `user` message may hold images"));
+                }
+                let message = match role {
                     "system" | "developer" => ChatMessage::system(content),
-                    "user" => ChatMessage::user(content),
+                    "user" => ChatMessage {
+                        images,
+                        ..ChatMessage::user(content)
+                    },
                     "assistant" => ChatMessage::assistant(content),
                     other => {
                         return Err(at(&format!(

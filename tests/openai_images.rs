@@ -1,0 +1,92 @@
+//! Pictures through the OpenAI-compatible API, sent by the real `openai`
+//! client as `image_url` parts to the daemon's served model (SmolLM2 with
+//! the random test projector): the picture reaches the model as its
+//! projector's tokens, a second question about it decodes only the new
+//! text, and hostile pictures get a clear 4xx while the same chat goes on.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::openai_api::{SERVED, daemon_with};
+use crate::support::ways_in::{TOKEN, python};
+use crate::vision::{bomb, jpeg, png, projector};
+
+/// Tokens the test projector makes of any image.
+const IMAGE_TOKENS: u64 = 64;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_client_sends_pictures_that_are_seen_cached_and_bounded() {
+    let keys = format!(
+        "mmproj = \"{}\"\nimage_max_pixels = 10000000\n",
+        projector().display()
+    );
+    let run = daemon_with(&keys, "").await;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let red = png(100, 80, [200, 30, 30]);
+    let jpeg = jpeg();
+    let images = json!({
+        "red": b64(&red),
+        "bomb": b64(&bomb(100_000)),
+        "truncated": b64(&red[..red.len() / 2]),
+        "truncated_jpeg": b64(&jpeg[..jpeg.len() * 2 / 3]),
+        "text": b64(b"OggS a text file named voice.ogg"),
+    });
+    let seen = python(
+        "openai_images.py",
+        &[&run.base, TOKEN, SERVED],
+        &images.to_string(),
+    )
+    .await;
+    let n = |v: &Value| v.as_u64().unwrap();
+    assert_eq!(
+        n(&seen["first"]["prompt"]),
+        n(&seen["text_only"]["prompt"]) + IMAGE_TOKENS,
+        "the picture is the projector's tokens: {seen}"
+    );
+    assert!(
+        n(&seen["second"]["cached"]) >= n(&seen["first"]["prompt"]),
+        "the second question finds the picture cached: {seen}"
+    );
+    assert!(n(&seen["second"]["prompt"]) - n(&seen["second"]["cached"]) < IMAGE_TOKENS);
+    for (case, why) in [
+        ("remote", "does not fetch"),
+        ("bomb", "pixels"),
+        ("truncated", "could not be read"),
+        ("truncated_jpeg", "could not be read"),
+        ("not_an_image", "could not be read"),
+    ] {
+        assert_eq!(seen[case]["status"], 400, "{case}: {seen}");
+        assert!(
+            seen[case]["message"].as_str().unwrap().contains(why),
+            "{case}: {seen}"
+        );
+        assert!(
+            n(&seen[format!("{case}_control")]["prompt"]) > IMAGE_TOKENS,
+            "{case}: the chat goes on: {seen}"
+        );
+    }
+    // A 50 MB upload is refused before it is read whole, and the daemon answers on.
+    let client = reqwest::Client::new();
+    let huge = format!(
+        "{{\"model\":\"{SERVED}\",\"messages\":[{{\"role\":\"user\",\"content\":[{{\"type\":\"image_url\",\"image_url\":{{\"url\":\"data:image/png;base64,{}\"}}}}]}}]}}",
+        "A".repeat(50 << 20)
+    );
+    let refused = client
+        .post(format!("{}/v1/chat/completions", run.base))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 413);
+    let after = client
+        .post(format!("{}/v1/chat/completions", run.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"model": SERVED, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 200);
+}
