@@ -6,138 +6,18 @@
 //! refused by name. Then, with raw HTTP: a client that hangs up, or a
 //! reply past its timeout, frees the engine at once.
 
-use crate::common;
-use crate::support::ways_in::{TOKEN, WAIT, python};
+use crate::support::api_daemon::{Running, SERVED, daemon_with};
+use crate::support::ways_in::{TOKEN, python};
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-/// The served model's name: the test model's file without `.gguf`.
-pub(crate) const SERVED: &str = "SmolLM2-135M-Instruct.Q4_1";
-
-pub(crate) struct Running {
-    _daemon: tokio::process::Child,
-    _sandbox: common::Sandbox,
-    pub(crate) base: String,
-    /// The daemon's log lines (the engine's at `info`).
-    log: tokio::sync::mpsc::UnboundedReceiver<String>,
-    /// Held while the daemon runs: its engine takes its turn with the
-    /// in-process ones, since two engines spinning on two cores slow each
-    /// other many times over (CI saw this test's client pass 300 s).
-    _engine_turn: std::sync::MutexGuard<'static, ()>,
-}
-
-impl Running {
-    /// The next log line containing `what`, within a minute; the lines
-    /// read on the way are shown when it never comes.
-    async fn logged(&mut self, what: &str) -> String {
-        let mut seen = Vec::new();
-        let wait = async {
-            while let Some(line) = self.log.recv().await {
-                if line.contains(what) {
-                    return Some(line);
-                }
-                seen.push(line);
-            }
-            None
-        };
-        match tokio::time::timeout(Duration::from_secs(60), wait).await {
-            Ok(Some(line)) => line,
-            _ => panic!(
-                "the daemon never logged `{what}`; it logged:\n{}",
-                seen.join("\n")
-            ),
-        }
-    }
-}
-
 /// `hearth daemon` on SmolLM2 with the gateway on a free port, and `extra`
 /// config; once its gateway answers.
 async fn daemon(extra: &str) -> Running {
     daemon_with("", extra).await
-}
-
-/// [`daemon`] with `model` keys added to its `[model]` section.
-#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
-pub(crate) async fn daemon_with(model_keys: &str, extra: &str) -> Running {
-    let engine_turn = common::engine_lock();
-    let model = common::model(common::SMOLLM2);
-    let sandbox = common::Sandbox::new();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let config = sandbox.config(&format!(
-        "[model]\npath = \"{}\"\n{model_keys}[generation]\ntemperature = 0.0\nmax_tokens = 400\n[channels.gateway]\nlisten = \"127.0.0.1:{port}\"\ntoken = \"{TOKEN}\"\n{extra}",
-        model.display()
-    ));
-    let mut daemon = tokio::process::Command::from(sandbox.hearth_process())
-        .arg("--config")
-        .arg(&config)
-        .arg("daemon")
-        .env("RUST_LOG", "warn,hearth_engine=info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (lines, log) = tokio::sync::mpsc::unbounded_channel();
-    let stderr = daemon.stderr.take().unwrap();
-    tokio::spawn(async move {
-        use tokio::io::AsyncBufReadExt;
-        let mut reader = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = reader.next_line().await {
-            let _ = lines.send(line);
-        }
-    });
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let up = async {
-        loop {
-            let ok = client
-                .get(format!("{base}/v1/models"))
-                .bearer_auth(TOKEN)
-                .send()
-                .await;
-            if ok.is_ok_and(|r| r.status() == 200) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, up)
-        .await
-        .expect("the daemon's gateway comes up");
-    // The model loads in the background: wait for a first reply, so that
-    // no test's clock runs while it loads (a short `reply_timeout_secs`
-    // may answer 504 meanwhile).
-    let loaded = async {
-        loop {
-            let warm = client
-                .post(format!("{base}/v1/chat/completions"))
-                .bearer_auth(TOKEN)
-                .json(&json!({"model": SERVED, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}))
-                .send()
-                .await;
-            if warm.is_ok_and(|r| r.status() == 200) {
-                return;
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(300), loaded)
-        .await
-        .expect("the model loads");
-    Running {
-        _daemon: daemon,
-        _sandbox: sandbox,
-        base,
-        log,
-        _engine_turn: engine_turn,
-    }
 }
 
 fn text(v: &Value) -> &str {

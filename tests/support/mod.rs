@@ -5,6 +5,7 @@
 // Test helpers fail loudly: an unwrap is the clearest report here.
 #![allow(clippy::unwrap_used)]
 
+pub mod api_daemon;
 pub mod hub_fake;
 pub mod lms_fake;
 pub mod parrot;
