@@ -299,3 +299,40 @@ fn hostile_images_are_refused_with_a_reason_and_the_engine_answers_on() {
     }
     ask(&engine, "blind", vec![ChatMessage::user("Hello")]).unwrap();
 }
+
+#[test]
+fn hearth_ask_takes_an_image_and_a_blind_model_or_a_missing_file_says_why() {
+    let _turn = lock();
+    let s = common::Sandbox::new();
+    let photo = s.path("red.png");
+    std::fs::write(&photo, png(100, 80, [200, 30, 30])).unwrap();
+    let model = common::model(common::SMOLLM2);
+    let ask = |mmproj: &str, image: &Path| {
+        let config = s.config(&format!(
+            "[model]\npath = \"{}\"\nmmproj = \"{mmproj}\"\n[generation]\ntemperature = 0.0\nmax_tokens = 8\n",
+            model.display()
+        ));
+        s.hearth()
+            .arg("--config")
+            .arg(config)
+            .args(["ask", "--image"])
+            .arg(image)
+            .arg("What is in this picture?")
+            .output()
+            .unwrap()
+    };
+    let seen = ask(&projector().display().to_string(), &photo);
+    let stderr = String::from_utf8_lossy(&seen.stderr);
+    assert!(seen.status.success(), "{stderr}");
+    assert!(!seen.stdout.is_empty(), "a reply: {stderr}");
+    common::assert_no_panic(&stderr);
+    let blind = ask("", &photo);
+    let stderr = String::from_utf8_lossy(&blind.stderr);
+    assert!(!blind.status.success());
+    assert!(stderr.contains("cannot see images"), "{stderr}");
+    common::assert_no_panic(&stderr);
+    let missing = ask(&projector().display().to_string(), &s.path("nowhere.png"));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(stderr.contains("cannot read the image"), "{stderr}");
+}
