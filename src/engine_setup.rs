@@ -89,3 +89,28 @@ pub fn projector(configured: Option<&str>, model: &Path) -> Result<Option<PathBu
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::projector;
+
+    #[test]
+    fn a_projector_is_found_beside_its_model_by_name_and_only_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("gemma-3-4b-it-Q4_K_M.gguf");
+        std::fs::write(&model, b"").unwrap();
+        // Another model's projector is not this one's.
+        std::fs::write(dir.path().join("mmproj-qwen2-vl-2b-f16.gguf"), b"").unwrap();
+        assert_eq!(projector(None, &model).unwrap(), None);
+        let own = dir.path().join("mmproj-gemma-3-4b-it-Q4_K_M-f16.gguf");
+        std::fs::write(&own, b"").unwrap();
+        assert_eq!(projector(None, &model).unwrap(), Some(own.clone()));
+        // Named: a file beside the model, or a path; "" for none.
+        let named = projector(Some("mmproj-qwen2-vl-2b-f16.gguf"), &model).unwrap();
+        assert_eq!(named, Some(dir.path().join("mmproj-qwen2-vl-2b-f16.gguf")));
+        assert_eq!(projector(Some(""), &model).unwrap(), None);
+        let missing = projector(Some("nowhere.gguf"), &model).unwrap_err();
+        assert!(missing.to_string().contains("no such file"), "{missing}");
+        assert!(missing.to_string().contains("[model] mmproj"), "{missing}");
+    }
+}
