@@ -336,3 +336,37 @@ fn hearth_ask_takes_an_image_and_a_blind_model_or_a_missing_file_says_why() {
     assert!(!missing.status.success());
     assert!(stderr.contains("cannot read the image"), "{stderr}");
 }
+
+#[test]
+fn a_picture_evicted_to_ram_comes_back_without_being_decoded_again() {
+    let _turn = lock();
+    let kv = tempfile::tempdir().unwrap();
+    // One slot: a second conversation moves the first out to RAM.
+    let engine = Engine::start(
+        EngineSettings {
+            slots: 1,
+            share_prompts: false,
+            ..settings(kv.path(), Some(projector()), ImageLimits::default())
+        },
+        None,
+    )
+    .unwrap();
+    let red = png(100, 80, [200, 30, 30]);
+    let mut history = vec![with_images("What is in this picture?", &[&red])];
+    let first = ask(&engine, "photo", history.clone()).unwrap();
+    ask(&engine, "other", vec![ChatMessage::user("Hello there.")]).unwrap();
+    history.push(ChatMessage::assistant(first.text.trim()));
+    history.push(ChatMessage::user("What colour is it?"));
+    let back = ask(&engine, "photo", history).unwrap();
+    assert_eq!(
+        back.usage.cache_origin,
+        CacheOrigin::Ram,
+        "{:?}",
+        back.usage
+    );
+    assert!(
+        back.usage.cached_tokens >= first.usage.prompt_tokens,
+        "{:?}",
+        back.usage
+    );
+}
