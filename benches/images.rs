@@ -11,12 +11,13 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use hearth::chat::{ChatMessage, ChatRequest, Image, SamplingParams};
 use hearth::engine::{Engine, EngineSettings};
 use tokio_util::sync::CancellationToken;
+
+use common::pictures::{IMAGE_TOKENS, jpeg, projector};
 
 const ROUNDS: usize = 7;
 
@@ -26,12 +27,9 @@ fn main() {
     } else {
         1
     };
-    let projector =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-models/mmproj-random-576.gguf");
-    assert!(projector.is_file(), "run `make test-projector` first");
     let engine = Engine::start(
         EngineSettings {
-            mmproj: Some(projector),
+            mmproj: Some(projector()),
             share_prompts: false,
             slots: 4,
             context_size: 4096,
@@ -61,7 +59,7 @@ fn main() {
     for round in 0..rounds {
         // A new colour each round: no picture is ever found cached by chance.
         let shade = (round * 30) as u8;
-        let photo = Image::new(photo(640, 480, [200, shade, 30]));
+        let photo = Image::new(jpeg(640, 480, [200, shade, 30]));
         let with = ChatMessage {
             images: vec![photo],
             ..ChatMessage::user(question)
@@ -75,7 +73,7 @@ fn main() {
             ChatMessage::user("What colour is it?"),
         ];
         let (t_again, usage) = timed(format!("pic-{round}"), follow);
-        assert!(usage.cached_tokens > 64, "{usage:?}");
+        assert!(usage.cached_tokens > IMAGE_TOKENS, "{usage:?}");
         eprintln!(
             "round {}: text {t_text:.1} ms, with a picture {t_pic:.1} ms, a second question {t_again:.1} ms",
             round + 1
@@ -94,17 +92,4 @@ fn main() {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
-}
-
-/// A JPEG of one colour, as a phone's photo would come.
-fn photo(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
-    let pixels = image::RgbImage::from_pixel(width, height, image::Rgb(rgb));
-    let mut out = Vec::new();
-    pixels
-        .write_to(
-            &mut std::io::Cursor::new(&mut out),
-            image::ImageFormat::Jpeg,
-        )
-        .unwrap();
-    out
 }

@@ -9,12 +9,9 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::common::pictures::{IMAGE_TOKENS, bomb, jpeg, png, projector};
 use crate::support::api_daemon::{SERVED, daemon_with};
 use crate::support::ways_in::{TOKEN, python};
-use crate::vision::{bomb, jpeg, png, projector};
-
-/// Tokens the test projector makes of any image.
-const IMAGE_TOKENS: u64 = 64;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_client_sends_pictures_that_are_seen_cached_and_bounded() {
@@ -25,7 +22,7 @@ async fn the_openai_client_sends_pictures_that_are_seen_cached_and_bounded() {
     let mut run = daemon_with(&keys, "").await;
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
     let red = png(100, 80, [200, 30, 30]);
-    let jpeg = jpeg();
+    let jpeg = jpeg(64, 48, [20, 160, 40]);
     let images = json!({
         "red": b64(&red),
         "bomb": b64(&bomb(100_000)),
@@ -42,14 +39,14 @@ async fn the_openai_client_sends_pictures_that_are_seen_cached_and_bounded() {
     let n = |v: &Value| v.as_u64().unwrap();
     assert_eq!(
         n(&seen["first"]["prompt"]),
-        n(&seen["text_only"]["prompt"]) + IMAGE_TOKENS,
+        n(&seen["text_only"]["prompt"]) + u64::from(IMAGE_TOKENS),
         "the picture is the projector's tokens: {seen}"
     );
     assert!(
         n(&seen["second"]["cached"]) >= n(&seen["first"]["prompt"]),
         "the second question finds the picture cached: {seen}"
     );
-    assert!(n(&seen["second"]["prompt"]) - n(&seen["second"]["cached"]) < IMAGE_TOKENS);
+    assert!(n(&seen["second"]["prompt"]) - n(&seen["second"]["cached"]) < u64::from(IMAGE_TOKENS));
     for (case, why) in [
         ("remote", "does not fetch"),
         ("bomb", "pixels"),
@@ -63,7 +60,7 @@ async fn the_openai_client_sends_pictures_that_are_seen_cached_and_bounded() {
             "{case}: {seen}"
         );
         assert!(
-            n(&seen[format!("{case}_control")]["prompt"]) > IMAGE_TOKENS,
+            n(&seen[format!("{case}_control")]["prompt"]) > u64::from(IMAGE_TOKENS),
             "{case}: the chat goes on: {seen}"
         );
     }

@@ -9,6 +9,7 @@
 
 use crate::common;
 use crate::common::engine_lock as lock;
+use crate::common::pictures::{IMAGE_TOKENS, bomb, jpeg, png, projector};
 
 use std::path::{Path, PathBuf};
 
@@ -17,103 +18,6 @@ use hearth::chat::{
 };
 use hearth::engine::{Engine, EngineSettings, ImageLimits};
 use tokio_util::sync::CancellationToken;
-
-/// Tokens the test projector makes of any image (64×64 in 8×8 patches).
-const IMAGE_TOKENS: u32 = 64;
-
-/// The test projector for SmolLM2 (`make test-projector`).
-pub fn projector() -> PathBuf {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-models/mmproj-random-576.gguf");
-    assert!(
-        path.is_file(),
-        "the test projector is missing: run `make test-projector`"
-    );
-    path
-}
-
-/// A PNG of one colour, written by hand (stored deflate blocks need no
-/// compressor).
-pub fn png(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
-    // Each row: filter type 0, then the pixels.
-    let row: Vec<u8> = std::iter::once(0)
-        .chain(rgb.iter().copied().cycle().take(3 * width as usize))
-        .collect();
-    let raw = row.repeat(height as usize);
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut ihdr = Vec::new();
-    ihdr.extend(width.to_be_bytes());
-    ihdr.extend(height.to_be_bytes());
-    ihdr.extend([8, 2, 0, 0, 0]);
-    chunk(&mut out, b"IHDR", &ihdr);
-    chunk(&mut out, b"IDAT", &stored_zlib(&raw));
-    chunk(&mut out, b"IEND", &[]);
-    out
-}
-
-/// A green JPEG, 64×48.
-pub fn jpeg() -> Vec<u8> {
-    let mut out = Vec::new();
-    let pixels = image::RgbImage::from_pixel(64, 48, image::Rgb([20, 160, 40]));
-    pixels
-        .write_to(
-            &mut std::io::Cursor::new(&mut out),
-            image::ImageFormat::Jpeg,
-        )
-        .unwrap();
-    out
-}
-
-/// A PNG whose header declares `side` × `side` pixels, in a few hundred bytes.
-pub fn bomb(side: u32) -> Vec<u8> {
-    let mut bomb = png(4, 4, [0, 0, 0]);
-    bomb[16..20].copy_from_slice(&side.to_be_bytes());
-    bomb[20..24].copy_from_slice(&side.to_be_bytes());
-    bomb
-}
-
-fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-    out.extend((data.len() as u32).to_be_bytes());
-    out.extend(kind);
-    out.extend(data);
-    let mut crc_input = kind.to_vec();
-    crc_input.extend(data);
-    out.extend(crc32(&crc_input).to_be_bytes());
-}
-
-fn stored_zlib(data: &[u8]) -> Vec<u8> {
-    let mut out = vec![0x78, 0x01];
-    let blocks: Vec<&[u8]> = data.chunks(65_535).collect();
-    for (i, block) in blocks.iter().enumerate() {
-        out.push(u8::from(i + 1 == blocks.len()));
-        let n = block.len() as u16;
-        out.extend(n.to_le_bytes());
-        out.extend((!n).to_le_bytes());
-        out.extend(*block);
-    }
-    let (mut a, mut b) = (1u32, 0u32);
-    for &byte in data {
-        a = (a + u32::from(byte)) % 65_521;
-        b = (b + a) % 65_521;
-    }
-    out.extend(((b << 16) | a).to_be_bytes());
-    out
-}
-
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = 0xffff_ffffu32;
-    for &byte in data {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
 
 fn settings(kv_dir: &Path, mmproj: Option<PathBuf>, limits: ImageLimits) -> EngineSettings {
     EngineSettings {
@@ -208,17 +112,14 @@ fn a_picture_is_its_projectors_tokens_and_stays_cached_across_a_restart() {
     history.push(ChatMessage::assistant(second.text.trim()));
     history.push(ChatMessage::user("And its shape?"));
     let third = ask(&engine, "photo", history).unwrap();
-    assert_eq!(
-        third.usage.cache_origin,
-        CacheOrigin::Disk,
-        "{:?}",
-        third.usage
-    );
-    assert!(
-        third.usage.cached_tokens >= second.usage.prompt_tokens,
-        "{:?}",
-        third.usage
-    );
+    came_back(&third, CacheOrigin::Disk, second.usage.prompt_tokens);
+}
+
+/// `reply`'s conversation came back from `origin` holding at least `held`
+/// tokens (its picture among them).
+fn came_back(reply: &ChatReply, origin: CacheOrigin, held: u32) {
+    assert_eq!(reply.usage.cache_origin, origin, "{:?}", reply.usage);
+    assert!(reply.usage.cached_tokens >= held, "{:?}", reply.usage);
 }
 
 #[test]
@@ -236,17 +137,7 @@ fn hostile_images_are_refused_with_a_reason_and_the_engine_answers_on() {
     let mut big = png(4, 4, [0, 0, 0]);
     big.resize(2 << 20, 0);
     let truncated = red[..red.len() / 2].to_vec();
-    let jpeg = {
-        let mut out = Vec::new();
-        let pixels = image::RgbImage::from_pixel(64, 48, image::Rgb([20, 160, 40]));
-        pixels
-            .write_to(
-                &mut std::io::Cursor::new(&mut out),
-                image::ImageFormat::Jpeg,
-            )
-            .unwrap();
-        out
-    };
+    let jpeg = jpeg(64, 48, [20, 160, 40]);
     let truncated_jpeg = jpeg[..jpeg.len() * 2 / 3].to_vec();
     let text_file = b"OggS this is a text file named voice.ogg".to_vec();
     let cases: [(&str, Vec<&[u8]>, &str); 6] = [
@@ -358,15 +249,5 @@ fn a_picture_evicted_to_ram_comes_back_without_being_decoded_again() {
     history.push(ChatMessage::assistant(first.text.trim()));
     history.push(ChatMessage::user("What colour is it?"));
     let back = ask(&engine, "photo", history).unwrap();
-    assert_eq!(
-        back.usage.cache_origin,
-        CacheOrigin::Ram,
-        "{:?}",
-        back.usage
-    );
-    assert!(
-        back.usage.cached_tokens >= first.usage.prompt_tokens,
-        "{:?}",
-        back.usage
-    );
+    came_back(&back, CacheOrigin::Ram, first.usage.prompt_tokens);
 }

@@ -2,6 +2,8 @@
 //! environment, and the paths of the test models that `make test` fetches.
 #![allow(dead_code)]
 
+pub mod pictures;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
