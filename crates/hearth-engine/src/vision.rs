@@ -50,7 +50,14 @@ impl Default for ImageLimits {
 pub(super) struct Vision {
     ctx: MtmdContext,
     limits: ImageLimits,
+    /// The tokens each image seen lately takes, by its SHA-256: a picture a
+    /// conversation sends again (every resent turn does) is laid out without
+    /// being decoded, and decoded only if the cache no longer holds it.
+    sizes: std::cell::RefCell<std::collections::HashMap<[u8; 32], usize>>,
 }
+
+/// Most images whose size is remembered.
+const SIZES_KEPT: usize = 1024;
 
 /// One image of a prompt, ready to be decoded into a sequence.
 pub(super) struct Picture {
@@ -58,7 +65,9 @@ pub(super) struct Picture {
     pub at: usize,
     /// Its stand-in tokens (as many as the positions it takes).
     pub run: Vec<LlamaToken>,
-    chunks: MtmdInputChunks,
+    /// Its projector input, once made.
+    chunks: Option<MtmdInputChunks>,
+    image: Image,
 }
 
 impl Picture {
@@ -106,12 +115,43 @@ impl Vision {
                     .into(),
             ));
         }
-        Ok(Self { ctx, limits })
+        Ok(Self {
+            ctx,
+            limits,
+            sizes: Default::default(),
+        })
     }
 
-    /// Turns `image` into a picture placed at token `at`.
+    /// Turns `image` into a picture placed at token `at`. An image seen
+    /// lately is only checked against the limits here; one new to this
+    /// engine is decoded now, to learn how many tokens it takes.
     pub(super) fn picture(&self, image: &Image, at: usize) -> Result<Picture, ProviderError> {
         self.check(image)?;
+        let digest: [u8; 32] = Sha256::digest(&image.bytes[..]).into();
+        let known = self.sizes.borrow().get(&digest).copied();
+        let (n, chunks) = match known {
+            Some(n) => (n, None),
+            None => {
+                let chunks = self.chunks(image)?;
+                let n = chunks.total_tokens();
+                let mut sizes = self.sizes.borrow_mut();
+                if sizes.len() >= SIZES_KEPT {
+                    sizes.clear();
+                }
+                sizes.insert(digest, n);
+                (n, Some(chunks))
+            }
+        };
+        Ok(Picture {
+            at,
+            run: stand_ins(&digest, n),
+            chunks,
+            image: image.clone(),
+        })
+    }
+
+    /// The projector's input for `image`: decoded, then tokenised by mtmd.
+    fn chunks(&self, image: &Image) -> Result<MtmdInputChunks, ProviderError> {
         let bitmap = self.decode(image)?;
         let text = MtmdInputText {
             text: mtmd_default_marker().to_string(),
@@ -128,11 +168,7 @@ impl Vision {
                 chunks.total_positions()
             )));
         }
-        Ok(Picture {
-            at,
-            run: stand_ins(&Sha256::digest(&image.bytes[..]).into(), n),
-            chunks,
-        })
+        Ok(chunks)
     }
 
     /// Refuses an image over the limits before anything decodes it.
@@ -205,8 +241,20 @@ impl Vision {
         seq: usize,
         n_batch: usize,
     ) -> Result<(), ProviderError> {
-        picture
-            .chunks
+        let made;
+        let chunks = match &picture.chunks {
+            Some(chunks) => chunks,
+            None => {
+                made = self.chunks(&picture.image)?;
+                if made.total_tokens() != picture.run.len() {
+                    return Err(ProviderError::Failed(
+                        "the image takes another number of tokens than before".into(),
+                    ));
+                }
+                &made
+            }
+        };
+        chunks
             .eval_chunks(
                 &mut self.ctx,
                 ctx,
