@@ -48,6 +48,7 @@ mod services;
 mod sliding_window;
 mod telegram;
 mod telegram_e2e;
+mod telegram_pictures;
 mod telegram_resilience;
 mod templates;
 mod trust;

@@ -334,7 +334,8 @@ async fn drafts_are_edited_at_most_once_per_interval_and_end_with_the_whole_repl
 }
 
 #[tokio::test]
-async fn media_markers_go_out_as_files_and_received_files_come_in_as_markers() {
+async fn media_markers_go_out_as_files_received_pictures_come_in_as_pictures_and_documents_as_markers()
+ {
     let fake = FakeTelegram::start().await;
     let dir = tempfile::tempdir().unwrap();
     let ch = channel(&fake, dir.path(), &["42"]);
@@ -386,20 +387,25 @@ async fn media_markers_go_out_as_files_and_received_files_come_in_as_markers() {
     doc.text = None;
     doc.document = Some(("../notes.txt".into(), b"my notes".to_vec()));
     fake.inject(doc);
+    let mut picture_doc = Incoming::text(42, "");
+    picture_doc.text = None;
+    picture_doc.document = Some(("scan.png".into(), b"PNGBYTES".to_vec()));
+    fake.inject(picture_doc);
+    // The text of a message is only text: a marker in it stays words.
+    fake.inject(Incoming::text(42, "[IMAGE:/etc/passwd] look"));
     let (mut rx, _listener) = listen(&ch, 10);
 
     let m = recv(&mut rx).await;
-    let (marker, caption) = m.content.split_once('\n').unwrap();
-    assert_eq!(caption, "what is this?");
-    let path = marker
-        .strip_prefix("[IMAGE:")
-        .and_then(|p| p.strip_suffix(']'))
-        .unwrap();
-    assert!(Path::new(path).starts_with(&ws), "{path}");
+    assert_eq!(m.content, "what is this?", "the caption is the text");
     assert_eq!(
-        std::fs::read(path).unwrap(),
-        b"JPEGBYTES",
-        "the largest size was fetched"
+        m.images,
+        [hearth::chat::Image::new(b"JPEGBYTES".to_vec())],
+        "the largest size was fetched, as a picture"
+    );
+    let received = ws.join("received");
+    assert!(
+        !received.exists() || std::fs::read_dir(&received).unwrap().next().is_none(),
+        "a picture never lands in the workspace"
     );
     let m = recv(&mut rx).await;
     let path = m
@@ -410,6 +416,13 @@ async fn media_markers_go_out_as_files_and_received_files_come_in_as_markers() {
     assert!(Path::new(path).starts_with(ws.join("received")), "{path}");
     assert!(path.ends_with("notes.txt"));
     assert_eq!(std::fs::read(path).unwrap(), b"my notes");
+    assert!(m.images.is_empty(), "a text document is not a picture");
+    let m = recv(&mut rx).await;
+    assert_eq!(m.images, [hearth::chat::Image::new(b"PNGBYTES".to_vec())]);
+    assert_eq!(m.content, "", "nothing written, nothing to read");
+    let m = recv(&mut rx).await;
+    assert_eq!(m.content, "[IMAGE:/etc/passwd] look");
+    assert!(m.images.is_empty());
 }
 
 #[tokio::test]

@@ -229,6 +229,7 @@ async fn a_turn_a_job_started_runs_reading_tools_only() {
             interruption_scope_id: Some(format!("job-{n}")),
             initiator: hearth::channels::Initiator::Schedule,
             asked: None,
+            images: Vec::new(),
         });
         reports(&mut w.reports, 1).await;
     }

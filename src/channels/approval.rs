@@ -286,6 +286,7 @@ mod tests {
             interruption_scope_id: None,
             initiator: Default::default(),
             asked: None,
+            images: Vec::new(),
         };
         ApprovalRequest::new(
             "shell",

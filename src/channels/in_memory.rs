@@ -170,6 +170,7 @@ impl InMemoryChannel {
             interruption_scope_id: None,
             initiator: Default::default(),
             asked: None,
+            images: Vec::new(),
         };
         self.inject(message.clone());
         message

@@ -9,7 +9,7 @@ pub struct ChannelMessage {
     pub sender: String,
     /// Where the reply goes: the chat, which for a private chat may equal `sender`.
     pub reply_target: String,
-    /// The text, with media as `[IMAGE:path]`-style markers.
+    /// The text as the person wrote it (a caption, for a photo).
     pub content: String,
     /// The channel's name (`"telegram"`, `"cli"`, ...).
     pub channel: String,
@@ -24,6 +24,15 @@ pub struct ChannelMessage {
     /// What an API client asked of this turn beyond its text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked: Option<Box<TurnRequest>>,
+    /// Pictures sent with it, in order. Only a channel sets them, from what
+    /// its platform delivered as pictures: never from anything in a text.
+    /// Recorded with the message until its turn is over.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "crate::chat::image::as_base64"
+    )]
+    pub images: Vec<crate::chat::Image>,
 }
 
 /// What an API client asked of one turn of the assistant: its own system
@@ -75,6 +84,7 @@ impl ChannelMessage {
             interruption_scope_id: None,
             initiator: Initiator::Person,
             asked: None,
+            images: Vec::new(),
         }
     }
 }

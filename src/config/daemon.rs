@@ -26,6 +26,7 @@ pub struct RawRouting {
     pub fallback: Option<Vec<String>>,
     pub models: Option<BTreeMap<String, String>>,
     pub rules: Option<Vec<RawRouteRule>>,
+    pub images: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -73,6 +74,9 @@ pub struct RoutingConfig {
     pub models: BTreeMap<String, String>,
     /// Keyword rules; the matching rule with the highest priority wins.
     pub rules: Vec<RouteRule>,
+    /// The provider for messages with pictures, when the local model
+    /// cannot see (`"openai"` or `"anthropic"`); `None`: the usual route.
+    pub images: Option<String>,
 }
 
 impl Default for RoutingConfig {
@@ -82,6 +86,7 @@ impl Default for RoutingConfig {
             fallback: Vec::new(),
             models: BTreeMap::new(),
             rules: Vec::new(),
+            images: None,
         }
     }
 }
@@ -133,6 +138,9 @@ impl RoutingConfig {
                     explain(name),
                 ));
             }
+        }
+        if let Some(name) = self.images.as_deref().filter(|n| !known(n)) {
+            return Err(ConfigError::invalid("routing.images", explain(name)));
         }
         for (i, rule) in self.rules.iter().enumerate() {
             if !known(&rule.provider) {
@@ -189,6 +197,10 @@ pub(super) fn validate(
                 .collect(),
             models,
             rules,
+            images: r
+                .images
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty()),
         },
     ))
 }
@@ -277,6 +289,16 @@ pub(super) fn render(out: &mut String, daemon: &DaemonConfig, routing: &RoutingC
             .collect::<Vec<_>>()
             .join(", ")
     );
+    match &routing.images {
+        Some(p) => {
+            let _ = writeln!(
+                out,
+                "# pictures go to this provider\nimages = {}\n",
+                quote(p)
+            );
+        }
+        None => out.push_str("# images: unset (pictures take the usual route)\n\n"),
+    }
     if routing.models.is_empty() {
         out.push_str("# [routing.models]: none\n\n");
     } else {

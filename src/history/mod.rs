@@ -3,16 +3,18 @@
 //! Turns are appended to a SQLite database under the data dir, keyed by a
 //! conversation key (for the CLI: `cli_<session name>`). Loading returns the
 //! most recent messages, oldest first. The same file keeps the tools a
-//! person allowed for good in a chat ([`Grants`]).
+//! person allowed for good in a chat ([`Grants`]), and the pictures
+//! the turns showed (`pictures`).
 
 mod grants;
+mod pictures;
 mod store;
 
 /// The history table's schema, for a store that shares its file (the inbox).
 pub const SCHEMA: &str = store::SCHEMA;
 
 pub use grants::{Grantee, Grants};
-pub use store::{HistoryError, HistoryStore, append_rows};
+pub use store::{HistoryError, HistoryStore, append_rows, prepare};
 
 /// How many messages of a conversation are loaded back (DESIGN.md: 50).
 pub const HISTORY_LIMIT: usize = 50;

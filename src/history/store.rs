@@ -28,6 +28,12 @@ pub(super) const SCHEMA: &str = "
                  );
                  CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation, id);";
 
+/// Everything the history's file needs: its tables, brought up to date.
+pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(super::pictures::SCHEMA)?;
+    super::pictures::migrate(conn)
+}
+
 pub struct HistoryStore {
     conn: Connection,
     path: PathBuf,
@@ -41,8 +47,10 @@ impl HistoryStore {
     /// the file. (FULL syncs every turn to disk: 12× slower per message in
     /// `benches/pipeline.rs`.)
     pub fn open(path: &Path) -> Result<Self, HistoryError> {
+        let conn = crate::storage::open(path, SCHEMA)?;
+        prepare(&conn).map_err(|e| err_at(path, e))?;
         Ok(Self {
-            conn: crate::storage::open(path, SCHEMA)?,
+            conn,
             path: path.to_path_buf(),
         })
     }
@@ -58,18 +66,27 @@ impl HistoryStore {
     pub fn load(&self, conversation: &str, limit: usize) -> Result<Vec<ChatMessage>, HistoryError> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT role, content FROM messages WHERE conversation = ?1 ORDER BY id DESC LIMIT ?2")
+            .prepare_cached("SELECT role, content, images FROM messages WHERE conversation = ?1 ORDER BY id DESC LIMIT ?2")
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(params![conversation, limit as i64], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, Option<String>>(2)?,
+                ))
             })
             .map_err(|e| self.err(e))?;
         let mut messages = Vec::new();
+        let mut seen = std::collections::HashMap::new();
         for row in rows {
-            let (role, content) = row.map_err(|e| self.err(e))?;
+            let (role, content, images) = row.map_err(|e| self.err(e))?;
             match Role::parse(&role) {
-                Some(role) => messages.push(ChatMessage::new(role, content)),
+                Some(role) => messages.push(ChatMessage {
+                    images: super::pictures::load(&self.conn, images.as_deref(), &mut seen)
+                        .map_err(|e| self.err(e))?,
+                    ..ChatMessage::new(role, content)
+                }),
                 None => tracing::warn!(role, "skipping a history row with an unknown role"),
             }
         }
@@ -107,14 +124,8 @@ impl HistoryStore {
             params![conversation],
         )
         .map_err(|e| err_at(&self.path, e))?;
-        for m in messages {
-            tx.execute(
-                "INSERT INTO messages (conversation, role, content) VALUES (?1, ?2, ?3)",
-                params![conversation, m.role.as_str(), m.content],
-            )
-            .map_err(|e| err_at(&self.path, e))?;
-        }
-        prune(&tx, conversation).map_err(|e| err_at(&self.path, e))?;
+        append_rows(&tx, conversation, messages).map_err(|e| err_at(&self.path, e))?;
+        super::pictures::forget_unshown(&tx).map_err(|e| err_at(&self.path, e))?;
         tx.commit().map_err(|e| err_at(&self.path, e))
     }
 
@@ -136,15 +147,32 @@ impl HistoryStore {
             .map_err(|e| self.err(e))
     }
 
-    /// Forgets a conversation.
-    pub fn clear(&self, conversation: &str) -> Result<(), HistoryError> {
-        self.conn
+    /// Takes the pictures off the conversation's newest user message;
+    /// whether it had any.
+    pub fn forget_last_pictures(&mut self, conversation: &str) -> Result<bool, HistoryError> {
+        let tx = self.conn.transaction().map_err(|e| err_at(&self.path, e))?;
+        let changed = tx
             .execute(
-                "DELETE FROM messages WHERE conversation = ?1",
+                "UPDATE messages SET images = NULL WHERE id = (SELECT MAX(id) FROM messages
+                 WHERE conversation = ?1 AND role = 'user') AND images IS NOT NULL",
                 params![conversation],
             )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+            .map_err(|e| err_at(&self.path, e))?;
+        super::pictures::forget_unshown(&tx).map_err(|e| err_at(&self.path, e))?;
+        tx.commit().map_err(|e| err_at(&self.path, e))?;
+        Ok(changed > 0)
+    }
+
+    /// Forgets a conversation, and the pictures only it showed.
+    pub fn clear(&mut self, conversation: &str) -> Result<(), HistoryError> {
+        let tx = self.conn.transaction().map_err(|e| err_at(&self.path, e))?;
+        tx.execute(
+            "DELETE FROM messages WHERE conversation = ?1",
+            params![conversation],
+        )
+        .map_err(|e| err_at(&self.path, e))?;
+        super::pictures::forget_unshown(&tx).map_err(|e| err_at(&self.path, e))?;
+        tx.commit().map_err(|e| err_at(&self.path, e))
     }
 
     fn err(&self, source: rusqlite::Error) -> HistoryError {
@@ -160,22 +188,33 @@ pub fn append_rows(
     conversation: &str,
     messages: &[ChatMessage],
 ) -> rusqlite::Result<()> {
-    let mut insert = conn
-        .prepare_cached("INSERT INTO messages (conversation, role, content) VALUES (?1, ?2, ?3)")?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO messages (conversation, role, content, images) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     for m in messages {
-        insert.execute(params![conversation, m.role.as_str(), m.content])?;
+        let images = super::pictures::store(conn, m)?;
+        insert.execute(params![conversation, m.role.as_str(), m.content, images])?;
     }
     prune(conn, conversation)
 }
 
-/// Deletes all but the newest `HISTORY_LIMIT` messages of a conversation.
+/// Deletes all but the newest `HISTORY_LIMIT` messages of a conversation,
+/// and the pictures only the deleted ones showed.
 fn prune(conn: &Connection, conversation: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "DELETE FROM messages WHERE conversation = ?1 AND id NOT IN
-             (SELECT id FROM messages WHERE conversation = ?1 ORDER BY id DESC LIMIT ?2)",
-    )?
-    .execute(params![conversation, super::HISTORY_LIMIT as i64])
-    .map(|_| ())
+    let with_pictures = conn
+        .prepare_cached(
+            "DELETE FROM messages WHERE conversation = ?1 AND id NOT IN
+                 (SELECT id FROM messages WHERE conversation = ?1 ORDER BY id DESC LIMIT ?2)
+             RETURNING images IS NOT NULL",
+        )?
+        .query_map(params![conversation, super::HISTORY_LIMIT as i64], |r| {
+            r.get::<_, bool>(0)
+        })?
+        .collect::<rusqlite::Result<Vec<bool>>>()?;
+    if with_pictures.contains(&true) {
+        super::pictures::forget_unshown(conn)?;
+    }
+    Ok(())
 }
 
 fn err_at(path: &Path, source: rusqlite::Error) -> HistoryError {
@@ -209,7 +248,7 @@ mod tests {
                 )
                 .unwrap();
         }
-        let store = HistoryStore::open(&path).unwrap();
+        let mut store = HistoryStore::open(&path).unwrap();
         let a = store.load("a", 50).unwrap();
         assert_eq!(
             a.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(),

@@ -113,6 +113,7 @@ impl Inbox {
             source,
         };
         check(&conn, &path)?;
+        crate::history::prepare(&conn).map_err(sqlite)?;
         let pruned = store::prune(&conn).map_err(sqlite)?;
         if pruned > 0 {
             tracing::info!(

@@ -234,23 +234,35 @@ pub fn set_state(
     error: Option<&str>,
 ) -> rusqlite::Result<u32> {
     let bump = u32::from(state == State::Started);
+    // Past its turn the record needs no pictures: the history keeps them.
+    let keep_pictures = matches!(state, State::Received | State::Started);
     conn.prepare_cached(
         "UPDATE inbox SET state = ?3, attempts = attempts + ?4, error = coalesce(?5, error),
-                next_try = NULL, updated = unixepoch()
+                next_try = NULL, updated = unixepoch(),
+                message = CASE WHEN ?6 THEN message ELSE json_remove(message, '$.images') END
          WHERE channel = ?1 AND message_id = ?2 RETURNING attempts",
     )?
     .query_row(
-        params![message.channel, message.id, state.as_str(), bump, error],
+        params![
+            message.channel,
+            message.id,
+            state.as_str(),
+            bump,
+            error,
+            keep_pictures
+        ],
         |r| r.get(0),
     )
     .optional()
     .map(Option::unwrap_or_default)
 }
 
-/// Records the reply to send.
+/// Records the reply to send (the turn, pictures and all, is in the
+/// history now: the record lets its pictures go).
 pub fn set_reply(conn: &Connection, message: &ChannelMessage, text: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "UPDATE inbox SET state = 'replying', reply = ?3, updated = unixepoch()
+        "UPDATE inbox SET state = 'replying', reply = ?3, updated = unixepoch(),
+                message = json_remove(message, '$.images')
          WHERE channel = ?1 AND message_id = ?2",
     )?
     .execute(params![message.channel, message.id, text])

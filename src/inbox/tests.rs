@@ -14,6 +14,7 @@ fn message(id: &str) -> ChannelMessage {
         interruption_scope_id: None,
         initiator: Default::default(),
         asked: None,
+        images: Vec::new(),
     }
 }
 
@@ -137,4 +138,48 @@ async fn an_arrival_is_acknowledged_only_once_its_sync_succeeded() {
     );
     // Steps that need no sync still commit.
     inbox.start(&message("7:1"), None).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_picture_waits_in_the_record_until_its_turn_is_in_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = ChannelMessage {
+        images: vec![crate::chat::Image::new(b"PHOTO".to_vec())],
+        ..message("7:9")
+    };
+    {
+        let inbox = Inbox::open(dir.path()).unwrap();
+        assert!(admitted(&inbox, &m).await.is_none());
+    }
+    // A restart before its turn: the record still holds the picture.
+    let inbox = Inbox::open(dir.path()).unwrap();
+    let open = inbox.open_entries().await.unwrap();
+    assert_eq!(open[0].message.images, m.images);
+    let key = "telegram_7_7".to_string();
+    let turn = ChatMessage {
+        images: m.images.clone(),
+        ..ChatMessage::user("q")
+    };
+    inbox
+        .start(&m, Some((key.clone(), vec![turn])))
+        .await
+        .unwrap();
+    inbox
+        .replying(
+            &m,
+            "a",
+            Some((key.clone(), vec![ChatMessage::assistant("a")])),
+        )
+        .await
+        .unwrap();
+    inbox.flush().await.unwrap();
+    let entry = inbox.find(&m).await.unwrap().unwrap();
+    assert!(entry.message.images.is_empty(), "the record let it go");
+    assert_eq!(entry.message.content, m.content, "and kept the rest");
+    let history =
+        crate::history::HistoryStore::open(&crate::history::HistoryStore::path_in(dir.path()))
+            .unwrap()
+            .load(&key, 50)
+            .unwrap();
+    assert_eq!(history[0].images, m.images, "the history has it");
 }

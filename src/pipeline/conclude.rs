@@ -64,6 +64,14 @@ impl Runtime {
                     .await
             }
             Err(LoopError::Provider(e)) => {
+                // A picture the model refused (too big, unreadable) would
+                // fail every later turn of the chat: it goes.
+                if matches!(e, ProviderError::InvalidRequest(_))
+                    && !inbound.message.images.is_empty()
+                    && let Err(e) = self.sessions.forget_last_pictures(key)
+                {
+                    tracing::error!(error = %e, "cannot take a refused picture off the history");
+                }
                 self.failed(channel, inbound, key, draft, &e.to_string())
                     .await
             }
@@ -95,7 +103,10 @@ impl Runtime {
             // Context management summarised or dropped old turns:
             // store what the model now sees, so it is not redone.
             let mut stored = kept.clone();
-            stored.push(ChatMessage::user(message.content.clone()));
+            stored.push(ChatMessage {
+                images: message.images.clone(),
+                ..ChatMessage::user(message.content.clone())
+            });
             if let Err(e) = self.sessions.replace(key, &stored) {
                 tracing::error!(error = %e, "cannot store the compacted history");
             }

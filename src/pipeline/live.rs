@@ -97,6 +97,10 @@ impl Provider for Tee {
         self.inner.context_window()
     }
 
+    fn sees_images(&self) -> bool {
+        self.inner.sees_images()
+    }
+
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         if request.internal {
             // History compression: nothing the user should see.

@@ -21,10 +21,14 @@ fn never() -> Regex {
     Regex::new(r"[^\s\S]").unwrap_or_else(|_| unreachable!("a valid pattern"))
 }
 
-/// Cleans `history` for a provider; `vision` keeps `[IMAGE:]` markers.
-pub fn history(history: Vec<ChatMessage>, vision: bool) -> Vec<ChatMessage> {
+/// Cleans `history` for a provider; `vision` keeps `[IMAGE:]` markers,
+/// `sees` the turns' pictures (a model that cannot see gets none).
+pub fn history(history: Vec<ChatMessage>, vision: bool, sees: bool) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::with_capacity(history.len());
     for mut message in history {
+        if !sees {
+            message.images.clear();
+        }
         if message.content.contains("<tool_result") {
             message.content = TOOL_RESULT.replace_all(&message.content, "").into_owned();
         }
@@ -32,15 +36,19 @@ pub fn history(history: Vec<ChatMessage>, vision: bool) -> Vec<ChatMessage> {
             message.content = strip_images(&message.content);
         }
         let content = message.content.trim();
-        if content.is_empty() || message.role == Role::System {
+        if (content.is_empty() && message.images.is_empty()) || message.role == Role::System {
             continue;
         }
         match out.last_mut() {
             Some(last) if last.role == message.role => {
                 last.content.push_str("\n\n");
                 last.content.push_str(content);
+                last.images.extend(message.images);
             }
-            _ => out.push(ChatMessage::new(message.role, content)),
+            _ => out.push(ChatMessage {
+                images: message.images,
+                ..ChatMessage::new(message.role, content)
+            }),
         }
     }
     out
@@ -68,12 +76,12 @@ mod tests {
             ChatMessage::assistant(""),
             ChatMessage::user("third"),
         ];
-        let out = history(h.clone(), false);
+        let out = history(h.clone(), false, false);
         assert_eq!(out.len(), 3);
         assert_eq!(out[0].content, "first\n\nsecond");
         assert_eq!(out[1].content, "ok  done");
         assert_eq!(out[2].role, Role::User);
-        let with_vision = history(h, true);
+        let with_vision = history(h, true, true);
         assert!(with_vision[0].content.contains("[IMAGE:/tmp/a.png]"));
     }
 }

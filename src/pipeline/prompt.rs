@@ -37,12 +37,12 @@ pub fn system(
     })
 }
 
-/// The whole prompt: system, history, then the user turn with the memory
-/// context in front of it.
+/// The whole prompt: system, history, then the user turn (with its
+/// pictures) with the memory context in front of its text.
 pub fn messages(
     system: String,
     history: Vec<ChatMessage>,
-    user: &str,
+    (user, images): (&str, &[crate::chat::Image]),
     memory: Option<String>,
 ) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(history.len() + 2);
@@ -61,8 +61,12 @@ pub fn messages(
         Some(last) if last.role == crate::chat::Role::User => {
             last.content.push_str("\n\n");
             last.content.push_str(&content);
+            last.images.extend_from_slice(images);
         }
-        _ => out.push(ChatMessage::user(content)),
+        _ => out.push(ChatMessage {
+            images: images.to_vec(),
+            ..ChatMessage::user(content)
+        }),
     }
     out
 }

@@ -105,9 +105,18 @@ pub fn classify<'a>(content: &str, rules: &'a [RouteRule]) -> Option<&'a RouteRu
     best
 }
 
-/// The route for a message: the chat's `/model` choice, else a rule, else
-/// the defaults.
-pub fn route(config: &Config, content: &str, chosen_model: Option<&str>) -> Route {
+/// The route for a message: for one with pictures, `[routing] images` when
+/// set; else the chat's `/model` choice, else a rule, else the defaults.
+pub fn route(config: &Config, content: &str, chosen_model: Option<&str>, pictures: bool) -> Route {
+    if let Some(provider) = config.routing.images.as_ref().filter(|_| pictures) {
+        return Route {
+            provider: provider.clone(),
+            model: "default".to_string(),
+            model_file: config.model.path.clone(),
+            hint: Some("images".to_string()),
+            fallback: config.routing.fallback.clone(),
+        };
+    }
     let model_file = |name: &str| {
         config
             .routing

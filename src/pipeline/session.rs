@@ -59,6 +59,12 @@ impl Sessions {
         self.lock().clear(key)
     }
 
+    /// Takes the pictures off the newest user message (ones the model
+    /// refused), so they are not shown again in every later turn.
+    pub fn forget_last_pictures(&self, key: &str) -> Result<bool, HistoryError> {
+        self.lock().forget_last_pictures(key)
+    }
+
     /// Stores `messages` as the whole history of `key`.
     pub fn replace(&self, key: &str, messages: &[ChatMessage]) -> Result<(), HistoryError> {
         self.lock().replace(key, messages)
@@ -111,6 +117,7 @@ mod tests {
             interruption_scope_id: None,
             initiator: Default::default(),
             asked: None,
+            images: Vec::new(),
         }
     }
 

@@ -39,7 +39,12 @@ impl Runtime {
         let message = &inbound.message;
         let config = self.config();
         let chosen = self.chosen_models().get(key).cloned();
-        let route = routing::route(&config, &message.content, chosen.as_deref());
+        let route = routing::route(
+            &config,
+            &message.content,
+            chosen.as_deref(),
+            !message.images.is_empty(),
+        );
         let vision = self.providers.supports_vision(&route.provider);
 
         let mut history = match self.sessions.load(key) {
@@ -58,7 +63,10 @@ impl Runtime {
         {
             history.pop();
         }
-        let user_turn = ChatMessage::user(message.content.clone());
+        let user_turn = ChatMessage {
+            images: message.images.clone(),
+            ..ChatMessage::user(message.content.clone())
+        };
         // Recorded: appended once however often the turn is run again
         // after a restart, and committed while the turn goes on.
         let started = inbound.recorded.then(|| -> Started {
@@ -183,7 +191,6 @@ impl Runtime {
         }
         let memory = self.memory.recall_context(said).await;
 
-        let history = normalize::history(history, vision);
         let user_text = if vision {
             message.content.clone()
         } else {
@@ -217,6 +224,11 @@ impl Runtime {
                     .await);
             }
         };
+        let sees = provider.sees_images();
+        if !message.images.is_empty() && !sees {
+            return Err(self.failed(channel, inbound, key, None, NO_EYES).await);
+        }
+        let history = normalize::history(history, vision, sees);
         let native = call_format::is_native(
             config.agent.tool_dispatcher,
             provider.supports_native_tools(),
@@ -236,7 +248,7 @@ impl Runtime {
             system.push_str("\n\n# The client's instructions\n\n");
             system.push_str(instructions);
         }
-        let messages = prompt::messages(system, history, &user_text, memory);
+        let messages = prompt::messages(system, history, (&user_text, &message.images), memory);
         Ok((tool_context, provider, messages))
     }
 
@@ -286,6 +298,9 @@ impl Runtime {
         (Box::new(before_tool_call), Box::new(after_tool_call))
     }
 }
+
+/// The answer to a picture sent to a model without eyes.
+const NO_EYES: &str = "this model cannot see images; set `[model] mmproj` to its vision projector, or route pictures to a vision provider (`[routing] images`)";
 
 /// What memory needs of `message`.
 fn said(message: &crate::channels::ChannelMessage) -> crate::memory::Said {

@@ -119,6 +119,10 @@ impl Provider for RetryWhenBusy {
     fn context_window(&self) -> Option<u32> {
         self.inner.context_window()
     }
+
+    fn sees_images(&self) -> bool {
+        self.inner.sees_images()
+    }
 }
 
 #[cfg(test)]

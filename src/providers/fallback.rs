@@ -105,6 +105,10 @@ impl Provider for Fallback {
     fn context_window(&self) -> Option<u32> {
         self.primary().context_window()
     }
+
+    fn sees_images(&self) -> bool {
+        self.primary().sees_images()
+    }
 }
 
 #[cfg(test)]

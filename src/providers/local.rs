@@ -44,4 +44,9 @@ impl Provider for LocalProvider {
     fn context_window(&self) -> Option<u32> {
         Some(self.engine.info().n_ctx)
     }
+
+    /// With the model's vision projector loaded.
+    fn sees_images(&self) -> bool {
+        self.engine.info().vision
+    }
 }

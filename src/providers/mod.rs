@@ -52,4 +52,11 @@ pub trait Provider: Send + Sync {
     fn context_window(&self) -> Option<u32> {
         None
     }
+
+    /// Whether the model sees the pictures of a user turn
+    /// ([`ChatMessage::images`](crate::chat::ChatMessage)); one that
+    /// cannot is never sent any.
+    fn sees_images(&self) -> bool {
+        false
+    }
 }

@@ -255,8 +255,18 @@ impl FakeTelegram {
         }
         if let Some((name, bytes)) = m.document {
             let id = add_file(&mut s, &format!("documents/file_{message_id}"), bytes);
-            msg["document"] =
-                json!({"file_id": id, "file_unique_id": format!("u{id}"), "file_name": name});
+            // As Telegram does, from the name the sender's app gave.
+            let mime = match name.rsplit('.').next().unwrap_or("") {
+                "png" => "image/png",
+                "jpg" | "jpeg" => "image/jpeg",
+                "ogg" | "oga" => "audio/ogg",
+                "wav" => "audio/x-wav",
+                "mp3" => "audio/mpeg",
+                "txt" => "text/plain",
+                _ => "application/octet-stream",
+            };
+            msg["document"] = json!({"file_id": id, "file_unique_id": format!("u{id}"),
+                "file_name": name, "mime_type": mime});
         }
         if let Some(bot_msg) = m.reply_to_bot {
             msg["reply_to_message"] = json!({

@@ -159,6 +159,7 @@ mod tests {
             interruption_scope_id: None,
             initiator: Default::default(),
             asked: None,
+            images: Vec::new(),
         };
         let request = ApprovalRequest::new(
             "shell",

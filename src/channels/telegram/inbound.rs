@@ -1,5 +1,6 @@
-//! What arrives besides plain text: mentions in groups, and photos and
-//! documents, saved into the workspace and handed on as markers.
+//! What arrives besides plain text: mentions in groups; photos and picture
+//! documents, held in memory for the model's eyes; other documents, saved
+//! into the workspace and handed on as markers.
 
 use std::future::IntoFuture;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use super::TelegramChannel;
 use super::error::{channel_error, download_error};
 use super::media::safe_file_name;
 use crate::channels::ChannelError;
+use crate::chat::Image;
 
 /// Received files go here, in the chat's workspace folder.
 pub const INBOX: &str = "received";
@@ -72,45 +74,107 @@ fn find_mention(text: &str, mention: &str) -> Option<usize> {
     })
 }
 
+/// The largest picture taken from Telegram (the Bot API hands out files up
+/// to 20 MB); the engine applies `[model] image_max_mb` after.
+pub const MAX_PICTURE_BYTES: usize = 20 << 20;
+
+/// What a message carried besides its text.
+#[derive(Debug, Default)]
+pub(super) struct Attached {
+    /// A document's workspace marker, or a note on a file that could not be had.
+    pub note: String,
+    /// Its photo, or a document that is a picture: for the model's eyes.
+    pub images: Vec<Image>,
+}
+
 impl TelegramChannel {
-    /// Markers for the message's photo or document, after saving them. A file
-    /// Telegram will not hand out (too big, gone) becomes a note instead; a
-    /// network failure is an error, so the update is fetched again later.
-    pub(super) async fn receive_media(&self, message: &Message) -> Result<String, ChannelError> {
+    /// The message's photo (or picture document) as a picture, or its other
+    /// document saved into the workspace as a marker. A file Telegram will
+    /// not hand out (too big, gone) becomes a note instead; a network
+    /// failure is an error, so the update is fetched again later.
+    pub(super) async fn receive_media(&self, message: &Message) -> Result<Attached, ChannelError> {
         let chat = message.chat.id.0;
         let id = message.id.0;
-        let (file_id, name, marker) = if let Some(sizes) = message.photo() {
-            let Some(largest) = sizes
+        let picture = if let Some(sizes) = message.photo() {
+            sizes
                 .iter()
                 .max_by_key(|p| u64::from(p.width) * u64::from(p.height))
-            else {
-                return Ok(String::new());
-            };
-            (
-                largest.file.id.clone(),
-                format!("{chat}_{id}_photo"),
-                "IMAGE",
-            )
-        } else if let Some(doc) = message.document() {
-            let original = doc.file_name.as_deref().unwrap_or("document");
-            (
-                doc.file.id.clone(),
-                format!("{chat}_{id}_{}", safe_file_name(original)),
-                "DOCUMENT",
-            )
+                .map(|p| p.file.id.clone())
         } else {
-            return Ok(String::new());
+            message
+                .document()
+                .filter(|d| d.mime_type.as_ref().is_some_and(|m| m.type_() == "image"))
+                .map(|d| d.file.id.clone())
         };
-        match self.download(&chat.to_string(), &file_id, &name).await {
-            Ok(path) => Ok(format!("[{marker}:{}]", path.display())),
+        if let Some(file_id) = picture {
+            return match self.fetch_picture(&file_id).await {
+                Ok(image) => Ok(Attached {
+                    images: vec![image],
+                    ..Attached::default()
+                }),
+                Err(ChannelError::Rejected(why)) => {
+                    // Told at once, by hearth itself: a model cannot see
+                    // what never reached it. A caption still goes on.
+                    tracing::warn!("telegram: could not fetch a received picture: {why}");
+                    let to = super::outbound::Target {
+                        chat: message.chat.id,
+                        thread: message.thread_id,
+                    };
+                    let notice = format!("I could not take that picture: {why}.");
+                    if let Err(e) = self.post(to, &notice, None).await {
+                        tracing::warn!("telegram: could not say so: {e}");
+                    }
+                    Ok(Attached::default())
+                }
+                Err(e) => Err(e),
+            };
+        }
+        let Some(doc) = message.document() else {
+            return Ok(Attached::default());
+        };
+        let original = doc.file_name.as_deref().unwrap_or("document");
+        let name = format!("{chat}_{id}_{}", safe_file_name(original));
+        let note = match self.download(&chat.to_string(), &doc.file.id, &name).await {
+            Ok(path) => format!("[DOCUMENT:{}]", path.display()),
             Err(ChannelError::Rejected(why)) => {
                 tracing::warn!("telegram: could not fetch a received file: {why}");
-                Ok(format!(
-                    "(a file was attached but could not be fetched: {why})"
-                ))
+                format!("(a file was attached but could not be fetched: {why})")
             }
-            Err(e) => Err(e),
+            Err(e) => return Err(e),
+        };
+        Ok(Attached {
+            note,
+            ..Attached::default()
+        })
+    }
+
+    /// A picture's bytes, held in memory only (never written to the
+    /// workspace); one over [`MAX_PICTURE_BYTES`] is refused by name.
+    async fn fetch_picture(&self, file_id: &FileId) -> Result<Image, ChannelError> {
+        let file = self
+            .bot
+            .get_file(file_id.clone())
+            .into_future()
+            .await
+            .map_err(channel_error)?;
+        let too_big = || {
+            ChannelError::Rejected(format!(
+                "it is larger than the {} MB Telegram hands a bot; send it smaller, or as a link to a file",
+                MAX_PICTURE_BYTES >> 20
+            ))
+        };
+        if file.size as usize > MAX_PICTURE_BYTES {
+            return Err(too_big());
         }
+        let mut sink = Capped::default();
+        self.bot
+            .download_file(&file.path, &mut sink)
+            .await
+            .map_err(download_error)?;
+        if sink.over {
+            return Err(too_big());
+        }
+        Ok(Image::new(sink.bytes))
     }
 
     async fn download(
@@ -190,6 +254,43 @@ fn open_inbox_file(workspace: &Path, name: &str) -> Result<(PathBuf, std::fs::Fi
     )
     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok((path, file))
+}
+
+/// Collects a download up to [`MAX_PICTURE_BYTES`]; past that it notes
+/// the overflow and drops the rest (a server that lied about the size).
+#[derive(Default)]
+struct Capped {
+    bytes: Vec<u8>,
+    over: bool,
+}
+
+impl tokio::io::AsyncWrite for Capped {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.bytes.len() + buf.len() > MAX_PICTURE_BYTES {
+            self.over = true;
+        } else {
+            self.bytes.extend_from_slice(buf);
+        }
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
 }
 
 #[cfg(test)]

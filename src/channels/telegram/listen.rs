@@ -163,16 +163,17 @@ impl TelegramChannel {
             }
             _ => text,
         };
-        let media = self.receive_media(message).await?;
+        let attached = self.receive_media(message).await?;
+        let media = attached.note;
         let content = match (media.is_empty(), text.is_empty()) {
-            (true, true) => {
+            (true, true) if attached.images.is_empty() => {
                 tracing::debug!(
                     message = message.id.0,
                     "telegram: ignoring a message with neither text nor a photo or document"
                 );
                 return Ok(None);
             }
-            (true, false) => text,
+            (true, _) => text,
             (false, true) => media,
             (false, false) => format!("{media}\n{text}"),
         };
@@ -192,6 +193,7 @@ impl TelegramChannel {
             thread_ts: thread,
             initiator: Default::default(),
             asked: None,
+            images: attached.images,
         }))
     }
 

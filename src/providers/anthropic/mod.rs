@@ -83,6 +83,11 @@ impl Provider for AnthropicProvider {
     fn context_window(&self) -> Option<u32> {
         self.context_window
     }
+
+    /// Claude models read image blocks.
+    fn sees_images(&self) -> bool {
+        true
+    }
 }
 
 impl AnthropicProvider {

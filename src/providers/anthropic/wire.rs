@@ -79,8 +79,25 @@ fn blocks(m: &ChatMessage) -> Option<(&'static str, Vec<Value>)> {
     let text = |t: &str| json!({ "type": "text", "text": t });
     match m.role {
         Role::System => None,
-        Role::User if m.content.is_empty() => None,
-        Role::User => Some(("user", vec![text(&m.content)])),
+        Role::User if m.content.is_empty() && m.images.is_empty() => None,
+        Role::User => {
+            // Pictures first, as Anthropic advises, then the text.
+            let mut blocks: Vec<Value> = m
+                .images
+                .iter()
+                .map(|i| {
+                    json!({ "type": "image", "source": {
+                        "type": "base64",
+                        "media_type": i.media_type().unwrap_or("image/png"),
+                        "data": i.base64(),
+                    }})
+                })
+                .collect();
+            if !m.content.is_empty() {
+                blocks.push(text(&m.content));
+            }
+            Some(("user", blocks))
+        }
         Role::Assistant => {
             let mut blocks = Vec::new();
             if !m.content.trim().is_empty() {
@@ -276,6 +293,41 @@ impl OrBody for ProviderError {
 mod tests {
     use super::*;
     use crate::chat::{SamplingParams, ToolCall, ToolSpec};
+
+    #[test]
+    fn pictures_go_as_base64_image_blocks_before_the_text() {
+        let jpeg = crate::chat::Image::new(vec![0xff, 0xd8, 0xff, 0xe0, 1, 2]);
+        let request = ChatRequest::new(
+            "c",
+            vec![
+                ChatMessage {
+                    images: vec![jpeg.clone()],
+                    ..ChatMessage::user("")
+                },
+                ChatMessage::assistant("a photo"),
+                ChatMessage {
+                    images: vec![jpeg],
+                    ..ChatMessage::user("and this?")
+                },
+            ],
+            SamplingParams::greedy(8),
+        );
+        let body = request_body("claude", &request);
+        let first = &body["messages"][0]["content"];
+        assert_eq!(
+            first.as_array().map(Vec::len),
+            Some(1),
+            "a picture alone is a turn"
+        );
+        assert_eq!(first[0]["type"], "image");
+        assert_eq!(first[0]["source"]["media_type"], "image/jpeg");
+        assert_eq!(first[0]["source"]["data"], "/9j/4AEC");
+        let last = &body["messages"][2]["content"];
+        assert_eq!(
+            (last[0]["type"].as_str(), last[1]["text"].as_str()),
+            (Some("image"), Some("and this?"))
+        );
+    }
 
     #[test]
     fn system_tools_calls_and_results_take_anthropic_shapes() {

@@ -90,6 +90,11 @@ impl Provider for OpenAiProvider {
     fn supports_native_tools(&self) -> bool {
         self.native_tools
     }
+
+    /// Sent as `image_url` parts; a model that cannot read them says so.
+    fn sees_images(&self) -> bool {
+        true
+    }
 }
 
 impl OpenAiProvider {

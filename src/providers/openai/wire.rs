@@ -78,7 +78,24 @@ fn text_message(m: &ChatMessage) -> Value {
         Role::Tool => "user",
         other => other.as_str(),
     };
-    json!({ "role": role, "content": m.content })
+    json!({ "role": role, "content": content(m) })
+}
+
+/// A turn's content: its text, or with pictures, `image_url` parts (data
+/// URLs) and then a text part.
+fn content(m: &ChatMessage) -> Value {
+    if m.images.is_empty() {
+        return json!(m.content);
+    }
+    let mut parts: Vec<Value> = m
+        .images
+        .iter()
+        .map(|i| json!({ "type": "image_url", "image_url": { "url": i.data_url() } }))
+        .collect();
+    if !m.content.is_empty() {
+        parts.push(json!({ "type": "text", "text": m.content }));
+    }
+    Value::Array(parts)
 }
 
 fn native_message(m: &ChatMessage) -> Value {
@@ -107,7 +124,7 @@ fn native_message(m: &ChatMessage) -> Value {
             };
             json!({ "role": "assistant", "content": content, "tool_calls": calls })
         }
-        other => json!({ "role": other.as_str(), "content": m.content }),
+        other => json!({ "role": other.as_str(), "content": content(m) }),
     }
 }
 
@@ -248,6 +265,30 @@ fn short(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::chat::{ChatMessage, SamplingParams};
+
+    #[test]
+    fn pictures_go_as_data_url_parts_before_the_text() {
+        let png = crate::chat::Image::new(b"\x89PNG\r\n\x1a\n...".to_vec());
+        let turn = ChatMessage {
+            images: vec![png],
+            ..ChatMessage::user("what is this?")
+        };
+        for native in [true, false] {
+            let request = ChatRequest::new(
+                "c",
+                vec![turn.clone(), ChatMessage::assistant("a cat")],
+                SamplingParams::greedy(8),
+            );
+            let body = request_body("gpt-x", &request, native);
+            let parts = &body["messages"][0]["content"];
+            assert_eq!(parts[0]["type"], "image_url");
+            let url = parts[0]["image_url"]["url"].as_str().unwrap();
+            assert!(url.starts_with("data:image/png;base64,iVBOR"), "{url}");
+            assert_eq!(parts[1], json!({"type": "text", "text": "what is this?"}));
+            // A turn without pictures stays a plain string.
+            assert_eq!(body["messages"][1]["content"], "a cat");
+        }
+    }
 
     #[test]
     fn the_body_carries_the_conversation_and_sampling() {

@@ -4,7 +4,7 @@
 //! it: the engine, the providers, the agent, the pipeline and the history.
 
 mod error;
-mod image;
+pub mod image;
 pub mod schema;
 mod stream;
 mod types;
