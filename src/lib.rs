@@ -1,11 +1,11 @@
 //! hearth: a local-first AI assistant daemon.
 //!
 //! One binary embeds llama.cpp in-process and serves a Telegram assistant, an
-//! offline CLI chat and an LMS notifier. Three crates lie below this one and
+//! offline CLI chat and an LMS notifier. Four crates lie below this one and
 //! are re-exported under the names used here: `hearth-core` ([`chat`],
 //! [`retry`], [`clock`], [`file_modes`]), `hearth-engine` ([`engine`],
-//! [`models`]) and `hearth-sandbox` ([`sandbox`]); `docs/ARCHITECTURE.md`
-//! draws them. The folder tree is the architecture, from the edges inwards:
+//! [`models`]), `hearth-sandbox` ([`sandbox`]) and `hearth-voice`
+//! ([`voice`]); `docs/ARCHITECTURE.md` draws them. The folder tree is the architecture, from the edges inwards:
 //!
 //! - [`cli`]: the `hearth` command line.
 //! - [`daemon`]: `hearth daemon`: channels, providers, services and the dispatcher together.
@@ -17,6 +17,7 @@
 //! - [`tools`]: shell, file and HTTP tools in one registry, under the policy.
 //! - [`sandbox`]: the OS sandbox every command runs in (bubblewrap, Landlock), with limits.
 //! - [`security`]: the workspace and command policy; credential scrubbing.
+//! - [`speech`]: voice notes to text with the local Whisper model ([`voice`]).
 //! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
 //! - [`metrics`]: what hearth counts, for `GET /metrics`.
 //! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
@@ -51,6 +52,7 @@ pub mod pipeline;
 pub mod providers;
 pub mod scheduler;
 pub mod security;
+pub mod speech;
 pub mod storage;
 pub mod tools;
 pub mod workspace;
@@ -60,3 +62,4 @@ pub use hearth_core::{chat, clock, file_modes, retry};
 pub use hearth_engine as engine;
 pub use hearth_engine::models;
 pub use hearth_sandbox as sandbox;
+pub use hearth_voice as voice;

@@ -54,6 +54,7 @@ mod templates;
 mod trust;
 mod two_people;
 mod vision;
+mod voice;
 mod ways_in;
 mod websocket;
 mod xml_parser;

@@ -33,6 +33,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("hearth-core", &[]),
     ("hearth-sandbox", &["hearth-core"]),
     ("hearth-engine", &["hearth-core"]),
+    ("hearth-voice", &[]),
 ];
 
 fn root() -> &'static Path {

@@ -230,6 +230,7 @@ async fn a_turn_a_job_started_runs_reading_tools_only() {
             initiator: hearth::channels::Initiator::Schedule,
             asked: None,
             images: Vec::new(),
+            audio: None,
         });
         reports(&mut w.reports, 1).await;
     }

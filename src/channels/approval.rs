@@ -287,6 +287,7 @@ mod tests {
             initiator: Default::default(),
             asked: None,
             images: Vec::new(),
+            audio: None,
         };
         ApprovalRequest::new(
             "shell",

@@ -171,6 +171,7 @@ impl InMemoryChannel {
             initiator: Default::default(),
             asked: None,
             images: Vec::new(),
+            audio: None,
         };
         self.inject(message.clone());
         message

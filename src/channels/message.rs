@@ -33,6 +33,10 @@ pub struct ChannelMessage {
         with = "crate::chat::image::as_base64"
     )]
     pub images: Vec<crate::chat::Image>,
+    /// A voice note or audio file sent with it, to be transcribed and
+    /// answered as the person's words. Set only by a channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<crate::chat::Audio>,
 }
 
 /// What an API client asked of one turn of the assistant: its own system
@@ -85,6 +89,7 @@ impl ChannelMessage {
             initiator: Initiator::Person,
             asked: None,
             images: Vec::new(),
+            audio: None,
         }
     }
 }

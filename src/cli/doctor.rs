@@ -198,6 +198,7 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
     report.info("models", models_line(&config));
     stores(&mut report, &config);
     report.info("cloud", cloud_line(&config));
+    report.info("voice", voice_line(&config));
     sandbox(&mut report, &config).await?;
 
     if !model(&mut report, &config) {
@@ -344,6 +345,17 @@ fn model(report: &mut Report, config: &Config) -> bool {
         }
     }
     true
+}
+
+/// Which speech model hears voice notes, or what is missing.
+fn voice_line(config: &Config) -> String {
+    match crate::speech::model_dir(&config.voice, &config.data_dir) {
+        Ok(dir) => format!(
+            "voice notes heard by {} (speech-to-text in process); spoken replies: not yet",
+            dir.display()
+        ),
+        Err(e) => format!("voice notes are not heard: {e}"),
+    }
 }
 
 /// The model loaded as the daemon would load it; false when its settings

@@ -22,6 +22,7 @@ mod service;
 mod signals;
 mod startup;
 pub mod tools_cmd;
+mod transcribe;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -68,6 +69,15 @@ pub enum Command {
         /// repeat for several. Needs a vision model (`[model] mmproj`).
         #[arg(long, value_name = "FILE")]
         image: Vec<PathBuf>,
+    },
+    /// Print what is said in an audio file (OGG/Opus, WAV, MP3), with the
+    /// local Whisper model (`[voice] model`).
+    Transcribe {
+        /// The audio file.
+        file: PathBuf,
+        /// The language spoken (an ISO code such as `en`); default: `[voice] language`.
+        #[arg(long, value_name = "CODE")]
+        language: Option<String>,
     },
     /// Run the assistant: every configured channel, until SIGINT/SIGTERM.
     Daemon,
@@ -260,6 +270,9 @@ async fn with_config(
             session,
             image,
         } => ask::run(&config, &question, session, &image).await,
+        Command::Transcribe { file, language } => {
+            transcribe::run(&config, &file, language.as_deref()).await
+        }
         Command::Doctor | Command::Config { .. } | Command::Service { .. } => {
             anyhow::bail!("this command reads its config itself")
         }

@@ -24,6 +24,7 @@ mod scheduler;
 mod secret;
 mod sections;
 mod telegram;
+mod voice;
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +43,7 @@ pub use providers::{ANTHROPIC_DEFAULT_URL, AnthropicConfig, OPENAI_DEFAULT_URL, 
 pub use scheduler::SchedulerConfig;
 pub use secret::{Secret, mask_url};
 pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
+pub use voice::VoiceConfig;
 
 /// Where the configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +72,7 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub models: ModelsConfig,
     pub scheduler: SchedulerConfig,
+    pub voice: VoiceConfig,
     pub daemon: DaemonConfig,
     pub routing: RoutingConfig,
 }
@@ -290,6 +293,7 @@ impl Config {
         let memory = MemoryConfig::from_raw(raw.memory)?;
         let models = ModelsConfig::from_raw(raw.models)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
+        let voice = VoiceConfig::from_raw(raw.voice)?;
         let (daemon, routing) = daemon::validate(raw.daemon, raw.routing)?;
         routing.check_providers(openai.model.is_some(), anthropic.model.is_some())?;
 
@@ -309,6 +313,7 @@ impl Config {
             memory,
             models,
             scheduler,
+            voice,
             daemon,
             routing,
         })

@@ -24,6 +24,7 @@ pub struct RawConfig {
     pub memory: Option<super::memory::RawMemory>,
     pub models: Option<super::models::RawModels>,
     pub scheduler: Option<super::scheduler::RawScheduler>,
+    pub voice: Option<super::voice::RawVoice>,
     pub daemon: Option<super::daemon::RawDaemon>,
     pub routing: Option<super::daemon::RawRouting>,
 }

@@ -27,6 +27,7 @@ impl Config {
         self.memory.render(&mut out);
         self.models.render(&mut out);
         self.scheduler.render(&mut out);
+        self.voice.render(&mut out);
         let _ = writeln!(out, "{}", self.telegram.render());
         self.gateway.render(&mut out);
         self.openai.render(&mut out);
@@ -156,7 +157,7 @@ impl Config {
     }
 }
 
-fn quote(s: &str) -> String {
+pub(super) fn quote(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 

@@ -239,7 +239,7 @@ pub fn set_state(
     conn.prepare_cached(
         "UPDATE inbox SET state = ?3, attempts = attempts + ?4, error = coalesce(?5, error),
                 next_try = NULL, updated = unixepoch(),
-                message = CASE WHEN ?6 THEN message ELSE json_remove(message, '$.images') END
+                message = CASE WHEN ?6 THEN message ELSE json_remove(message, '$.images', '$.audio') END
          WHERE channel = ?1 AND message_id = ?2 RETURNING attempts",
     )?
     .query_row(
@@ -262,7 +262,7 @@ pub fn set_state(
 pub fn set_reply(conn: &Connection, message: &ChannelMessage, text: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE inbox SET state = 'replying', reply = ?3, updated = unixepoch(),
-                message = json_remove(message, '$.images')
+                message = json_remove(message, '$.images', '$.audio')
          WHERE channel = ?1 AND message_id = ?2",
     )?
     .execute(params![message.channel, message.id, text])

@@ -15,6 +15,7 @@ fn message(id: &str) -> ChannelMessage {
         initiator: Default::default(),
         asked: None,
         images: Vec::new(),
+        audio: None,
     }
 }
 

@@ -101,6 +101,13 @@ impl Provider for Tee {
         self.inner.sees_images()
     }
 
+    fn exclusive(
+        &self,
+        work: crate::providers::Work,
+    ) -> futures::future::BoxFuture<'static, Result<(), crate::chat::ProviderError>> {
+        self.inner.exclusive(work)
+    }
+
     fn chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         if request.internal {
             // History compression: nothing the user should see.

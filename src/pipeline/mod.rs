@@ -22,6 +22,7 @@ pub mod budget;
 mod commands;
 mod conclude;
 pub mod health;
+mod hear;
 pub mod hooks;
 pub mod live;
 pub mod normalize;
@@ -77,6 +78,8 @@ pub struct Runtime {
     chosen: Mutex<HashMap<String, String>>,
     status: Arc<StatusBoard>,
     metrics: Arc<Metrics>,
+    /// Voice notes to text, with the model loaded on first use.
+    speech: crate::speech::Speech,
 }
 
 /// Why a runtime could not be built.
@@ -170,7 +173,6 @@ impl RuntimeBuilder {
             }
         }
         Ok(Arc::new(Runtime {
-            config: RwLock::new(Arc::new(self.config)),
             watcher: self.watcher.map(Mutex::new),
             channels,
             providers: self.providers,
@@ -184,6 +186,8 @@ impl RuntimeBuilder {
             chosen: Mutex::default(),
             status: Arc::new(StatusBoard::new()),
             metrics: self.metrics,
+            speech: crate::speech::Speech::new(&self.config),
+            config: RwLock::new(Arc::new(self.config)),
         }))
     }
 }
@@ -335,7 +339,10 @@ impl Runtime {
                 .add_reaction(&message.reply_target, &message.id, RECEIVED)
                 .await;
         }
-        let outcome = self.turn(&channel, &inbound, &key, cancel).await;
+        let outcome = match self.hear(&channel, inbound.clone()).await {
+            Ok(heard) => self.turn(&channel, &heard, &key, cancel).await,
+            Err(outcome) => outcome,
+        };
         let emoji = match outcome {
             Outcome::Replied => Some(DONE),
             Outcome::Cancelled | Outcome::Superseded | Outcome::HookCancelled(_) => None,

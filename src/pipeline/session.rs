@@ -118,6 +118,7 @@ mod tests {
             initiator: Default::default(),
             asked: None,
             images: Vec::new(),
+            audio: None,
         }
     }
 

@@ -123,6 +123,13 @@ impl Provider for RetryWhenBusy {
     fn sees_images(&self) -> bool {
         self.inner.sees_images()
     }
+
+    fn exclusive(
+        &self,
+        work: crate::providers::Work,
+    ) -> futures::future::BoxFuture<'static, Result<(), crate::chat::ProviderError>> {
+        self.inner.exclusive(work)
+    }
 }
 
 #[cfg(test)]

@@ -109,6 +109,13 @@ impl Provider for Fallback {
     fn sees_images(&self) -> bool {
         self.primary().sees_images()
     }
+
+    fn exclusive(
+        &self,
+        work: crate::providers::Work,
+    ) -> futures::future::BoxFuture<'static, Result<(), crate::chat::ProviderError>> {
+        self.primary().exclusive(work)
+    }
 }
 
 #[cfg(test)]

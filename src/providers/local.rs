@@ -3,8 +3,9 @@
 use tokio_util::sync::CancellationToken;
 
 use super::Provider;
-use crate::chat::{ChatRequest, ChatStream};
+use crate::chat::{ChatRequest, ChatStream, ProviderError};
 use crate::engine::Engine;
+use futures::future::BoxFuture;
 
 /// Serves replies from the in-process engine.
 #[derive(Debug)]
@@ -48,5 +49,10 @@ impl Provider for LocalProvider {
     /// With the model's vision projector loaded.
     fn sees_images(&self) -> bool {
         self.engine.info().vision
+    }
+
+    /// On the engine's own thread, between two decode steps.
+    fn exclusive(&self, work: super::Work) -> BoxFuture<'static, Result<(), ProviderError>> {
+        Box::pin(self.engine.exclusive(work))
     }
 }

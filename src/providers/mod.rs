@@ -23,7 +23,8 @@ pub use scripted::ScriptedProvider;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::{ChatRequest, ChatStream};
+use crate::chat::{ChatRequest, ChatStream, ProviderError};
+use futures::future::BoxFuture;
 
 /// A source of chat replies. One required method: start a reply and stream it.
 pub trait Provider: Send + Sync {
@@ -59,4 +60,18 @@ pub trait Provider: Send + Sync {
     fn sees_images(&self) -> bool {
         false
     }
+
+    /// Runs `work` (speech on the same cores or GPU) where it cannot
+    /// overlap this provider's decoding: the local engine runs it between
+    /// two decode steps. A cloud provider's runs on a blocking thread at once.
+    fn exclusive(&self, work: Work) -> BoxFuture<'static, Result<(), ProviderError>> {
+        Box::pin(async move {
+            tokio::task::spawn_blocking(work)
+                .await
+                .map_err(|e| ProviderError::Failed(format!("work beside the model failed: {e}")))
+        })
+    }
 }
+
+/// Work for [`Provider::exclusive`].
+pub type Work = Box<dyn FnOnce() + Send>;

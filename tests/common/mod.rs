@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pictures;
+pub mod speech;
 
 use std::path::{Path, PathBuf};
 

@@ -79,6 +79,8 @@ pub struct Incoming {
     pub photo: Option<Vec<u8>>,
     /// A document's name and bytes.
     pub document: Option<(String, Vec<u8>)>,
+    /// A voice note's bytes and the seconds Telegram says it lasts.
+    pub voice: Option<(Vec<u8>, u32)>,
     pub caption: Option<String>,
     /// The message replies to this message of the bot.
     pub reply_to_bot: Option<i64>,
@@ -94,6 +96,7 @@ impl Incoming {
             thread_id: None,
             photo: None,
             document: None,
+            voice: None,
             caption: None,
             reply_to_bot: None,
         }
@@ -267,6 +270,11 @@ impl FakeTelegram {
             };
             msg["document"] = json!({"file_id": id, "file_unique_id": format!("u{id}"),
                 "file_name": name, "mime_type": mime});
+        }
+        if let Some((bytes, duration)) = m.voice {
+            let id = add_file(&mut s, &format!("voice/file_{message_id}.oga"), bytes);
+            msg["voice"] = json!({"file_id": id, "file_unique_id": format!("u{id}"),
+                "duration": duration, "mime_type": "audio/ogg"});
         }
         if let Some(bot_msg) = m.reply_to_bot {
             msg["reply_to_message"] = json!({

@@ -139,6 +139,9 @@ pub type ProgressFn = Box<dyn FnMut(f32) + Send>;
 enum Work {
     Chat(Job),
     Embed(embed::EmbedJob),
+    /// Other work that must not run while the model decodes (speech on
+    /// the same GPU or cores): run between two decode steps.
+    Exclusive(Box<dyn FnOnce() + Send>),
 }
 
 /// One queued request.
@@ -276,6 +279,33 @@ impl Engine {
         jobs.send(Work::Embed(embed::EmbedJob { inputs, answer }))
             .map_err(|_| gone())?;
         rx.recv().map_err(|_| gone())?
+    }
+
+    /// Runs `work` on the engine's thread between two decode steps, so no
+    /// reply decodes while it runs (speech on the same cores or GPU);
+    /// resolves to its result. Every reply in flight pauses for its length.
+    pub fn exclusive<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> impl std::future::Future<Output = Result<T, ProviderError>> + Send + 'static {
+        let (answer, rx) = tokio::sync::oneshot::channel();
+        // A panic in `work` must not take the engine's thread with it.
+        let sent = self.jobs.as_ref().is_some_and(|jobs| {
+            jobs.send(Work::Exclusive(Box::new(move || {
+                let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+                let _ = answer.send(done);
+            })))
+            .is_ok()
+        });
+        async move {
+            let gone = || ProviderError::Failed(EngineError::WorkerGone.to_string());
+            if !sent {
+                return Err(gone());
+            }
+            rx.await.map_err(|_| gone())?.map_err(|_| {
+                ProviderError::Failed("work run beside the engine failed unexpectedly".into())
+            })
+        }
     }
 
     /// Stops taking requests, lets the worker finish and save its cache,

@@ -238,7 +238,7 @@ fn seq_cache(
 }
 
 /// Where the engine thread's work comes from: chat jobs to queue, and
-/// embeddings, made as they arrive.
+/// embeddings and exclusive work, done as they arrive.
 struct Inflow<'a, 'm> {
     jobs: &'a std_mpsc::Receiver<Work>,
     embedder: &'a mut Embedder<'m>,
@@ -253,6 +253,7 @@ impl Inflow<'_, '_> {
         match work {
             Work::Chat(job) => queue.push(job.request.priority, job),
             Work::Embed(job) => self.embedder.serve(job),
+            Work::Exclusive(work) => work(),
         }
     }
 }

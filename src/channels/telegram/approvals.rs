@@ -160,6 +160,7 @@ mod tests {
             initiator: Default::default(),
             asked: None,
             images: Vec::new(),
+            audio: None,
         };
         let request = ApprovalRequest::new(
             "shell",

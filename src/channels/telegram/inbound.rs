@@ -13,7 +13,7 @@ use super::TelegramChannel;
 use super::error::{channel_error, download_error};
 use super::media::safe_file_name;
 use crate::channels::ChannelError;
-use crate::chat::Image;
+use crate::chat::{Audio, Image};
 
 /// Received files go here, in the chat's workspace folder.
 pub const INBOX: &str = "received";
@@ -74,8 +74,8 @@ fn find_mention(text: &str, mention: &str) -> Option<usize> {
     })
 }
 
-/// The largest picture taken from Telegram (the Bot API hands out files up
-/// to 20 MB); the engine applies `[model] image_max_mb` after.
+/// The largest picture or recording taken from Telegram (the Bot API hands
+/// out files up to 20 MB); `[model] image_max_mb` and `[voice]` apply after.
 pub const MAX_PICTURE_BYTES: usize = 20 << 20;
 
 /// What a message carried besides its text.
@@ -85,6 +85,8 @@ pub(super) struct Attached {
     pub note: String,
     /// Its photo, or a document that is a picture: for the model's eyes.
     pub images: Vec<Image>,
+    /// Its voice note, audio, or a document that is sound: to transcribe.
+    pub audio: Option<Audio>,
 }
 
 impl TelegramChannel {
@@ -106,24 +108,41 @@ impl TelegramChannel {
                 .filter(|d| d.mime_type.as_ref().is_some_and(|m| m.type_() == "image"))
                 .map(|d| d.file.id.clone())
         };
-        if let Some(file_id) = picture {
-            return match self.fetch_picture(&file_id).await {
-                Ok(image) => Ok(Attached {
-                    images: vec![image],
+        let sound = if let Some(voice) = message.voice() {
+            Some((voice.file.id.clone(), Some(voice.duration.seconds()), true))
+        } else if let Some(audio) = message.audio() {
+            Some((audio.file.id.clone(), Some(audio.duration.seconds()), false))
+        } else {
+            message
+                .document()
+                .filter(|d| d.mime_type.as_ref().is_some_and(|m| m.type_() == "audio"))
+                .map(|d| (d.file.id.clone(), None, false))
+        };
+        if let Some((file_id, seconds, voice_note)) = sound {
+            return match self.fetch_bytes(&file_id, "sound").await {
+                Ok(bytes) => Ok(Attached {
+                    audio: Some(Audio {
+                        bytes: bytes.into(),
+                        declared_seconds: seconds,
+                        voice_note,
+                    }),
                     ..Attached::default()
                 }),
                 Err(ChannelError::Rejected(why)) => {
-                    // Told at once, by hearth itself: a model cannot see
-                    // what never reached it. A caption still goes on.
-                    tracing::warn!("telegram: could not fetch a received picture: {why}");
-                    let to = super::outbound::Target {
-                        chat: message.chat.id,
-                        thread: message.thread_id,
-                    };
-                    let notice = format!("I could not take that picture: {why}.");
-                    if let Err(e) = self.post(to, &notice, None).await {
-                        tracing::warn!("telegram: could not say so: {e}");
-                    }
+                    self.cannot_take(message, "that recording", &why).await;
+                    Ok(Attached::default())
+                }
+                Err(e) => Err(e),
+            };
+        }
+        if let Some(file_id) = picture {
+            return match self.fetch_bytes(&file_id, "picture").await {
+                Ok(bytes) => Ok(Attached {
+                    images: vec![Image::new(bytes)],
+                    ..Attached::default()
+                }),
+                Err(ChannelError::Rejected(why)) => {
+                    self.cannot_take(message, "that picture", &why).await;
                     Ok(Attached::default())
                 }
                 Err(e) => Err(e),
@@ -148,9 +167,24 @@ impl TelegramChannel {
         })
     }
 
-    /// A picture's bytes, held in memory only (never written to the
-    /// workspace); one over [`MAX_PICTURE_BYTES`] is refused by name.
-    async fn fetch_picture(&self, file_id: &FileId) -> Result<Image, ChannelError> {
+    /// Says at once, as hearth itself, that a file could not be had: a
+    /// model cannot see or hear what never reached it. A caption still
+    /// goes on to the model.
+    async fn cannot_take(&self, message: &Message, what: &str, why: &str) {
+        tracing::warn!("telegram: could not fetch {what}: {why}");
+        let to = super::outbound::Target {
+            chat: message.chat.id,
+            thread: message.thread_id,
+        };
+        let notice = format!("I could not take {what}: {why}.");
+        if let Err(e) = self.post(to, &notice, None).await {
+            tracing::warn!("telegram: could not say so: {e}");
+        }
+    }
+
+    /// A picture's or recording's bytes, held in memory only (never
+    /// written to the workspace); one over [`MAX_PICTURE_BYTES`] is refused.
+    async fn fetch_bytes(&self, file_id: &FileId, what: &str) -> Result<Vec<u8>, ChannelError> {
         let file = self
             .bot
             .get_file(file_id.clone())
@@ -159,7 +193,7 @@ impl TelegramChannel {
             .map_err(channel_error)?;
         let too_big = || {
             ChannelError::Rejected(format!(
-                "it is larger than the {} MB Telegram hands a bot; send it smaller, or as a link to a file",
+                "the {what} is larger than the {} MB Telegram hands a bot; send it smaller",
                 MAX_PICTURE_BYTES >> 20
             ))
         };
@@ -174,7 +208,7 @@ impl TelegramChannel {
         if sink.over {
             return Err(too_big());
         }
-        Ok(Image::new(sink.bytes))
+        Ok(sink.bytes)
     }
 
     async fn download(

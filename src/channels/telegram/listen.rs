@@ -166,7 +166,7 @@ impl TelegramChannel {
         let attached = self.receive_media(message).await?;
         let media = attached.note;
         let content = match (media.is_empty(), text.is_empty()) {
-            (true, true) if attached.images.is_empty() => {
+            (true, true) if attached.images.is_empty() && attached.audio.is_none() => {
                 tracing::debug!(
                     message = message.id.0,
                     "telegram: ignoring a message with neither text nor a photo or document"
@@ -194,6 +194,7 @@ impl TelegramChannel {
             initiator: Default::default(),
             asked: None,
             images: attached.images,
+            audio: attached.audio,
         }))
     }
 

@@ -3,12 +3,14 @@
 //! ([`StreamEvent`], [`ChatStream`]). It lies below everything that speaks
 //! it: the engine, the providers, the agent, the pipeline and the history.
 
+mod audio;
 mod error;
 pub mod image;
 pub mod schema;
 mod stream;
 mod types;
 
+pub use audio::Audio;
 pub use error::ProviderError;
 pub use image::Image;
 pub use stream::{ChatReply, ChatStream};

@@ -1,0 +1,39 @@
+//! `hearth transcribe FILE`: what is said in an audio file, on stdout; how
+//! long it took, on stderr.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::chat::Audio;
+use crate::config::Config;
+use crate::speech::Speech;
+
+pub async fn run(config: &Config, file: &Path, language: Option<&str>) -> anyhow::Result<ExitCode> {
+    let mut config = config.clone();
+    if let Some(language) = language {
+        config.voice.language = Some(language.to_ascii_lowercase()).filter(|l| l != "auto");
+    }
+    let limits = config.voice.limits();
+    let size = std::fs::metadata(file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
+        .len();
+    if size > limits.max_bytes as u64 {
+        anyhow::bail!(hearth_voice::VoiceError::TooLarge {
+            mb: size.div_ceil(1 << 20),
+            limit: (limits.max_bytes >> 20) as u64,
+        });
+    }
+    let bytes =
+        std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let speech = Speech::new(&config);
+    let heard = speech.transcribe(&Audio::file(bytes), None).await?;
+    println!("{}", heard.text);
+    eprintln!(
+        "hearth: {:.1} s of audio ({}) transcribed in {:.2} s, real-time factor {:.3}",
+        heard.audio_seconds,
+        heard.language,
+        heard.elapsed.as_secs_f64(),
+        heard.real_time_factor()
+    );
+    Ok(ExitCode::SUCCESS)
+}

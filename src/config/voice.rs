@@ -1,0 +1,164 @@
+//! `[voice]`: speech on the box. Voice notes and audio files are
+//! transcribed by a local Whisper model and answered as the person's text.
+
+use std::fmt::Write;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::render::quote;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVoice {
+    pub model: Option<String>,
+    pub language: Option<String>,
+    pub max_seconds: Option<u64>,
+    pub max_mb: Option<u32>,
+    pub show_transcript: Option<bool>,
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoiceConfig {
+    /// The speech-to-text model: a folder (a path, or a name under the
+    /// models folders). `None` finds a `whisper…` folder there; `Some("")`
+    /// turns transcription off.
+    pub model: Option<String>,
+    /// The language spoken (an ISO code such as `"en"` or `"de"`); `None`
+    /// lets a multilingual model detect it.
+    pub language: Option<String>,
+    /// The longest audio transcribed, in seconds.
+    pub max_seconds: u64,
+    /// The largest audio file, in megabytes.
+    pub max_mb: u32,
+    /// Show the person what was heard before the answer.
+    pub show_transcript: bool,
+    /// CPU threads for transcription (0: as many as suit the machine).
+    pub threads: usize,
+}
+
+impl Default for VoiceConfig {
+    fn default() -> Self {
+        Self {
+            model: None,
+            language: None,
+            max_seconds: 600,
+            max_mb: 20,
+            show_transcript: true,
+            threads: 0,
+        }
+    }
+}
+
+impl VoiceConfig {
+    pub(super) fn from_raw(raw: Option<RawVoice>) -> Result<Self, ConfigError> {
+        let r = raw.unwrap_or_default();
+        let d = Self::default();
+        let language = r
+            .language
+            .map(|l| l.trim().to_ascii_lowercase())
+            .filter(|l| !l.is_empty() && l != "auto");
+        if let Some(l) = &language
+            && !(2..=3).contains(&l.len())
+        {
+            return Err(ConfigError::invalid(
+                "voice.language",
+                format!(
+                    "`{l}` is not a language code; use one such as \"en\" or \"de\", or \"auto\""
+                ),
+            ));
+        }
+        let c = Self {
+            model: r.model.map(|m| m.trim().to_string()),
+            language,
+            max_seconds: r.max_seconds.unwrap_or(d.max_seconds),
+            max_mb: r.max_mb.unwrap_or(d.max_mb),
+            show_transcript: r.show_transcript.unwrap_or(d.show_transcript),
+            threads: r.threads.unwrap_or(d.threads),
+        };
+        if !(1..=4 * 3600).contains(&c.max_seconds) {
+            return Err(ConfigError::invalid(
+                "voice.max_seconds",
+                "must be between 1 and 14400",
+            ));
+        }
+        if !(1..=2048).contains(&c.max_mb) {
+            return Err(ConfigError::invalid(
+                "voice.max_mb",
+                "must be between 1 and 2048",
+            ));
+        }
+        Ok(c)
+    }
+
+    /// The limits audio is decoded within.
+    pub fn limits(&self) -> hearth_voice::AudioLimits {
+        hearth_voice::AudioLimits {
+            max_bytes: (self.max_mb as usize) << 20,
+            max_seconds: self.max_seconds,
+        }
+    }
+
+    pub(super) fn render(&self, out: &mut String) {
+        out.push_str("[voice]\n");
+        match &self.model {
+            Some(m) => {
+                let _ = writeln!(out, "model = {}", quote(m));
+            }
+            None => out.push_str("# model: unset (a whisper… folder under the models folders)\n"),
+        }
+        match &self.language {
+            Some(l) => {
+                let _ = writeln!(out, "language = {}", quote(l));
+            }
+            None => out.push_str("language = \"auto\"\n"),
+        }
+        let _ = writeln!(
+            out,
+            "max_seconds = {}\nmax_mb = {}\nshow_transcript = {}\nthreads = {}\n",
+            self.max_seconds, self.max_mb, self.show_transcript, self.threads
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_and_limits_are_checked() {
+        let c = VoiceConfig::from_raw(Some(RawVoice {
+            language: Some(" DE ".into()),
+            ..RawVoice::default()
+        }))
+        .unwrap();
+        assert_eq!(c.language.as_deref(), Some("de"));
+        let auto = VoiceConfig::from_raw(Some(RawVoice {
+            language: Some("auto".into()),
+            ..RawVoice::default()
+        }))
+        .unwrap();
+        assert_eq!(auto.language, None);
+        for (raw, key) in [
+            (
+                RawVoice {
+                    language: Some("german".into()),
+                    ..RawVoice::default()
+                },
+                "voice.language",
+            ),
+            (
+                RawVoice {
+                    max_seconds: Some(0),
+                    ..RawVoice::default()
+                },
+                "voice.max_seconds",
+            ),
+        ] {
+            let e = VoiceConfig::from_raw(Some(raw)).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+        assert_eq!(VoiceConfig::from_raw(None).unwrap(), VoiceConfig::default());
+    }
+}

@@ -1,0 +1,203 @@
+//! Voice notes heard on the box: real speech (espeak-ng, encoded with
+//! opusenc as Telegram encodes voice notes) transcribed by Whisper tiny.en
+//! in process, through `hearth transcribe` and through Telegram (the fake
+//! Bot API, a real daemon, the real SmolLM2 model answering). Hostile
+//! recordings (a text file named `.ogg`, a two-hour note, a file over the
+//! size limit) get a clear answer while a good one beside them is heard.
+#![allow(clippy::unwrap_used)]
+// a test: an unwrap is the clearest failure
+// Held across the test's awaits on purpose: it serialises the engines of
+// the whole test binary, and this runtime is the test's own.
+#![allow(clippy::await_holding_lock)]
+
+use crate::common;
+use crate::common::speech::{SENTENCE, share_heard, silent_note, speech_model, voice_note};
+use crate::support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use hearth::config::StreamMode;
+use hearth::pipeline::{Outcome, StaticProviders};
+use hearth::providers::LocalProvider;
+use support::telegram_bot::{start, telegram_config};
+use support::telegram_fake::{FakeTelegram, Incoming};
+use support::{SlowEcho, config, local};
+
+/// `hearth transcribe FILE` with `[voice]` set to `voice`.
+fn transcribe(s: &common::Sandbox, voice: &str, file: &Path) -> (bool, String, String) {
+    let config = s.config(&format!(
+        "[voice]\nmodel = \"{}\"\n{voice}",
+        speech_model().display()
+    ));
+    let out = s
+        .hearth()
+        .arg("--config")
+        .arg(config)
+        .arg("transcribe")
+        .arg(file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    common::assert_no_panic(&stderr);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        stderr,
+    )
+}
+
+#[test]
+fn hearth_transcribe_hears_a_voice_note_and_refuses_what_is_not_one() {
+    let s = common::Sandbox::new();
+    let dir = s.path("audio");
+    std::fs::create_dir_all(&dir).unwrap();
+    let note = dir.join("note.ogg");
+    std::fs::write(&note, voice_note(&dir, SENTENCE)).unwrap();
+    let (ok, heard, stderr) = transcribe(&s, "", &note);
+    assert!(ok, "{stderr}");
+    assert!(share_heard(SENTENCE, &heard) >= 0.8, "heard: {heard}");
+    assert!(stderr.contains("real-time factor"), "{stderr}");
+    // The same words as a WAV file.
+    let wav = common::speech::spoken_wav(&dir, SENTENCE);
+    let (ok, heard, stderr) = transcribe(&s, "", &wav);
+    assert!(
+        ok && share_heard(SENTENCE, &heard) >= 0.8,
+        "{heard} {stderr}"
+    );
+
+    let text = dir.join("notes.ogg");
+    std::fs::write(&text, "a shopping list, not a recording").unwrap();
+    let (ok, _, stderr) = transcribe(&s, "", &text);
+    assert!(!ok);
+    assert!(stderr.contains("not OGG/Opus, WAV or MP3"), "{stderr}");
+
+    let long = dir.join("long.ogg");
+    std::fs::write(&long, silent_note(&dir, 7200)).unwrap();
+    let started = std::time::Instant::now();
+    let (ok, _, stderr) = transcribe(&s, "max_seconds = 60\n", &long);
+    assert!(!ok);
+    assert!(stderr.contains("`[voice] max_seconds`"), "{stderr}");
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "refused as soon as it passed the limit, not decoded whole"
+    );
+
+    let (ok, _, stderr) = transcribe(&s, "max_mb = 1\n", &long);
+    assert!(!ok && stderr.contains("`[voice] max_mb`"), "{stderr}");
+    // The positive control, with the same limits: the short note is heard.
+    let (ok, heard, stderr) = transcribe(&s, "max_seconds = 60\nmax_mb = 1\n", &note);
+    assert!(
+        ok && share_heard(SENTENCE, &heard) >= 0.8,
+        "{heard} {stderr}"
+    );
+}
+
+fn voice(user: i64, bytes: Vec<u8>, seconds: u32) -> Incoming {
+    let mut m = Incoming::text(user, "");
+    m.text = None;
+    m.voice = Some((bytes, seconds));
+    m
+}
+
+/// A Telegram voice note is transcribed beside the real model (between
+/// two of its decode steps), shown back, and answered as the person's
+/// words; the next question finds them in the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_telegram_voice_note_is_heard_shown_and_answered_by_the_real_model() {
+    let _engine_turn = common::engine_lock();
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    telegram_config(&mut cfg, &fake, &["42"], StreamMode::Off);
+    cfg.model.path = common::model(common::SMOLLM2).display().to_string();
+    cfg.model.context_size = 2048;
+    cfg.generation.max_tokens = 12;
+    cfg.generation.temperature = 0.0;
+    cfg.voice.model = Some(speech_model().display().to_string());
+    let settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
+    let engine = tokio::task::spawn_blocking(move || hearth::engine::Engine::start(settings, None))
+        .await
+        .unwrap()
+        .unwrap();
+    let provider = Arc::new(LocalProvider::new(engine));
+    let providers = Arc::new(StaticProviders::new().with("local", provider.clone()));
+    let mut bot = start(fake, home, cfg, providers, |b| b);
+    let dir = tempfile::tempdir().unwrap();
+    bot.fake
+        .inject(voice(42, voice_note(dir.path(), SENTENCE), 5));
+    let outcome = bot.reports(1).await.remove(0).outcome;
+    assert_eq!(outcome, Outcome::Replied, "{:?}", bot.sent_to(42));
+    let sent = bot.sent_to(42);
+    let shown = sent
+        .iter()
+        .find(|t| t.starts_with("🎤"))
+        .expect("the transcript shown");
+    assert!(share_heard(SENTENCE, shown) >= 0.8, "{shown}");
+    assert!(sent.len() >= 2, "the transcript, then the answer: {sent:?}");
+    let history = hearth::history::HistoryStore::open(&hearth::history::HistoryStore::path_in(
+        &config(bot._home.path()).data_dir,
+    ))
+    .unwrap();
+    let key = "telegram_42_42";
+    let turns = history.load(key, 50).unwrap();
+    assert!(
+        turns
+            .first()
+            .is_some_and(|t| share_heard(SENTENCE, &t.content) >= 0.8),
+        "the words are the person's turn: {turns:?}"
+    );
+    let support::telegram_bot::Bot { daemon, fake, .. } = bot;
+    daemon.stop().await;
+    drop(fake);
+    let _ = tokio::task::spawn_blocking(move || drop(provider)).await;
+}
+
+#[tokio::test]
+async fn hostile_recordings_get_a_clear_reply_while_another_chat_is_heard() {
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    telegram_config(&mut cfg, &fake, &["42", "43"], StreamMode::Off);
+    cfg.voice.model = Some(speech_model().display().to_string());
+    cfg.voice.max_seconds = 120;
+    let echo = SlowEcho::new("echo", std::time::Duration::from_millis(10));
+    let mut bot = start(fake, home, cfg, local(echo), |b| b);
+    let dir = tempfile::tempdir().unwrap();
+    let good = voice_note(dir.path(), SENTENCE);
+    let cases: [(&str, Vec<u8>, u32, &str); 3] = [
+        (
+            "a text file sent as a voice note",
+            b"OggS? no: a text file named voice.ogg".to_vec(),
+            3,
+            "could not be read",
+        ),
+        // Shown as code in Telegram: the backticks become formatting.
+        (
+            "a two-hour voice note",
+            silent_note(dir.path(), 10),
+            7200,
+            "[voice] max_seconds",
+        ),
+        (
+            "a note that lies about its length",
+            silent_note(dir.path(), 130),
+            5,
+            "[voice] max_seconds",
+        ),
+    ];
+    for (case, bytes, seconds, why) in cases {
+        bot.fake.inject(voice(42, bytes, seconds));
+        let outcome = bot.reports(1).await.remove(0).outcome;
+        assert_eq!(outcome, Outcome::Failed, "{case}");
+        let said = bot.sent_to(42).pop().unwrap_or_default();
+        assert!(said.contains(why), "{case}: {said}");
+        // The positive control: a good note in another chat is heard.
+        bot.fake.inject(voice(43, good.clone(), 5));
+        let outcome = bot.reports(1).await.remove(0).outcome;
+        assert_eq!(outcome, Outcome::Replied, "{case}");
+        let answer = bot.sent_to(43).pop().unwrap_or_default();
+        assert!(share_heard(SENTENCE, &answer) >= 0.8, "{case}: {answer}");
+    }
+    bot.daemon.stop().await;
+}
