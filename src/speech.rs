@@ -1,14 +1,15 @@
-//! Voice notes to text on the box. The Whisper model is found like the
-//! chat model (`[voice] model`, else a `whisper…` folder in the checkout's
-//! `models/`, then `<data dir>/models/`), loaded on first use and kept.
-//! Audio is decoded on a blocking thread within `[voice]`'s limits, and
-//! the model runs where it cannot overlap a decode of the LLM
-//! ([`Provider::exclusive`]).
+//! Speech on the box: voice notes to text, and replies to voice notes.
+//! The Whisper model and the Piper voice are found like the chat model
+//! (`[voice] model` / `voice`, else a `whisper…` / `piper…` folder in the
+//! checkout's `models/`, then `<data dir>/models/`), loaded on first use
+//! and kept. Audio is decoded on a blocking thread within `[voice]`'s
+//! limits, and both models run where they cannot overlap a decode of the
+//! LLM ([`Provider::exclusive`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hearth_voice::{Transcript, VoiceError, Whisper};
+use hearth_voice::{Piper, Transcript, VoiceError, Whisper};
 
 use crate::chat::Audio;
 use crate::config::{Config, VoiceConfig};
@@ -19,6 +20,15 @@ pub struct Speech {
     config: VoiceConfig,
     data_dir: PathBuf,
     loaded: tokio::sync::Mutex<Option<Arc<Whisper>>>,
+    voice: tokio::sync::Mutex<Option<Arc<Piper>>>,
+}
+
+/// A reply spoken: the voice note, and what making it took.
+#[derive(Debug, Clone)]
+pub struct Spoken {
+    pub ogg: Vec<u8>,
+    pub seconds: f64,
+    pub elapsed: std::time::Duration,
 }
 
 impl std::fmt::Debug for Speech {
@@ -33,6 +43,7 @@ impl Speech {
             config: config.voice.clone(),
             data_dir: config.data_dir.clone(),
             loaded: tokio::sync::Mutex::new(None),
+            voice: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -76,6 +87,52 @@ impl Speech {
         ran.map_err(|e| VoiceError::Transcribe(e.to_string()))?;
         rx.await
             .map_err(|_| VoiceError::Transcribe("the model stopped without an answer".into()))?
+    }
+
+    /// `text` spoken as an OGG/Opus voice note; beside `provider` as
+    /// transcription is. Markdown marks are not read out.
+    pub async fn say(
+        &self,
+        text: &str,
+        beside: Option<&dyn Provider>,
+    ) -> Result<Spoken, VoiceError> {
+        let piper = self.piper().await?;
+        let text = speakable(text);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let work: crate::providers::Work = Box::new(move || {
+            let _ = tx.send(piper.speak(&text).and_then(|s| {
+                Ok(Spoken {
+                    ogg: s.voice_note()?,
+                    seconds: s.seconds(),
+                    elapsed: s.elapsed,
+                })
+            }));
+        });
+        let ran = match beside {
+            Some(provider) => provider.exclusive(work).await,
+            None => tokio::task::spawn_blocking(work)
+                .await
+                .map_err(|e| crate::chat::ProviderError::Failed(e.to_string())),
+        };
+        ran.map_err(|e| VoiceError::Synthesis(e.to_string()))?;
+        rx.await
+            .map_err(|_| VoiceError::Synthesis("the voice stopped without an answer".into()))?
+    }
+
+    /// The voice, loaded once.
+    async fn piper(&self) -> Result<Arc<Piper>, VoiceError> {
+        let mut loaded = self.voice.lock().await;
+        if let Some(p) = loaded.as_ref() {
+            return Ok(p.clone());
+        }
+        let (model, runtime) = voice_files(&self.config, &self.data_dir)?;
+        let threads = self.config.threads;
+        let piper = tokio::task::spawn_blocking(move || Piper::load(&model, &runtime, threads))
+            .await
+            .map_err(|e| VoiceError::Synthesis(format!("loading stopped: {e}")))??;
+        let piper = Arc::new(piper);
+        *loaded = Some(piper.clone());
+        Ok(piper)
     }
 
     /// The model, loaded once (on a blocking thread: it takes a while).
@@ -133,5 +190,81 @@ pub fn model_dir(config: &VoiceConfig, data_dir: &Path) -> Result<PathBuf, Voice
                 shown()
             ))
         }),
+    }
+}
+
+/// The Piper voice and ONNX Runtime's library `[voice]` names or the
+/// models folders hold.
+pub fn voice_files(
+    config: &VoiceConfig,
+    data_dir: &Path,
+) -> Result<(PathBuf, PathBuf), VoiceError> {
+    let roots = crate::engine::model_file::model_dirs(data_dir);
+    let model = match config.voice.as_deref() {
+        Some("") => {
+            return Err(VoiceError::NoVoice(
+                "spoken replies are off (`[voice] voice = \"\"`)".into(),
+            ));
+        }
+        Some(named) => {
+            let p = Path::new(named);
+            let found = if p.is_absolute() || named.contains('/') {
+                Some(p.to_path_buf())
+            } else {
+                roots.iter().map(|r| r.join(named)).find(|c| c.is_file())
+            };
+            found.filter(|p| p.is_file()).ok_or_else(|| {
+                VoiceError::NoVoice(format!("`[voice] voice = \"{named}\"` is not a file"))
+            })?
+        }
+        None => hearth_voice::find_voice(&roots).ok_or_else(|| {
+            VoiceError::NoVoice(
+                "no piper… folder with a voice (.onnx and .onnx.json) under the models folders; `make test-speech` fetches one, or set `[voice] voice`".into(),
+            )
+        })?,
+    };
+    let runtime = match config.onnxruntime.as_deref() {
+        Some(named) if !named.is_empty() => PathBuf::from(named),
+        _ => hearth_voice::find_runtime(&roots).ok_or_else(|| {
+            VoiceError::NoVoice(
+                "ONNX Runtime's library (libonnxruntime.so) is not in an onnxruntime folder under the models folders; `make test-speech` fetches it, or set `[voice] onnxruntime`".into(),
+            )
+        })?,
+    };
+    Ok((model, runtime))
+}
+
+/// A reply as it should be read aloud: no Markdown marks, no code, at
+/// most about a minute of speech (cut at a sentence).
+pub fn speakable(text: &str) -> String {
+    const MOST: usize = 900;
+    let plain: String = text
+        .chars()
+        .filter(|c| !matches!(c, '*' | '_' | '`' | '#' | '>' | '|'))
+        .collect();
+    let plain = plain.split_whitespace().collect::<Vec<_>>().join(" ");
+    if plain.chars().count() <= MOST {
+        return plain;
+    }
+    let cut: String = plain.chars().take(MOST).collect();
+    match cut.rfind(['.', '!', '?']) {
+        Some(end) if end > MOST / 3 => cut[..=end].to_string(),
+        _ => format!("{cut}…"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_read_without_marks_and_not_forever() {
+        assert_eq!(
+            speakable("**Yes**, run `ls` now.\n\n# Done"),
+            "Yes, run ls now. Done"
+        );
+        let long = "A sentence of words. ".repeat(100);
+        let said = speakable(&long);
+        assert!(said.len() <= 900 && said.ends_with('.'), "{said}");
     }
 }

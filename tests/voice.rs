@@ -201,3 +201,103 @@ async fn hostile_recordings_get_a_clear_reply_while_another_chat_is_heard() {
     }
     bot.daemon.stop().await;
 }
+
+/// The words of an OGG/Opus voice note, by the test's own Whisper.
+fn hear(ogg: &[u8]) -> String {
+    let whisper = hearth::voice::Whisper::load(&speech_model(), 0).unwrap();
+    let pcm = hearth::voice::audio::decode(ogg, &hearth::voice::AudioLimits::default()).unwrap();
+    whisper.transcribe(&pcm, None).unwrap().text
+}
+
+#[test]
+fn hearth_say_speaks_a_text_that_transcribes_back_and_refuses_nothing_to_say() {
+    let s = common::Sandbox::new();
+    let out = s.path("reply.ogg");
+    let text = "Your tomatoes need water tomorrow morning, and the plumber comes at noon.";
+    let config = s.config("");
+    let said = s
+        .hearth()
+        .arg("--config")
+        .arg(&config)
+        .args(["say", text, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&said.stderr);
+    assert!(said.status.success(), "{stderr}");
+    let ogg = std::fs::read(&out).unwrap();
+    assert!(
+        ogg.starts_with(b"OggS") && ogg[28..36] == *b"OpusHead",
+        "an OGG/Opus file"
+    );
+    let heard = hear(&ogg);
+    assert!(share_heard(text, &heard) >= 0.8, "heard: {heard}");
+    let empty = s
+        .hearth()
+        .arg("--config")
+        .arg(&config)
+        .args(["say", "  ", "-o"])
+        .arg(s.path("empty.ogg"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&empty.stderr);
+    assert!(
+        !empty.status.success() && stderr.contains("nothing to say"),
+        "{stderr}"
+    );
+    common::assert_no_panic(&stderr);
+    let off = s.config("[voice]\nvoice = \"\"\n");
+    let none = s
+        .hearth()
+        .arg("--config")
+        .arg(off)
+        .args(["say", text, "-o"])
+        .arg(s.path("off.ogg"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        !none.status.success() && stderr.contains("spoken replies are off"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_voice_note_is_answered_with_a_voice_note_that_says_the_reply() {
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    telegram_config(&mut cfg, &fake, &["42"], StreamMode::Off);
+    cfg.voice.model = Some(speech_model().display().to_string());
+    let echo = SlowEcho::new("echo", std::time::Duration::from_millis(10));
+    let mut bot = start(fake, home, cfg, local(echo), |b| b);
+    let dir = tempfile::tempdir().unwrap();
+    bot.fake
+        .inject(voice(42, voice_note(dir.path(), SENTENCE), 5));
+    assert_eq!(bot.reports(1).await.remove(0).outcome, Outcome::Replied);
+    let reply = bot.sent_to(42).pop().unwrap();
+    let voiced: Vec<_> = bot
+        .fake
+        .uploads()
+        .into_iter()
+        .filter(|u| u.method == "sendVoice")
+        .collect();
+    assert_eq!(voiced.len(), 1, "one spoken reply");
+    assert!(voiced[0].bytes.starts_with(b"OggS"));
+    let heard = hear(&voiced[0].bytes);
+    assert!(
+        share_heard(&reply, &heard) >= 0.8,
+        "reply: {reply}; spoken: {heard}"
+    );
+    // The control: a typed message gets text only (`when_spoken`).
+    let (_, outcome) = bot.ask(42, "and a typed question").await;
+    assert_eq!(outcome, Outcome::Replied);
+    let voiced = bot
+        .fake
+        .uploads()
+        .into_iter()
+        .filter(|u| u.method == "sendVoice")
+        .count();
+    assert_eq!(voiced, 1, "no voice for a typed message");
+    bot.daemon.stop().await;
+}

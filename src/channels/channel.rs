@@ -130,6 +130,16 @@ pub trait Channel: Send + Sync {
         Box::pin(async { Err(ChannelError::Unsupported("asking for approval")) })
     }
 
+    /// Sends `ogg`, an OGG/Opus voice note, where `to` goes (its chat and
+    /// thread). Channels without voice notes say `Unsupported`.
+    fn send_voice<'a>(
+        &'a self,
+        _to: &'a SendMessage,
+        _ogg: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("voice notes")) })
+    }
+
     /// Whether the platform is reachable now.
     fn health_check(&self) -> BoxFuture<'_, bool> {
         Box::pin(async { true })

@@ -79,6 +79,15 @@ pub enum Command {
         #[arg(long, value_name = "CODE")]
         language: Option<String>,
     },
+    /// Speak a text with the local Piper voice (`[voice] voice`) into an
+    /// OGG/Opus voice note.
+    Say {
+        /// The text, or `-` to read it from stdin.
+        text: String,
+        /// Where to write the voice note.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// Run the assistant: every configured channel, until SIGINT/SIGTERM.
     Daemon,
     /// Check this machine, the config and the model, one line each.
@@ -273,6 +282,7 @@ async fn with_config(
         Command::Transcribe { file, language } => {
             transcribe::run(&config, &file, language.as_deref()).await
         }
+        Command::Say { text, output } => transcribe::say(&config, &text, &output).await,
         Command::Doctor | Command::Config { .. } | Command::Service { .. } => {
             anyhow::bail!("this command reads its config itself")
         }

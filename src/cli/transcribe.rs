@@ -1,5 +1,6 @@
-//! `hearth transcribe FILE`: what is said in an audio file, on stdout; how
-//! long it took, on stderr.
+//! `hearth transcribe FILE`: what is said in an audio file, on stdout; and
+//! `hearth say TEXT -o FILE`: a text spoken into a voice note. How long
+//! each took goes to stderr.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -34,6 +35,30 @@ pub async fn run(config: &Config, file: &Path, language: Option<&str>) -> anyhow
         heard.language,
         heard.elapsed.as_secs_f64(),
         heard.real_time_factor()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn say(config: &Config, text: &str, output: &Path) -> anyhow::Result<ExitCode> {
+    let text = if text == "-" {
+        let mut read = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut read)?;
+        read
+    } else {
+        text.to_string()
+    };
+    if text.trim().is_empty() {
+        anyhow::bail!("there is nothing to say: the text is empty");
+    }
+    let spoken = Speech::new(config).say(&text, None).await?;
+    std::fs::write(output, &spoken.ogg)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))?;
+    eprintln!(
+        "hearth: {:.1} s of speech made in {:.2} s, real-time factor {:.3}: {}",
+        spoken.seconds,
+        spoken.elapsed.as_secs_f64(),
+        spoken.elapsed.as_secs_f64() / spoken.seconds.max(1e-9),
+        output.display()
     );
     Ok(ExitCode::SUCCESS)
 }

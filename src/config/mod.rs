@@ -43,7 +43,7 @@ pub use providers::{ANTHROPIC_DEFAULT_URL, AnthropicConfig, OPENAI_DEFAULT_URL, 
 pub use scheduler::SchedulerConfig;
 pub use secret::{Secret, mask_url};
 pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
-pub use voice::VoiceConfig;
+pub use voice::{VoiceConfig, VoiceReplies};
 
 /// Where the configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

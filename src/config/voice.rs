@@ -1,5 +1,6 @@
 //! `[voice]`: speech on the box. Voice notes and audio files are
-//! transcribed by a local Whisper model and answered as the person's text.
+//! transcribed by a local Whisper model and answered as the person's text;
+//! replies are spoken with a local Piper voice when asked.
 
 use std::fmt::Write;
 
@@ -17,6 +18,29 @@ pub struct RawVoice {
     pub max_mb: Option<u32>,
     pub show_transcript: Option<bool>,
     pub threads: Option<usize>,
+    pub voice: Option<String>,
+    pub onnxruntime: Option<String>,
+    pub reply_with_voice: Option<String>,
+}
+
+/// When a reply is also sent as a voice note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VoiceReplies {
+    Never,
+    /// When the person's message was a voice note.
+    #[default]
+    WhenSpoken,
+    Always,
+}
+
+impl VoiceReplies {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Never => "never",
+            Self::WhenSpoken => "when_spoken",
+            Self::Always => "always",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +58,16 @@ pub struct VoiceConfig {
     pub max_mb: u32,
     /// Show the person what was heard before the answer.
     pub show_transcript: bool,
-    /// CPU threads for transcription (0: as many as suit the machine).
+    /// CPU threads for transcription and speech (0: as many as suit the machine).
     pub threads: usize,
+    /// The Piper voice replies are spoken with (its `.onnx`, the `.onnx.json`
+    /// beside it). `None` finds one in a `piper…` folder under the models
+    /// folders; `Some("")` turns spoken replies off.
+    pub voice: Option<String>,
+    /// ONNX Runtime's shared library; `None` finds it in an `onnxruntime`
+    /// folder under the models folders.
+    pub onnxruntime: Option<String>,
+    pub reply_with_voice: VoiceReplies,
 }
 
 impl Default for VoiceConfig {
@@ -47,6 +79,9 @@ impl Default for VoiceConfig {
             max_mb: 20,
             show_transcript: true,
             threads: 0,
+            voice: None,
+            onnxruntime: None,
+            reply_with_voice: VoiceReplies::default(),
         }
     }
 }
@@ -76,6 +111,20 @@ impl VoiceConfig {
             max_mb: r.max_mb.unwrap_or(d.max_mb),
             show_transcript: r.show_transcript.unwrap_or(d.show_transcript),
             threads: r.threads.unwrap_or(d.threads),
+            voice: r.voice.map(|v| v.trim().to_string()),
+            onnxruntime: r.onnxruntime.map(|v| v.trim().to_string()),
+            reply_with_voice: match r.reply_with_voice.as_deref().map(str::trim) {
+                None => d.reply_with_voice,
+                Some("never") => VoiceReplies::Never,
+                Some("when_spoken") => VoiceReplies::WhenSpoken,
+                Some("always") => VoiceReplies::Always,
+                Some(other) => {
+                    return Err(ConfigError::invalid(
+                        "voice.reply_with_voice",
+                        format!("`{other}` is not one of \"never\", \"when_spoken\", \"always\""),
+                    ));
+                }
+            },
         };
         if !(1..=4 * 3600).contains(&c.max_seconds) {
             return Err(ConfigError::invalid(
@@ -114,10 +163,35 @@ impl VoiceConfig {
             }
             None => out.push_str("language = \"auto\"\n"),
         }
+        for (key, value, unset) in [
+            (
+                "voice",
+                &self.voice,
+                "a piper… folder under the models folders",
+            ),
+            (
+                "onnxruntime",
+                &self.onnxruntime,
+                "an onnxruntime folder under the models folders",
+            ),
+        ] {
+            match value {
+                Some(v) => {
+                    let _ = writeln!(out, "{key} = {}", quote(v));
+                }
+                None => {
+                    let _ = writeln!(out, "# {key}: unset ({unset})");
+                }
+            }
+        }
         let _ = writeln!(
             out,
-            "max_seconds = {}\nmax_mb = {}\nshow_transcript = {}\nthreads = {}\n",
-            self.max_seconds, self.max_mb, self.show_transcript, self.threads
+            "reply_with_voice = \"{}\"\nmax_seconds = {}\nmax_mb = {}\nshow_transcript = {}\nthreads = {}\n",
+            self.reply_with_voice.as_str(),
+            self.max_seconds,
+            self.max_mb,
+            self.show_transcript,
+            self.threads
         );
     }
 }

@@ -70,6 +70,7 @@ impl InboxSink {
                 message,
                 recorded: true,
                 late: false,
+                spoken: false,
             })
             .await;
         match admission.synced.await {

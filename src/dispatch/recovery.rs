@@ -93,6 +93,7 @@ pub async fn take_up(runtime: &Runtime, bus: &mpsc::Sender<Inbound>) -> usize {
             message,
             recorded: true,
             late: true,
+            spoken: false,
         };
         if bus.send(late).await.is_err() {
             break;

@@ -41,6 +41,9 @@ pub struct Inbound {
     pub recorded: bool,
     /// Taken up again after a restart: the reply says it is late.
     pub late: bool,
+    /// It came as a voice note, and its text is what was heard: the
+    /// reply may be spoken too (`[voice] reply_with_voice`).
+    pub spoken: bool,
 }
 
 impl Inbound {
@@ -50,6 +53,7 @@ impl Inbound {
             message,
             recorded: false,
             late: false,
+            spoken: false,
         }
     }
 }

@@ -47,7 +47,7 @@ impl Runtime {
                     key,
                     done,
                     (shown, draft),
-                    (scheduled, said),
+                    (scheduled, said, provider),
                 )
                 .await
             }
@@ -95,7 +95,7 @@ impl Runtime {
         key: &str,
         done: LoopOutcome,
         (shown, draft): (Option<String>, Option<String>),
-        (scheduled, said): (bool, &crate::memory::Said),
+        (scheduled, said, provider): (bool, &crate::memory::Said, &dyn Provider),
     ) -> Outcome {
         let message = &inbound.message;
         self.count_tool_calls(&done.history);
@@ -126,6 +126,9 @@ impl Runtime {
         let outcome = self.reply(channel, inbound, reply).await;
         if matches!(outcome, Outcome::HookCancelled(_)) {
             return outcome;
+        }
+        if outcome == Outcome::Replied {
+            self.speak(channel, inbound, provider, &text).await;
         }
         if !scheduled {
             self.memory.after_turn(said, &text).await;

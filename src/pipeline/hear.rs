@@ -1,13 +1,15 @@
-//! Phase 2½ of a message that brought sound: the voice note or audio file
-//! is transcribed on the box and its words become the message's text (the
-//! person is shown what was heard, when `[voice] show_transcript`), or the
-//! person is told plainly why it could not be heard.
+//! Voice in a turn. Before it (phase 2½), a message that brought sound has
+//! its voice note or audio file transcribed on the box, and the words
+//! become its text (shown back when `[voice] show_transcript`), or the
+//! person is told plainly why it could not be heard. After it, the reply to
+//! a voice note is also spoken (`[voice] reply_with_voice`).
 
 use std::sync::Arc;
 
 use super::send::Reply;
 use super::{Outcome, Runtime, outcome, routing};
 use crate::channels::{Channel, ChannelMessage, SendMessage};
+use crate::config::VoiceReplies;
 use crate::inbox::Inbound;
 
 impl Runtime {
@@ -64,8 +66,46 @@ impl Runtime {
                 audio: None,
                 ..message.clone()
             },
+            spoken: audio.voice_note,
             ..inbound
         })
+    }
+
+    /// Sends `text` as a voice note too, when `[voice] reply_with_voice`
+    /// asks for it here; a voice that cannot be had is logged, never shown
+    /// instead of the reply (the text went already).
+    pub(super) async fn speak(
+        &self,
+        channel: &Arc<dyn Channel>,
+        inbound: &Inbound,
+        beside: &dyn crate::providers::Provider,
+        text: &str,
+    ) {
+        let wanted = match self.config().voice.reply_with_voice {
+            VoiceReplies::Never => false,
+            VoiceReplies::WhenSpoken => inbound.spoken,
+            VoiceReplies::Always => true,
+        };
+        if !wanted || text.trim().is_empty() {
+            return;
+        }
+        let spoken = match self.speech.say(text, Some(beside)).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "the reply could not be spoken");
+                return;
+            }
+        };
+        tracing::info!(
+            seconds = spoken.seconds,
+            took_ms = spoken.elapsed.as_millis() as u64,
+            "spoke a reply"
+        );
+        let to = SendMessage::reply_to(&inbound.message, "");
+        match channel.send_voice(&to, spoken.ogg).await {
+            Ok(()) | Err(crate::channels::ChannelError::Unsupported(_)) => {}
+            Err(e) => tracing::warn!(error = %e, "the spoken reply was not delivered"),
+        }
     }
 
     /// Tells the person why their recording was not heard; nothing is

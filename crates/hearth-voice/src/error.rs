@@ -24,4 +24,10 @@ pub enum VoiceError {
     /// The model ran and failed.
     #[error("transcription failed: {0}")]
     Transcribe(String),
+    /// No voice where one was looked for, or its runtime is missing.
+    #[error("no voice to speak with: {0}")]
+    NoVoice(String),
+    /// Speaking failed.
+    #[error("speech synthesis failed: {0}")]
+    Synthesis(String),
 }

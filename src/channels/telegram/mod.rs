@@ -168,6 +168,14 @@ impl Channel for TelegramChannel {
         Box::pin(self.poll(intake))
     }
 
+    fn send_voice<'a>(
+        &'a self,
+        to: &'a SendMessage,
+        ogg: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.voice_note(to, ogg))
+    }
+
     fn policy(&self) -> ChannelPolicy {
         ChannelPolicy {
             interrupt_on_new_message: self.settings.interrupt_on_new_message,

@@ -200,6 +200,28 @@ impl TelegramChannel {
         }
     }
 
+    /// Sends a voice note made in memory (a spoken reply).
+    pub(super) async fn voice_note(
+        &self,
+        to: &SendMessage,
+        ogg: Vec<u8>,
+    ) -> Result<(), ChannelError> {
+        let target = Target::parse(&to.recipient, to.thread_ts.as_deref())?;
+        self.retrying("sendVoice", || {
+            let mut req = self.bot.send_voice(
+                target.chat,
+                InputFile::memory(ogg.clone()).file_name("reply.ogg"),
+            );
+            if let Some(t) = target.thread {
+                req = req.message_thread_id(t);
+            }
+            req.into_future()
+        })
+        .await
+        .map(|_| ())
+        .map_err(channel_error)
+    }
+
     /// Sends one file as a photo, document or voice message.
     async fn send_file(&self, to: Target, item: &OutgoingMedia) -> Result<MessageId, ChannelError> {
         let file = || InputFile::file(item.path.clone());
