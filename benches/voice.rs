@@ -2,7 +2,8 @@
 //! (CTranslate2, int8, in process) on a ten-second note of real speech
 //! (espeak-ng, encoded as Telegram encodes voice notes), and the time from
 //! the note's arrival to the first token of SmolLM2's answer (decode, then
-//! transcribe between two engine steps, then the answer's prefill).
+//! transcribe between two engine steps, then the answer's prefill); and
+//! Piper's joe voice (ONNX Runtime, CPU) speaking the same passage.
 //! Round by round; medians printed. Run: `cargo bench --bench voice`
 //! (needs `make test-speech`).
 #![allow(clippy::unwrap_used)] // a bench: an unwrap is the clearest failure
@@ -14,10 +15,10 @@ use std::time::Instant;
 
 use hearth::chat::{ChatMessage, ChatRequest, SamplingParams};
 use hearth::engine::{Engine, EngineSettings};
-use hearth::voice::{AudioLimits, Whisper};
+use hearth::voice::{AudioLimits, Piper, Whisper};
 use tokio_util::sync::CancellationToken;
 
-use common::speech::{share_heard, speech_model, voice_note};
+use common::speech::{piper_voice, share_heard, speech_model, voice_note};
 
 const ROUNDS: usize = 5;
 
@@ -51,7 +52,10 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let (voice, runtime) = piper_voice();
+    let piper = Piper::load(&voice, &runtime, 0).unwrap();
     let (mut factors, mut arrivals, mut seconds) = (Vec::new(), Vec::new(), 0.0);
+    let (mut spoken_factors, mut spoken_seconds) = (Vec::new(), 0.0);
     for round in 0..rounds {
         // Alone: decode and transcribe.
         let pcm = hearth::voice::audio::decode(&note, &AudioLimits::default()).unwrap();
@@ -91,11 +95,24 @@ fn main() {
         );
         factors.push(heard.real_time_factor());
         arrivals.push(arrival);
+        let spoken = piper.speak(PASSAGE).unwrap();
+        let ogg = spoken.voice_note().unwrap();
+        assert!(ogg.starts_with(b"OggS"));
+        eprintln!(
+            "round {}: {:.1} s of speech made in {:.0} ms (real-time factor {:.3})",
+            round + 1,
+            spoken.seconds(),
+            spoken.elapsed.as_secs_f64() * 1e3,
+            spoken.real_time_factor()
+        );
+        spoken_seconds = spoken.seconds();
+        spoken_factors.push(spoken.real_time_factor());
     }
     println!(
-        "medians of {rounds}: speech-to-text real-time factor {:.3} on a {seconds:.1} s note; arrival to the answer's first token {:.0} ms",
+        "medians of {rounds}: speech-to-text real-time factor {:.3} on a {seconds:.1} s note; arrival to the answer's first token {:.0} ms; text-to-speech real-time factor {:.3} ({spoken_seconds:.1} s of speech)",
         median(factors),
-        median(arrivals)
+        median(arrivals),
+        median(spoken_factors)
     );
 }
 

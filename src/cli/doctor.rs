@@ -347,15 +347,23 @@ fn model(report: &mut Report, config: &Config) -> bool {
     true
 }
 
-/// Which speech model hears voice notes, or what is missing.
+/// Which speech model hears voice notes and which voice speaks replies,
+/// or what is missing.
 fn voice_line(config: &Config) -> String {
-    match crate::speech::model_dir(&config.voice, &config.data_dir) {
-        Ok(dir) => format!(
-            "voice notes heard by {} (speech-to-text in process); spoken replies: not yet",
-            dir.display()
-        ),
+    let hearing = match crate::speech::model_dir(&config.voice, &config.data_dir) {
+        Ok(dir) => format!("voice notes heard by {}", dir.display()),
         Err(e) => format!("voice notes are not heard: {e}"),
-    }
+    };
+    let speaking = match crate::speech::voice_files(&config.voice, &config.data_dir) {
+        Ok((voice, runtime)) => format!(
+            "replies spoken by {} through {} ({})",
+            voice.display(),
+            runtime.display(),
+            config.voice.reply_with_voice.as_str()
+        ),
+        Err(e) => format!("replies are not spoken: {e}"),
+    };
+    format!("{hearing}; {speaking}")
 }
 
 /// The model loaded as the daemon would load it; false when its settings
@@ -374,7 +382,7 @@ async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
         Ok(engine) => {
             report.info("images", match (&projector, engine.info().vision) {
                 (Some(p), true) => format!("seen, through the projector {}", p.display()),
-                _ => "text only; to see photos set `[model] mmproj` to the model's vision projector (README: Photos)".to_string(),
+                _ => "text only; to see photos set `[model] mmproj` to the model's vision projector (README: Photos and voice)".to_string(),
             });
             report.line(
             "load",

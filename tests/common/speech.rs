@@ -96,3 +96,15 @@ pub fn share_heard(expected: &str, heard: &str) -> f64 {
     let found = wanted.iter().filter(|w| heard.contains(w)).count();
     found as f64 / wanted.len().max(1) as f64
 }
+
+/// The Piper voice and ONNX Runtime's library (`make test-speech`).
+pub fn piper_voice() -> (PathBuf, PathBuf) {
+    let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models");
+    let voice = models.join("piper-joe/en_US-joe-medium.onnx");
+    let runtime = models.join("onnxruntime/libonnxruntime.so.1.22.1");
+    assert!(
+        voice.is_file() && runtime.is_file(),
+        "the Piper voice or ONNX Runtime is missing: run `make test-speech`"
+    );
+    (voice, runtime)
+}
