@@ -547,3 +547,55 @@ fn find(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     }
     dir.join(name)
 }
+
+/// An `image` block reaches the pipeline as a picture: this model (the
+/// typist) cannot see, and says so; a block that is not base64 is refused
+/// as invalid params, and the session goes on.
+#[tokio::test]
+async fn an_image_block_reaches_the_model_as_a_picture_and_a_bad_one_is_refused() {
+    let InProcess {
+        mut client,
+        daemon,
+        _home,
+        ..
+    } = in_process();
+    let session = client.start().await;
+    let png = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        crate::common::pictures::png(8, 8, [1, 2, 3]),
+    );
+    let id = client
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "data": png, "mimeType": "image/png"}]}),
+        )
+        .await;
+    let answer = client.answer(id).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(
+        client.text().contains("cannot see images"),
+        "{}",
+        client.text()
+    );
+    let id = client
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [
+                {"type": "image", "data": "@@", "mimeType": "image/png"}]}),
+        )
+        .await;
+    let refused = client.answer(id).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not base64")
+    );
+    // The control: the session answers text as before.
+    let id = client.prompt(&session, "still here").await;
+    assert_eq!(client.answer(id).await["result"]["stopReason"], "end_turn");
+    daemon.stop().await;
+}

@@ -118,4 +118,31 @@ async fn the_openai_client_sends_pictures_that_are_seen_cached_and_bounded() {
         n(&usage["prompt_tokens_details"]["cached_tokens"]) >= n(&seen["second"]["prompt"]),
         "the picture and both questions come back from disk: {usage}"
     );
+    // The assistant takes the picture too: it reaches its turn, and its
+    // history keeps it in the private file.
+    let assistant = client
+        .post(format!("{}/v1/chat/completions", run.base))
+        .bearer_auth(TOKEN)
+        .header("X-Hearth-Chat", "assistant-photo")
+        .json(&json!({"model": "hearth", "max_tokens": 8, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "What is in this picture?"}, picture]}]}))
+        .send()
+        .await
+        .unwrap();
+    let status = assistant.status();
+    let body = assistant.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        !body.contains("cannot see"),
+        "the assistant's model sees: {body}"
+    );
+    let history = rusqlite::Connection::open(run.data_dir().join("history.sqlite3")).unwrap();
+    let kept: i64 = history
+        .query_row(
+            "SELECT count(*) FROM messages WHERE role = 'user' AND images IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 1, "the assistant's turn kept its picture: {body}");
 }

@@ -251,3 +251,117 @@ fn a_picture_evicted_to_ram_comes_back_without_being_decoded_again() {
     let back = ask(&engine, "photo", history).unwrap();
     came_back(&back, CacheOrigin::Ram, first.usage.prompt_tokens);
 }
+
+/// `hearth ask --image` in a named session: the picture is its projector's
+/// tokens, and a second `hearth ask` in the same session (a new process:
+/// the engine restarted) reads only its own text, the picture coming back
+/// from the history and its tokens from the disk cache.
+#[test]
+fn hearth_ask_keeps_a_picture_across_invocations_of_a_session() {
+    let _turn = lock();
+    let s = common::Sandbox::new();
+    let photo = s.path("green.png");
+    std::fs::write(&photo, png(90, 70, [30, 200, 30])).unwrap();
+    let config = s.config(&format!(
+        "[model]\npath = \"{}\"\nmmproj = \"{}\"\n[generation]\ntemperature = 0.0\nmax_tokens = 8\n",
+        common::model(common::SMOLLM2).display(),
+        projector().display()
+    ));
+    let ask = |session: &str, image: Option<&Path>, question: &str| -> (u32, u32) {
+        let mut command = s.hearth();
+        command
+            .env("RUST_LOG", "hearth::cli::ask=info")
+            .arg("--config")
+            .arg(&config)
+            .args(["ask", "--session", session]);
+        if let Some(image) = image {
+            command.arg("--image").arg(image);
+        }
+        let out = command.arg(question).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        let field = |name: &str| -> u32 {
+            let at = stderr
+                .find(&format!("{name}="))
+                .unwrap_or_else(|| panic!("{stderr}"));
+            stderr[at + name.len() + 1..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .unwrap()
+        };
+        (field("prompt_tokens"), field("cached_tokens"))
+    };
+    let question = "What is in this picture?";
+    let (text, _) = ask("words", None, question);
+    let (first, _) = ask("photo", Some(&photo), question);
+    assert_eq!(
+        first,
+        text + IMAGE_TOKENS,
+        "the picture is the projector's tokens"
+    );
+    let (second, cached) = ask("photo", None, "What colour is it?");
+    assert!(
+        cached >= first,
+        "the picture came back from disk: {cached} of {second}"
+    );
+    assert!(second - cached < IMAGE_TOKENS);
+}
+
+/// `/image PATH question` in `hearth chat` shows the model the picture;
+/// a missing file is said so and the chat goes on; the history keeps the
+/// picture in its private file.
+#[test]
+fn hearth_chat_takes_a_picture_with_slash_image() {
+    let _turn = lock();
+    let s = common::Sandbox::new();
+    let photo = s.path("blue.png");
+    std::fs::write(&photo, png(60, 40, [30, 30, 200])).unwrap();
+    let config = s.config(&format!(
+        "[model]\npath = \"{}\"\nmmproj = \"{}\"\n[generation]\ntemperature = 0.0\nmax_tokens = 8\n",
+        common::model(common::SMOLLM2).display(),
+        projector().display()
+    ));
+    let lines = format!(
+        "/image {} What is in this picture?\n/image {}\nhello\n",
+        photo.display(),
+        s.path("nowhere.png").display()
+    );
+    let out = s
+        .hearth()
+        .arg("--config")
+        .arg(&config)
+        .arg("chat")
+        .write_stdin(lines)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    common::assert_no_panic(&stderr);
+    assert!(stdout.contains("cannot read the image"), "{stdout}");
+    let history = rusqlite::Connection::open(s.path("data/history.sqlite3")).unwrap();
+    let pictures: i64 = history
+        .query_row("SELECT count(*) FROM pictures", [], |r| r.get(0))
+        .unwrap();
+    let turns: i64 = history
+        .query_row(
+            "SELECT count(*) FROM messages WHERE role = 'user' AND images IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!((pictures, turns), (1, 1), "{stdout}");
+    let replies: i64 = history
+        .query_row(
+            "SELECT count(*) FROM messages WHERE role = 'assistant'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        replies, 2,
+        "the picture and `hello` were answered: {stdout}"
+    );
+}

@@ -22,7 +22,31 @@ use super::approval::{Answer, ApprovalRequest, Questions};
 use super::{Channel, ChannelError, ChannelMessage, ChannelPolicy, Drafts, Intake, SendMessage};
 use futures::future::BoxFuture;
 
-const CLI_HELP: &str = "/quit — leave (also Ctrl-D), stopping any reply being written\nCtrl-C stops a reply that is being written.";
+const CLI_HELP: &str = "/image PATH [question] — show the model a picture (a vision model: `[model] mmproj`)\n/quit — leave (also Ctrl-D), stopping any reply being written\nCtrl-C stops a reply that is being written.";
+
+/// The largest picture `/image` reads (the engine's own limits apply after).
+const MAX_PICTURE_BYTES: u64 = 20 << 20;
+
+/// `/image PATH [question]`: the picture and the question.
+fn picture(line: &str) -> Result<(crate::chat::Image, String), String> {
+    let rest = line.trim_start_matches("/image").trim();
+    let (path, question) = rest.split_once(' ').unwrap_or((rest, ""));
+    if path.is_empty() {
+        return Err("/image needs a file: /image PATH [question]".into());
+    }
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read the image {path}: {e}"))?
+        .len();
+    if size > MAX_PICTURE_BYTES {
+        return Err(format!(
+            "the image {path} is {} MB, over the {} MB /image reads",
+            size.div_ceil(1 << 20),
+            MAX_PICTURE_BYTES >> 20
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the image {path}: {e}"))?;
+    Ok((crate::chat::Image::new(bytes), question.trim().to_string()))
+}
 const SENDER: &str = "user";
 /// How the ids of `/stop` messages the chat sends itself begin.
 pub const STOP_ID: &str = "cli-stop-";
@@ -208,6 +232,25 @@ impl Channel for CliChannel {
                     "/help" => {
                         self.print(&format!("{}\n{CLI_HELP}\n", super::commands::HELP));
                         self.prompt();
+                        continue;
+                    }
+                    cmd if cmd == "/image" || cmd.starts_with("/image ") => {
+                        match picture(cmd) {
+                            Ok((image, question)) => {
+                                let n = self.forwarded.fetch_add(1, Ordering::SeqCst) + 1;
+                                let message = ChannelMessage {
+                                    images: vec![image],
+                                    ..self.message(question, n)
+                                };
+                                if tx.accept(message).await.is_err() {
+                                    return Ok(());
+                                }
+                            }
+                            Err(why) => {
+                                self.print(&format!("{why}\n"));
+                                self.prompt();
+                            }
+                        }
                         continue;
                     }
                     cmd if cmd.starts_with('/')

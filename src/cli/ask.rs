@@ -55,6 +55,12 @@ pub async fn run(
         ..crate::chat::ChatMessage::user(question)
     };
     let reply = conversation.send(&provider, user, cancel, |_| {}).await?;
+    // What the cache saved (`RUST_LOG=hearth::cli::ask=info` shows it).
+    tracing::info!(
+        prompt_tokens = reply.usage.prompt_tokens,
+        cached_tokens = reply.usage.cached_tokens,
+        "the prompt was read"
+    );
     match reply.finish {
         FinishReason::Cancelled => {
             return Ok(match stopped.get() {

@@ -29,6 +29,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// The daemon's data folder (the sandbox's `HEARTH_DATA_DIR`).
+    pub fn data_dir(&self) -> PathBuf {
+        self.sandbox.path("data")
+    }
+
     /// The next log line containing `what`, within a minute; the lines
     /// read on the way are shown when it never comes.
     pub async fn logged(&mut self, what: &str) -> String {

@@ -21,7 +21,7 @@ impl AcpChannel {
                 "protocolVersion": PROTOCOL_VERSION,
                 "agentCapabilities": {
                     "loadSession": false,
-                    "promptCapabilities": { "image": false, "audio": false, "embeddedContext": false },
+                    "promptCapabilities": { "image": true, "audio": false, "embeddedContext": false },
                 },
                 "authMethods": [],
                 "agentInfo": { "name": "hearth", "version": env!("CARGO_PKG_VERSION") },
@@ -72,6 +72,7 @@ impl AcpChannel {
             .unwrap_or("")
             .to_string();
         let text = prompt_text(params.get("prompt"));
+        let images = prompt_images(params.get("prompt")).map_err(|why| (INVALID_PARAMS, why))?;
         let id = format!("acp-{}", uuid::Uuid::new_v4().simple());
         {
             let mut state = self.state();
@@ -88,8 +89,8 @@ impl AcpChannel {
                         .into(),
                 ));
             }
-            if text.is_empty() {
-                return Err((INVALID_PARAMS, "`prompt` holds no text".into()));
+            if text.is_empty() && images.is_empty() {
+                return Err((INVALID_PARAMS, "`prompt` holds no text or image".into()));
             }
             state.turns.insert(
                 id.clone(),
@@ -103,7 +104,11 @@ impl AcpChannel {
                 },
             );
         }
-        match intake.accept(message(&id, &session, &text)).await {
+        let message = ChannelMessage {
+            images,
+            ..message(&id, &session, &text)
+        };
+        match intake.accept(message).await {
             Ok(Accepted::Queued) => Ok(()),
             Ok(Accepted::Known { .. }) | Err(_) => {
                 self.state().turns.remove(&id);
@@ -161,6 +166,36 @@ fn prompt_text(prompt: Option<&Value>) -> String {
     parts.join("\n\n").trim().to_string()
 }
 
+/// The most bytes one image block may hold (the engine's own limits apply after).
+const MAX_IMAGE_BYTES: usize = 20 << 20;
+
+/// The pictures of a prompt's `image` blocks (base64 `data`), in order.
+fn prompt_images(prompt: Option<&Value>) -> Result<Vec<crate::chat::Image>, String> {
+    use base64::Engine as _;
+    let blocks = prompt
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"))
+        .map(|b| {
+            let data = b.get("data").and_then(Value::as_str).unwrap_or("");
+            if data.len() / 4 * 3 > MAX_IMAGE_BYTES {
+                return Err(format!(
+                    "an image block is over the {} MB hearth takes",
+                    MAX_IMAGE_BYTES >> 20
+                ));
+            }
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map(crate::chat::Image::new)
+                .map_err(|e| format!("an image block's `data` is not base64: {e}"))
+        })
+        .filter(|i| i.as_ref().map_or(true, |i| !i.is_empty()))
+        .collect()
+}
+
 fn message(id: &str, session: &str, text: &str) -> ChannelMessage {
     ChannelMessage::now(NAME, id.to_string(), SENDER, session, text)
 }
@@ -182,5 +217,30 @@ mod tests {
             "look at\n\n<file:///a.rs>\n\n<file:///b.rs>\nfn b() {}"
         );
         assert_eq!(prompt_text(Some(&json!("not blocks"))), "");
+    }
+
+    #[test]
+    fn image_blocks_become_pictures_and_bad_ones_are_refused() {
+        let prompt = json!([
+            { "type": "text", "text": "what is this?" },
+            { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" },
+            { "type": "image", "data": "", "mimeType": "image/png" },
+        ]);
+        let images = prompt_images(Some(&prompt)).unwrap();
+        assert_eq!(images.len(), 1, "an empty block is no picture");
+        assert_eq!(images[0].media_type(), Some("image/png"));
+        let bad = json!([{ "type": "image", "data": "@@not base64", "mimeType": "image/png" }]);
+        assert!(
+            prompt_images(Some(&bad))
+                .unwrap_err()
+                .contains("not base64")
+        );
+        let big = json!([{ "type": "image", "data": "A".repeat(30 << 20) }]);
+        assert!(prompt_images(Some(&big)).unwrap_err().contains("20 MB"));
+        assert!(
+            prompt_images(Some(&json!("not blocks")))
+                .unwrap()
+                .is_empty()
+        );
     }
 }

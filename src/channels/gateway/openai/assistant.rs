@@ -62,21 +62,19 @@ impl ForAssistant {
 
 /// Puts the request's message on the bus; its reply comes as a turn.
 pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Result<Turn, ApiError> {
-    if asked.messages.iter().any(|m| !m.images.is_empty()) {
+    // The assistant keeps its own history: only the newest user message
+    // is new, with its pictures.
+    let newest = asked.messages.iter().rev().find(|m| m.role == Role::User);
+    let images = newest.map(|m| m.images.clone()).unwrap_or_default();
+    let text = newest
+        .map(|m| m.content.trim().to_string())
+        .unwrap_or_default();
+    if text.is_empty() && images.is_empty() {
         return Err(ApiError::field(
             "messages",
-            format!("the assistant `{MODEL}` does not take images yet; send them to the served model (its name is in `/v1/models`)"),
-        )
-        .with_code("image_not_supported"));
+            "`messages` has no user message with text or a picture",
+        ));
     }
-    let text = asked
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::User)
-        .map(|m| m.content.trim().to_string())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::field("messages", "`messages` has no user message with text"))?;
     let given = super::named_chat(headers)
         .map(str::to_string)
         .or(asked.user);
@@ -102,6 +100,7 @@ pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Resul
     if request != TurnRequest::default() {
         message.asked = Some(Box::new(request));
     }
+    message.images = images;
     let id = message.id.clone();
     match app.bus.accept(message).await {
         Ok(Accepted::Queued) => {}
