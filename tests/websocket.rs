@@ -286,6 +286,56 @@ async fn the_websocket_upgrade_passes_the_same_guard() {
     run.daemon.stop().await;
 }
 
+/// A picture goes as a binary frame before its message: it reaches the
+/// pipeline as a picture (the typist cannot see, and the reply says so);
+/// a fifth picture for one message is refused with a reason and the socket
+/// goes on; a text message after that is answered as text.
+#[tokio::test]
+async fn pictures_go_as_binary_frames_before_their_message() {
+    let run = gateway().await;
+    let mut socket = open(run.addr, "photos").await;
+    let png = crate::common::pictures::png(8, 8, [9, 9, 9]);
+    socket.send(Message::binary(png.clone())).await.unwrap();
+    send(
+        &mut socket,
+        json!({"type": "message", "text": "what is it?"}),
+    )
+    .await;
+    let done = turn(&mut socket).await.last().unwrap().clone();
+    assert!(
+        done["text"].as_str().unwrap().contains("cannot see images"),
+        "{done}"
+    );
+    for _ in 0..4 {
+        socket.send(Message::binary(png.clone())).await.unwrap();
+    }
+    socket.send(Message::binary(png.clone())).await.unwrap();
+    let refused = frame(&mut socket).await;
+    assert_eq!(refused["type"], "error");
+    assert!(
+        refused["error"].as_str().unwrap().contains("at most 4"),
+        "{refused}"
+    );
+    // The four kept go with the next message; then text is text again.
+    send(&mut socket, json!({"type": "message", "text": ""})).await;
+    let done = turn(&mut socket).await.last().unwrap().clone();
+    assert!(
+        done["text"].as_str().unwrap().contains("cannot see images"),
+        "{done}"
+    );
+    send(
+        &mut socket,
+        json!({"type": "message", "text": "plain words"}),
+    )
+    .await;
+    let done = turn(&mut socket).await.last().unwrap().clone();
+    assert!(
+        done["text"].as_str().unwrap().contains("plain words"),
+        "{done}"
+    );
+    run.daemon.stop().await;
+}
+
 /// A frame over the 64 KiB limit (a client pasting a whole file) ends that
 /// socket with a close saying why; the daemon goes on, and a new socket on
 /// the same chat is answered.

@@ -102,8 +102,13 @@ impl Piper {
         let _ = ort::init_from(runtime.display().to_string())
             .commit()
             .map_err(|e| failed(format!("ONNX Runtime {}: {e}", runtime.display())))?;
+        // 0: as many threads as the machine runs at once.
+        let threads = match threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
         let session = Session::builder()
-            .and_then(|b| b.with_intra_threads(threads.max(1)))
+            .and_then(|b| b.with_intra_threads(threads))
             .and_then(|b| b.commit_from_file(model))
             .map_err(|e| failed(e.to_string()))?;
         Ok(Self {

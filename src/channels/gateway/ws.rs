@@ -9,9 +9,12 @@
 //! `{"type":"stop"}` cancels the turn (`/stop`). A tool call that needs
 //! the person's approval arrives as `{"type":"approval","id",...}`, answered
 //! with `{"type":"approval","id":"...","answer":"once"|"always"|"deny"}`.
+//! A picture goes as a binary frame (the file's bytes, at most
+//! [`PICTURE_LIMIT`]) before the message it belongs to, which takes every
+//! picture sent since the last message (at most [`PICTURES_PER_MESSAGE`]).
 //! A frame the server cannot take gets `{"type":"error","error":"..."}` and
-//! the socket stays open; one over [`FRAME_LIMIT`] closes it (1009, with
-//! the limit as the reason).
+//! the socket stays open; a text frame over [`FRAME_LIMIT`] or a binary one
+//! over [`PICTURE_LIMIT`] closes it (1009, with the limit as the reason).
 //!
 //! The upgrade request passes the same guard as every request (host,
 //! origin, token). Browsers cannot set `Authorization` on a WebSocket, so
@@ -42,8 +45,12 @@ use super::{Event, question};
 use crate::channels::Accepted;
 use crate::channels::approval::{Answer, Delivered};
 
-/// The largest frame a client may send.
+/// The largest text frame a client may send.
 const FRAME_LIMIT: usize = 64 * 1024;
+/// The largest picture (a binary frame); the engine's own limits apply after.
+const PICTURE_LIMIT: usize = 20 << 20;
+/// Pictures one message may bring.
+const PICTURES_PER_MESSAGE: usize = 4;
 /// The subprotocol the server speaks.
 const PROTOCOL: &str = "hearth";
 
@@ -97,7 +104,7 @@ pub(super) async fn chat(
     connection.0.request_read();
     upgrade
         .protocols([PROTOCOL])
-        .max_message_size(FRAME_LIMIT)
+        .max_message_size(PICTURE_LIMIT)
         .on_upgrade(move |socket| async move {
             // The connection's slot stays taken while the socket is open.
             let _connection = connection;
@@ -165,8 +172,8 @@ fn closing(error: &axum::Error) -> CloseFrame {
         CloseFrame {
             code: close_code::SIZE,
             reason: format!(
-                "frames are limited to {} KiB; send a shorter message",
-                FRAME_LIMIT / 1024
+                "pictures are limited to {} MB; send a smaller one",
+                PICTURE_LIMIT >> 20
             )
             .into(),
         }
@@ -196,6 +203,8 @@ struct Session {
     turn: Option<Turn>,
     /// Questions asked on this socket, the only ones it may answer.
     asked: HashSet<String>,
+    /// Pictures sent for the next message.
+    pictures: Vec<crate::chat::Image>,
 }
 
 impl Session {
@@ -205,6 +214,7 @@ impl Session {
             chat,
             turn: None,
             asked: HashSet::new(),
+            pictures: Vec::new(),
         }
     }
 
@@ -217,8 +227,20 @@ impl Session {
                 frame = socket.recv() => {
                     silent_ticks = 0;
                     match frame {
+                        Some(Ok(Message::Text(text))) if text.len() > FRAME_LIMIT => {
+                            let close = CloseFrame {
+                                code: close_code::SIZE,
+                                reason: format!(
+                                    "text frames are limited to {} KiB; send a shorter message",
+                                    FRAME_LIMIT / 1024
+                                )
+                                .into(),
+                            };
+                            let _ = socket.send(Message::Close(Some(close))).await;
+                            break;
+                        }
                         Some(Ok(Message::Text(text))) => self.frame(text.as_str()).await,
-                        Some(Ok(Message::Binary(_))) => vec![error("send frames as text")],
+                        Some(Ok(Message::Binary(bytes))) => self.picture(&bytes),
                         Some(Ok(Message::Close(_))) | None => break,
                         Some(Err(e)) => {
                             let _ = socket.send(Message::Close(Some(closing(&e)))).await;
@@ -274,8 +296,22 @@ impl Session {
         }
     }
 
+    /// A picture for the next message.
+    fn picture(&mut self, bytes: &[u8]) -> Vec<Value> {
+        if self.pictures.len() >= PICTURES_PER_MESSAGE {
+            return vec![error(&format!(
+                "at most {PICTURES_PER_MESSAGE} pictures go with one message; send the message first"
+            ))];
+        }
+        if bytes.is_empty() {
+            return vec![error("an empty binary frame is no picture")];
+        }
+        self.pictures.push(crate::chat::Image::new(bytes.to_vec()));
+        Vec::new()
+    }
+
     async fn message(&mut self, text: &str) -> Vec<Value> {
-        if text.is_empty() {
+        if text.is_empty() && self.pictures.is_empty() {
             return vec![error("`text` is empty")];
         }
         if self.turn.is_some() {
@@ -284,7 +320,8 @@ impl Session {
             )];
         }
         let shared = &self.app.shared;
-        let (message, events) = shared.admit(&self.chat, text, None);
+        let (mut message, events) = shared.admit(&self.chat, text, None);
+        message.images = std::mem::take(&mut self.pictures);
         let id = message.id.clone();
         match self.app.bus.accept(message).await {
             Ok(Accepted::Queued) => {
