@@ -33,21 +33,8 @@ pub async fn run(
     if question.is_empty() {
         bail!("the question is empty; pass it as an argument or on stdin with `-`");
     }
-    // A stop signal cancels the reply, which then ends with a line that
-    // names it. A model still loading cannot be interrupted: past a short
-    // grace the command leaves at once, saying so too.
     let cancel = CancellationToken::new();
-    let stopped = Arc::new(OnceLock::new());
-    let (interrupt, seen) = (cancel.clone(), stopped.clone());
-    let mut stops = signals::catch();
-    tokio::spawn(async move {
-        let stop = stops.next().await;
-        let _ = seen.set(stop);
-        interrupt.cancel();
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        eprintln!("hearth: stopped by {}", stop.name());
-        std::process::exit(128 + stop.signal());
-    });
+    let stopped = catch_stops(&cancel);
     let provider = startup::local_provider(config).await?;
     let mut conversation = Conversation::open(config, session.as_deref())?;
     let user = crate::chat::ChatMessage {
@@ -97,6 +84,24 @@ pub async fn run(
     }
     println!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A stop signal cancels the reply, which then ends with a line that
+/// names it. A model still loading cannot be interrupted: past a short
+/// grace the command leaves at once, saying so too. The signal, once seen.
+fn catch_stops(cancel: &CancellationToken) -> Arc<OnceLock<signals::Stop>> {
+    let stopped = Arc::new(OnceLock::new());
+    let (interrupt, seen) = (cancel.clone(), stopped.clone());
+    let mut stops = signals::catch();
+    tokio::spawn(async move {
+        let stop = stops.next().await;
+        let _ = seen.set(stop);
+        interrupt.cancel();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        eprintln!("hearth: stopped by {}", stop.name());
+        std::process::exit(128 + stop.signal());
+    });
+    stopped
 }
 
 /// The `--image` files, each refused before it is read when it is over
