@@ -73,20 +73,11 @@ impl Speech {
         let pcm = tokio::task::spawn_blocking(move || hearth_voice::audio::decode(&bytes, &limits))
             .await
             .map_err(|e| VoiceError::Unreadable(format!("the decoder stopped: {e}")))??;
-        let (tx, rx) = tokio::sync::oneshot::channel();
         let language = self.config.language.clone();
-        let work: crate::providers::Work = Box::new(move || {
-            let _ = tx.send(whisper.transcribe(&pcm, language.as_deref()));
-        });
-        let ran = match beside {
-            Some(provider) => provider.exclusive(work).await,
-            None => tokio::task::spawn_blocking(work)
-                .await
-                .map_err(|e| crate::chat::ProviderError::Failed(e.to_string())),
-        };
-        ran.map_err(|e| VoiceError::Transcribe(e.to_string()))?;
-        rx.await
-            .map_err(|_| VoiceError::Transcribe("the model stopped without an answer".into()))?
+        run_beside(beside, VoiceError::Transcribe, move || {
+            whisper.transcribe(&pcm, language.as_deref())
+        })
+        .await
     }
 
     /// `text` spoken as an OGG/Opus voice note; beside `provider` as
@@ -98,25 +89,15 @@ impl Speech {
     ) -> Result<Spoken, VoiceError> {
         let piper = self.piper().await?;
         let text = speakable(text);
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let work: crate::providers::Work = Box::new(move || {
-            let _ = tx.send(piper.speak(&text).and_then(|s| {
-                Ok(Spoken {
-                    ogg: s.voice_note()?,
-                    seconds: s.seconds(),
-                    elapsed: s.elapsed,
-                })
-            }));
-        });
-        let ran = match beside {
-            Some(provider) => provider.exclusive(work).await,
-            None => tokio::task::spawn_blocking(work)
-                .await
-                .map_err(|e| crate::chat::ProviderError::Failed(e.to_string())),
-        };
-        ran.map_err(|e| VoiceError::Synthesis(e.to_string()))?;
-        rx.await
-            .map_err(|_| VoiceError::Synthesis("the voice stopped without an answer".into()))?
+        run_beside(beside, VoiceError::Synthesis, move || {
+            let s = piper.speak(&text)?;
+            Ok(Spoken {
+                ogg: s.voice_note()?,
+                seconds: s.seconds(),
+                elapsed: s.elapsed,
+            })
+        })
+        .await
     }
 
     /// The voice, loaded once.
@@ -150,6 +131,28 @@ impl Speech {
         *loaded = Some(whisper.clone());
         Ok(whisper)
     }
+}
+
+/// Runs `work` beside `provider` (never during one of its decode steps),
+/// or alone on a blocking thread; `failed` names what went wrong.
+async fn run_beside<T: Send + 'static>(
+    beside: Option<&dyn Provider>,
+    failed: fn(String) -> VoiceError,
+    work: impl FnOnce() -> Result<T, VoiceError> + Send + 'static,
+) -> Result<T, VoiceError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let work: crate::providers::Work = Box::new(move || {
+        let _ = tx.send(work());
+    });
+    let ran = match beside {
+        Some(provider) => provider.exclusive(work).await,
+        None => tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| crate::chat::ProviderError::Failed(e.to_string())),
+    };
+    ran.map_err(|e| failed(e.to_string()))?;
+    rx.await
+        .map_err(|_| failed("it stopped without an answer".into()))?
 }
 
 /// `[voice] model` resolved: a path, a folder name under the models
