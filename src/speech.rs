@@ -203,29 +203,7 @@ pub fn voice_files(
     data_dir: &Path,
 ) -> Result<(PathBuf, PathBuf), VoiceError> {
     let roots = crate::engine::model_file::model_dirs(data_dir);
-    let model = match config.voice.as_deref() {
-        Some("") => {
-            return Err(VoiceError::NoVoice(
-                "spoken replies are off (`[voice] voice = \"\"`)".into(),
-            ));
-        }
-        Some(named) => {
-            let p = Path::new(named);
-            let found = if p.is_absolute() || named.contains('/') {
-                Some(p.to_path_buf())
-            } else {
-                roots.iter().map(|r| r.join(named)).find(|c| c.is_file())
-            };
-            found.filter(|p| p.is_file()).ok_or_else(|| {
-                VoiceError::NoVoice(format!("`[voice] voice = \"{named}\"` is not a file"))
-            })?
-        }
-        None => hearth_voice::find_voice(&roots).ok_or_else(|| {
-            VoiceError::NoVoice(
-                "no piper… folder with a voice (.onnx and .onnx.json) under the models folders; `make test-speech` fetches one, or set `[voice] voice`".into(),
-            )
-        })?,
-    };
+    let model = voice_file(config, data_dir)?;
     let runtime = match config.onnxruntime.as_deref() {
         Some(named) if !named.is_empty() => PathBuf::from(named),
         _ => hearth_voice::find_runtime(&roots).ok_or_else(|| {
@@ -235,6 +213,41 @@ pub fn voice_files(
         })?,
     };
     Ok((model, runtime))
+}
+
+/// The Piper voice `[voice] voice` names or the models folders hold.
+pub fn voice_file(config: &VoiceConfig, data_dir: &Path) -> Result<PathBuf, VoiceError> {
+    let roots = crate::engine::model_file::model_dirs(data_dir);
+    Ok(match config.voice.as_deref() {
+        Some("") => {
+            return Err(VoiceError::NoVoice(
+                "spoken replies are off (`[voice] voice = \"\"`)".into(),
+            ));
+        }
+        Some(named) => {
+            let p = Path::new(named);
+            // A relative name is looked for in the models folders first
+            // (`piper-joe/en_US-joe-medium.onnx`, as `hearth models use`
+            // writes it), then from the working directory.
+            let found = if p.is_absolute() {
+                Some(p.to_path_buf())
+            } else {
+                roots
+                    .iter()
+                    .map(|r| r.join(named))
+                    .find(|c| c.is_file())
+                    .or_else(|| named.contains('/').then(|| p.to_path_buf()))
+            };
+            found.filter(|p| p.is_file()).ok_or_else(|| {
+                VoiceError::NoVoice(format!("`[voice] voice = \"{named}\"` is not a file"))
+            })?
+        }
+        None => hearth_voice::find_voice(&roots).ok_or_else(|| {
+            VoiceError::NoVoice(
+                "no piper… folder with a voice (.onnx and .onnx.json) under the models folders; `make test-speech` fetches one, `hearth models pull piper-joe` another, or set `[voice] voice`".into(),
+            )
+        })?,
+    })
 }
 
 /// A reply as it should be read aloud: no Markdown marks, no code, at

@@ -34,6 +34,7 @@ mod make_gpu;
 mod make_install;
 mod memory_cron_cli;
 mod models_cli;
+mod models_kinds;
 mod moved_reuse;
 mod openai_api;
 mod openai_families;

@@ -62,7 +62,7 @@ async fn a_transfer_that_breaks_resumes_with_a_range_and_is_verified() {
     let out = hearth(&s, &config, &["models", "pull", "smollm2-135m"]).await;
     common::assert_no_panic(&text(&out));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("sha256 verified"), "{}", text(&out));
+    assert!(text(&out).contains("checksum verified"), "{}", text(&out));
     assert_eq!(sha256_of(&downloaded(&s)), hub.sha256());
     assert!(
         !s.path("data/models")
@@ -304,7 +304,7 @@ async fn use_switches_the_configured_model_and_keeps_the_rest_of_the_file() {
     let line = |name: &str| {
         listing
             .lines()
-            .find(|l| l.starts_with(&format!("{name} ")))
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
             .unwrap_or_else(|| panic!("no {name} in {listing}"))
             .to_string()
     };

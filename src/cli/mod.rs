@@ -17,6 +17,7 @@ mod lms_cmd;
 mod logging;
 mod memory_cmd;
 mod models_cmd;
+mod models_use;
 mod one_channel;
 mod service;
 mod signals;

@@ -10,8 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::catalogue::Model;
-use super::hub::PullError;
+use super::catalogue::{Model, Piece};
+use super::hub::{Check, PullError, Remote};
 
 /// A size from the hub may exceed the catalogue's estimate by this factor…
 const SLACK: f64 = 1.5;
@@ -23,7 +23,7 @@ const MARGIN_BYTES: u64 = 512 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum RoomError {
     #[error(
-        "the hub announces {file} as {announced} bytes, but a {params_b} B model at {quant} is about {estimate} bytes; nothing was downloaded. Fix: check [models] hub_url (a mirror or a proxy may be wrong)"
+        "the hub announces {file} as {announced} bytes, but a file of a {params_b} B model at {quant} is at most about {estimate} bytes; nothing was downloaded. Fix: check [models] hub_url (a mirror or a proxy may be wrong)"
     )]
     Implausible {
         file: String,
@@ -49,56 +49,58 @@ pub enum RoomError {
     },
 }
 
-/// The sha256 and size to check against: the catalogue's where it records
-/// them (and the hub must agree), else the hub's, when plausible.
-pub fn expected(
+/// The checksum and size to check against: the catalogue's where it
+/// records them (and the hub must agree), else the hub's, when plausible.
+/// The hub gives a sha256 for a file in Git LFS and a Git blob hash for a
+/// file kept in Git itself.
+pub(super) fn expected(
     model: &Model,
-    hub_sha256: Option<&str>,
-    hub_size: Option<u64>,
-) -> Result<(String, u64), PullError> {
-    let entry = &model.entry;
+    piece: &Piece,
+    hub: &Remote,
+) -> Result<(Check, u64), PullError> {
     let differs = |what, hub: String, catalogue: String| PullError::HubDiffers {
-        file: entry.file.clone(),
+        file: piece.local.clone(),
         what,
         hub,
         catalogue,
     };
-    let sha256 = match (&entry.sha256, hub_sha256) {
-        (Some(c), Some(h)) if !c.eq_ignore_ascii_case(h) => {
-            return Err(differs("sha256", h.to_string(), c.clone()));
+    let check = match (&piece.sha256, &hub.sha256, &hub.git_blob) {
+        (Some(c), Some(h), _) if !c.eq_ignore_ascii_case(h) => {
+            return Err(differs("sha256", h.clone(), c.clone()));
         }
-        (Some(c), _) => c.to_ascii_lowercase(),
-        (None, Some(h)) => h.to_string(),
-        (None, None) => {
+        (Some(c), _, _) => Check::Sha256(c.to_ascii_lowercase()),
+        (None, Some(h), _) => Check::Sha256(h.clone()),
+        (None, None, Some(g)) => Check::GitBlob(g.clone()),
+        (None, None, None) => {
             return Err(PullError::NoChecksum {
-                file: entry.file.clone(),
+                file: piece.local.clone(),
             });
         }
     };
-    let size = match (entry.size, hub_size) {
+    let size = match (piece.size, hub.size) {
         (Some(c), Some(h)) if c != h => {
             return Err(differs("size", h.to_string(), c.to_string()));
         }
         (Some(c), _) => c,
-        (None, Some(h)) => plausible(model, h)?,
+        (None, Some(h)) => plausible(model, piece, h)?,
         (None, None) => {
             return Err(PullError::NoChecksum {
-                file: entry.file.clone(),
+                file: piece.local.clone(),
             });
         }
     };
-    Ok((sha256, size))
+    Ok((check, size))
 }
 
-/// `announced` when the model can be that large.
-fn plausible(model: &Model, announced: u64) -> Result<u64, RoomError> {
-    let estimate = model.file_bytes();
+/// `announced` when the file can be that large.
+fn plausible(model: &Model, piece: &Piece, announced: u64) -> Result<u64, RoomError> {
+    let estimate = piece.estimate;
     let most = (estimate as f64 * SLACK) as u64 + SLACK_BYTES;
     if announced <= most {
         return Ok(announced);
     }
     Err(RoomError::Implausible {
-        file: model.entry.file.clone(),
+        file: piece.local.clone(),
         announced,
         estimate,
         params_b: model.entry.params_b,
@@ -138,12 +140,13 @@ fn free_bytes(dir: &Path) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::catalogue::{Entry, HubSource};
+    use crate::models::catalogue::{Entry, HubSource, Kind};
 
     fn model(sha256: Option<&str>, size: Option<u64>) -> Model {
         Model {
             name: "m".into(),
             entry: Entry {
+                kind: Kind::Chat,
                 description: String::new(),
                 file: "m.gguf".into(),
                 size,
@@ -155,43 +158,80 @@ mod tests {
                     revision: "main".into(),
                 }),
                 chat_template: None,
+                mmproj: None,
+                folder: None,
+                also: Vec::new(),
             },
         }
     }
 
+    fn check(
+        m: &Model,
+        sha256: Option<&str>,
+        size: Option<u64>,
+    ) -> Result<(Check, u64), PullError> {
+        let hub = Remote {
+            sha256: sha256.map(str::to_string),
+            git_blob: None,
+            size,
+        };
+        expected(m, &m.pieces()[0], &hub)
+    }
+
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const G: &str = "cccccccccccccccccccccccccccccccccccccccc";
 
     #[test]
     fn the_catalogue_pins_and_the_hub_fills_in() {
-        let hub = (Some(A), Some(10));
+        let sha = |h: &str| Check::Sha256(h.to_string());
         assert_eq!(
-            expected(&model(None, None), hub.0, hub.1).unwrap(),
-            (A.into(), 10)
+            check(&model(None, None), Some(A), Some(10)).unwrap(),
+            (sha(A), 10)
         );
         assert_eq!(
-            expected(&model(Some(A), Some(10)), hub.0, hub.1).unwrap(),
-            (A.into(), 10)
+            check(&model(Some(A), Some(10)), Some(A), Some(10)).unwrap(),
+            (sha(A), 10)
         );
-        let e = expected(&model(Some(B), Some(10)), hub.0, hub.1).unwrap_err();
+        let e = check(&model(Some(B), Some(10)), Some(A), Some(10)).unwrap_err();
         assert!(
             matches!(e, PullError::HubDiffers { what: "sha256", .. }),
             "{e}"
         );
-        let e = expected(&model(Some(A), Some(11)), hub.0, hub.1).unwrap_err();
+        let e = check(&model(Some(A), Some(11)), Some(A), Some(10)).unwrap_err();
         assert!(
             matches!(e, PullError::HubDiffers { what: "size", .. }),
             "{e}"
         );
         assert!(matches!(
-            expected(&model(None, None), None, Some(10)),
+            check(&model(None, None), None, Some(10)),
             Err(PullError::NoChecksum { .. })
         ));
     }
 
     #[test]
+    fn a_file_kept_in_git_is_checked_by_its_blob_hash_unless_the_catalogue_pins_it() {
+        let m = model(None, None);
+        let hub = Remote {
+            sha256: None,
+            git_blob: Some(G.into()),
+            size: Some(2300),
+        };
+        let piece = &m.pieces()[0];
+        assert_eq!(
+            expected(&m, piece, &hub).unwrap(),
+            (Check::GitBlob(G.into()), 2300)
+        );
+        let pinned = model(Some(A), None);
+        assert_eq!(
+            expected(&pinned, &pinned.pieces()[0], &hub).unwrap().0,
+            Check::Sha256(A.into())
+        );
+    }
+
+    #[test]
     fn a_hub_announcing_10_tb_for_a_1b_model_is_not_believed() {
-        let e = expected(&model(None, None), Some(A), Some(10 << 40)).unwrap_err();
+        let e = check(&model(None, None), Some(A), Some(10 << 40)).unwrap_err();
         assert!(
             matches!(e, PullError::Room(RoomError::Implausible { .. })),
             "{e}"
@@ -200,7 +240,7 @@ mod tests {
         // Positive control: a 1 B Q4_K_M file of 0.7 GB is believed.
         let size = 700 << 20;
         assert_eq!(
-            expected(&model(None, None), Some(A), Some(size)).unwrap().1,
+            check(&model(None, None), Some(A), Some(size)).unwrap().1,
             size
         );
     }

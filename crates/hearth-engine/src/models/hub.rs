@@ -16,7 +16,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_LENGTH, ETAG};
 use sha2::{Digest, Sha256};
 
-use super::catalogue::Model;
+use super::catalogue::{Model, Piece};
 use super::expect::expected;
 use super::transfer::{Part, Tried};
 use hearth_core::retry::RetryPolicy;
@@ -95,67 +95,153 @@ pub enum PullError {
 }
 
 /// What the hub says of a file before it is downloaded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(super) struct Remote {
+    /// A file in Git LFS: its sha256.
+    pub sha256: Option<String>,
+    /// A file kept in Git itself: its Git blob hash (sha1).
+    pub git_blob: Option<String>,
+    pub size: Option<u64>,
+}
+
+/// What a downloaded file is checked against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Remote {
-    sha256: Option<String>,
-    size: Option<u64>,
+pub enum Check {
+    Sha256(String),
+    /// Git's object id: sha1 of `blob {size}\0` and the bytes.
+    GitBlob(String),
+}
+
+impl Check {
+    pub(super) fn hex(&self) -> &str {
+        match self {
+            Check::Sha256(h) | Check::GitBlob(h) => h,
+        }
+    }
+
+    pub(super) fn what(&self) -> &'static str {
+        match self {
+            Check::Sha256(_) => "its sha256",
+            Check::GitBlob(_) => "its Git blob hash",
+        }
+    }
 }
 
 /// A finished pull.
 #[derive(Debug, Clone)]
 pub struct Pulled {
+    /// The main file (or a speech model's folder).
     pub path: PathBuf,
+    /// Every file's bytes together.
     pub bytes: u64,
-    /// Bytes that were already there (a part file, or the whole model).
+    /// Bytes that were already there (part files, or whole files).
     pub reused: u64,
     pub already_present: bool,
+    pub files: usize,
 }
 
-/// Downloads `model` into `dir` from the hub at `hub_url`. `progress` is
-/// told the total once known and the bytes done as they arrive.
+/// One file of the model, asked of the hub and ready to fetch.
+struct Planned {
+    piece: Piece,
+    url: String,
+    check: Check,
+    size: u64,
+}
+
+/// Downloads `model` (each of its files) into `dir` from the hub at
+/// `hub_url`. `progress` is told the total once known and the bytes done
+/// as they arrive. Every file is asked of the hub before any is fetched,
+/// so a missing one or a wrong checksum leaves nothing behind.
 pub async fn pull(
     hub_url: &str,
     model: &Model,
     dir: &Path,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Pulled, PullError> {
-    let entry = &model.entry;
-    let url = source_url(hub_url, model)?;
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PullError::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let target = dir.join(&entry.file);
-    let part = dir.join(format!("{}.part", entry.file));
+    let mut plan = Vec::new();
+    for piece in model.pieces() {
+        let url = source_url(hub_url, model, &piece)?;
+        let remote = head(&url).await.map_err(|e| match e {
+            HeadError::Net(e) => PullError::Offline {
+                url: url.clone(),
+                reason: reason(&e),
+                file: piece.local.clone(),
+                dir: dir.to_path_buf(),
+            },
+            HeadError::Status(status) => status_error(&url, status),
+        })?;
+        let (check, size) = expected(model, &piece, &remote)?;
+        plan.push(Planned {
+            piece,
+            url,
+            check,
+            size,
+        });
+    }
+    let total: u64 = plan.iter().map(|p| p.size).sum();
+    let (mut done, mut reused, mut present) = (0, 0, true);
+    for planned in &plan {
+        let offset = done;
+        let (here, was_there) = pull_file(planned, dir, |d, _| progress(offset + d, total)).await?;
+        done += planned.size;
+        reused += here;
+        present &= was_there;
+    }
+    progress(total, total);
+    let path = dir.join(model.config_name());
+    Ok(Pulled {
+        path,
+        bytes: total,
+        reused,
+        already_present: present,
+        files: plan.len(),
+    })
+}
+
+/// Fetches one file, resuming its part file; says how many of its bytes
+/// were there already and whether the whole file was.
+async fn pull_file(
+    planned: &Planned,
+    dir: &Path,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<(u64, bool), PullError> {
+    let Planned {
+        piece,
+        url,
+        check,
+        size,
+    } = planned;
+    let size = *size;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PullError::Io { path, source }
+    };
+    let target = dir.join(&piece.local);
+    let folder = target.parent().unwrap_or(dir).to_path_buf();
+    std::fs::create_dir_all(&folder).map_err(io(&folder))?;
+    let part = dir.join(format!("{}.part", piece.local));
     // One pull of a file at a time: two would write one part file.
-    let _lock = lock(dir, &entry.file)?;
+    let _lock = lock(dir, &piece.local)?;
+
+    if let Ok(meta) = std::fs::metadata(&target)
+        && meta.len() == size
+        && digest_of(&target, check).map_err(io(&target))? == check.hex()
+    {
+        progress(size, size);
+        return Ok((size, true));
+    }
 
     let offline = |e: reqwest::Error| PullError::Offline {
         url: url.clone(),
         reason: reason(&e),
-        file: entry.file.clone(),
+        file: piece.local.clone(),
         dir: dir.to_path_buf(),
     };
-    let remote = head(&url).await.map_err(|e| match e {
-        HeadError::Net(e) => offline(e),
-        HeadError::Status(status) => status_error(&url, status),
-    })?;
-    let (sha256, size) = expected(model, remote.sha256.as_deref(), remote.size)?;
-
-    if let Ok(meta) = std::fs::metadata(&target)
-        && meta.len() == size
-        && sha256_of(&target).map_err(io(&target))? == sha256
-    {
-        progress(size, size);
-        return Ok(Pulled {
-            path: target,
-            bytes: size,
-            reused: size,
-            already_present: true,
-        });
-    }
-
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(15))
         .read_timeout(Duration::from_secs(60))
@@ -166,13 +252,13 @@ pub async fn pull(
     let mut part = Part::open(part, size)?;
     super::expect::room_for(dir, size - part.done)?;
     let reused = part.done;
-    download(&mut part, &client, &url, &mut progress)
+    download(&mut part, &client, url, &mut progress)
         .await
         .map_err(|tried| match tried {
             Tried::Unreachable(e) => offline(e),
             Tried::Fatal(e) => e,
             Tried::Stopped(reason) => PullError::Interrupted {
-                file: entry.file.clone(),
+                file: piece.local.clone(),
                 attempts: ATTEMPTS,
                 done: part.done,
                 total: size,
@@ -180,30 +266,28 @@ pub async fn pull(
                 part: part.path.clone(),
             },
         })?;
-    part.finish(&target, &sha256, &entry.file)?;
-    if let Ok(d) = std::fs::File::open(dir) {
+    part.finish(&target, check, &piece.local)?;
+    if let Ok(d) = std::fs::File::open(&folder) {
         let _ = d.sync_all();
     }
-    Ok(Pulled {
-        path: target,
-        bytes: size,
-        reused,
-        already_present: false,
-    })
+    Ok((reused, false))
 }
 
-/// Where `model` is on the hub at `hub_url`.
-fn source_url(hub_url: &str, model: &Model) -> Result<String, PullError> {
-    let entry = &model.entry;
-    let hub = entry.hub.as_ref().ok_or_else(|| PullError::NoHubSource {
-        model: model.name.clone(),
-    })?;
+/// Where `piece` of `model` is on the hub at `hub_url`.
+fn source_url(hub_url: &str, model: &Model, piece: &Piece) -> Result<String, PullError> {
+    let hub = model
+        .entry
+        .hub
+        .as_ref()
+        .ok_or_else(|| PullError::NoHubSource {
+            model: model.name.clone(),
+        })?;
     Ok(format!(
         "{}/{}/resolve/{}/{}",
         hub_url.trim_end_matches('/'),
         hub.repo,
         hub.revision,
-        entry.file
+        piece.remote
     ))
 }
 
@@ -294,12 +378,14 @@ async fn head(url: &str) -> Result<Remote, HeadError> {
                     .to_string()
             })
     };
-    let linked_etag = header("x-linked-etag");
-    // A file kept in Git itself has a git hash as its ETag, no sha256.
-    let sha256 = linked_etag
+    // A file in Git LFS has its sha256 as its (linked) ETag; a file kept
+    // in Git itself has its Git blob hash.
+    let etag = header("x-linked-etag")
         .or_else(|| header(ETAG.as_str()))
-        .filter(|e| e.len() == 64 && e.bytes().all(|b| b.is_ascii_hexdigit()))
+        .filter(|e| e.bytes().all(|b| b.is_ascii_hexdigit()))
         .map(|e| e.to_ascii_lowercase());
+    let sha256 = etag.clone().filter(|e| e.len() == 64);
+    let git_blob = etag.filter(|e| e.len() == 40);
     let size = header("x-linked-size")
         .or_else(|| {
             status
@@ -308,7 +394,11 @@ async fn head(url: &str) -> Result<Remote, HeadError> {
                 .flatten()
         })
         .and_then(|s| s.parse().ok());
-    Ok(Remote { sha256, size })
+    Ok(Remote {
+        sha256,
+        git_blob,
+        size,
+    })
 }
 
 pub(super) fn status_error(url: &str, status: StatusCode) -> PullError {
@@ -329,12 +419,28 @@ pub(super) fn status_error(url: &str, status: StatusCode) -> PullError {
     }
 }
 
-/// Opens the part file for appending, with the hash of what it holds.
-fn sha256_of(path: &Path) -> std::io::Result<String> {
+/// The file's digest of the kind `check` asks for.
+fn digest_of(path: &Path, check: &Check) -> std::io::Result<String> {
     let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hex(&hasher.finalize()))
+    match check {
+        Check::Sha256(_) => {
+            let mut hasher = Sha256::new();
+            std::io::copy(&mut file, &mut hasher)?;
+            Ok(hex(&hasher.finalize()))
+        }
+        Check::GitBlob(_) => {
+            let mut hasher = git_blob_hasher(file.metadata()?.len());
+            std::io::copy(&mut file, &mut hasher)?;
+            Ok(hex(&hasher.finalize()))
+        }
+    }
+}
+
+/// A sha1 that has taken Git's object header for `size` bytes.
+pub(super) fn git_blob_hasher(size: u64) -> sha1::Sha1 {
+    let mut hasher = sha1::Sha1::new();
+    hasher.update(format!("blob {size}\0").as_bytes());
+    hasher
 }
 
 pub(super) fn hex(bytes: &[u8]) -> String {

@@ -10,13 +10,15 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_RANGE, RANGE};
 use sha2::{Digest, Sha256};
 
-use super::hub::{PullError, hex, reason, status_error};
+use super::hub::{Check, PullError, git_blob_hasher, hex, reason, status_error};
 
 /// The part file being written, and what it holds.
 pub(super) struct Part {
     pub path: PathBuf,
     file: std::fs::File,
     hasher: Sha256,
+    /// Git's object id of the same bytes, for a file kept in Git.
+    blob: sha1::Sha1,
     /// Bytes in the part file.
     pub done: u64,
     /// Bytes the whole file has.
@@ -54,6 +56,7 @@ impl Part {
             done = 0;
         }
         let mut hasher = Sha256::new();
+        let mut blob = git_blob_hasher(size);
         let mut buf = vec![0; 1 << 20];
         let mut reader = std::io::BufReader::new(&mut file);
         loop {
@@ -62,11 +65,13 @@ impl Part {
                 break;
             }
             hasher.update(&buf[..n]);
+            blob.update(&buf[..n]);
         }
         Ok(Self {
             path,
             file,
             hasher,
+            blob,
             done,
             size,
         })
@@ -84,6 +89,7 @@ impl Part {
     fn restart(&mut self) -> Result<(), PullError> {
         self.file.set_len(0).map_err(self.io())?;
         self.hasher = Sha256::new();
+        self.blob = git_blob_hasher(self.size);
         self.done = 0;
         Ok(())
     }
@@ -130,6 +136,7 @@ impl Part {
                     }
                     self.file.write_all(&bytes).map_err(self.io())?;
                     self.hasher.update(&bytes);
+                    self.blob.update(&bytes);
                     self.done += bytes.len() as u64;
                     progress(self.done, self.size);
                 }
@@ -146,22 +153,29 @@ impl Part {
         Ok(Tried::Stopped(why))
     }
 
-    /// Makes the whole part file the model at `target` if its hash is
-    /// `sha256`; removes it if not.
-    pub fn finish(self, target: &Path, sha256: &str, name: &str) -> Result<(), PullError> {
+    /// Makes the whole part file the file at `target` if it passes
+    /// `check`; removes it if not.
+    pub fn finish(self, target: &Path, check: &Check, name: &str) -> Result<(), PullError> {
         let io = self.io();
         let Self {
-            path, file, hasher, ..
+            path,
+            file,
+            hasher,
+            blob,
+            ..
         } = self;
         drop(file);
-        let got = hex(&hasher.finalize());
-        if got != sha256 {
+        let got = match check {
+            Check::Sha256(_) => hex(&hasher.finalize()),
+            Check::GitBlob(_) => hex(&blob.finalize()),
+        };
+        if got != check.hex() {
             std::fs::remove_file(&path).map_err(io)?;
             return Err(PullError::Corrupt {
                 file: name.to_string(),
-                what: "its sha256",
+                what: check.what(),
                 got,
-                expected: sha256.to_string(),
+                expected: check.hex().to_string(),
             });
         }
         std::fs::rename(&path, target).map_err(|source| PullError::Io {
