@@ -144,11 +144,11 @@ $(ORT):
 	rm -rf target/ort-fetch
 test-speech: $(SPEECH)/model.bin $(VOICE) $(ORT) voice-tools
 voice-tools:
-	@command -v espeak-ng >/dev/null 2>&1 && command -v opusenc >/dev/null 2>&1 || { \
+	@command -v espeak-ng >/dev/null 2>&1 && command -v opusenc >/dev/null 2>&1 && command -v lame >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng opus-tools >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng opus-tools lame >/dev/null; \
 	  else \
-	    echo "the voice tests need espeak-ng and opus-tools: sudo apt-get install -y espeak-ng opus-tools"; exit 1; \
+	    echo "the voice tests need espeak-ng, opus-tools and lame: sudo apt-get install -y espeak-ng opus-tools lame"; exit 1; \
 	  fi; }
 
 prereqs:

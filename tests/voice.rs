@@ -65,6 +65,15 @@ fn hearth_transcribe_hears_a_voice_note_and_refuses_what_is_not_one() {
         ok && share_heard(SENTENCE, &heard) >= 0.8,
         "{heard} {stderr}"
     );
+    // And as an MP3, named as if it were an OGG: the bytes decide.
+    for name in ["spoken.mp3", "misnamed.ogg"] {
+        let mp3 = common::speech::spoken_mp3(&dir, SENTENCE, name);
+        let (ok, heard, stderr) = transcribe(&s, "", &mp3);
+        assert!(
+            ok && share_heard(SENTENCE, &heard) >= 0.8,
+            "{name}: {heard} {stderr}"
+        );
+    }
 
     let text = dir.join("notes.ogg");
     std::fs::write(&text, "a shopping list, not a recording").unwrap();

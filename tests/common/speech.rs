@@ -22,7 +22,7 @@ pub fn speech_model() -> PathBuf {
 fn run(command: &mut Command) {
     let out = command.output().unwrap_or_else(|e| {
         panic!(
-            "{command:?} did not start ({e}): run `make test-speech` for espeak-ng and opus-tools"
+            "{command:?} did not start ({e}): run `make test-speech` for espeak-ng, opus-tools and lame"
         )
     });
     assert!(
@@ -51,6 +51,17 @@ pub fn voice_note(dir: &Path, text: &str) -> Vec<u8> {
         .arg(&wav)
         .arg(&ogg));
     std::fs::read(&ogg).expect("the encoded note")
+}
+
+/// `text` spoken, as an MP3 file (LAME at 64 kbit/s), named `name` in `dir`.
+pub fn spoken_mp3(dir: &Path, text: &str, name: &str) -> PathBuf {
+    let wav = spoken_wav(dir, text);
+    let mp3 = dir.join(name);
+    run(Command::new("lame")
+        .args(["--quiet", "-b", "64"])
+        .arg(&wav)
+        .arg(&mp3));
+    mp3
 }
 
 /// A voice note of `seconds` of silence (Opus at its lowest rate).
