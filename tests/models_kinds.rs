@@ -58,21 +58,23 @@ fn pulled_whisper(s: &Sandbox) -> PathBuf {
     s.path("data/models/whisper-tiny.en")
 }
 
-/// whisper-base: a model the checkout's models folder does not hold.
+/// whisper-small: a model the checkout's models folder does not hold, and
+/// whose small files the catalogue does not pin (the hub's Git blob hash
+/// is what checks them).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_small_file_altered_on_its_way_is_refused_and_the_model_is_not_used_until_whole() {
-    let hub = whisper_hub("Systran/faster-whisper-base").await;
+    let hub = whisper_hub("Systran/faster-whisper-small").await;
     hub.behave(|b| b.corrupt_in_git = true);
     let s = Sandbox::new();
     let config = s.config(&format!("[models]\nhub_url = \"{}\"\n", hub.url));
-    let out = hearth(&s, &config, &["models", "pull", "whisper-base"]).await;
+    let out = hearth(&s, &config, &["models", "pull", "whisper-small"]).await;
     assert!(!out.status.success());
     assert!(
         text(&out).contains("arrived corrupt: its Git blob hash"),
         "{}",
         text(&out)
     );
-    let dir = s.path("data/models/whisper-base");
+    let dir = s.path("data/models/whisper-small");
     assert!(
         dir.join("model.bin").is_file(),
         "verified before the bad file came"
@@ -83,16 +85,16 @@ async fn a_small_file_altered_on_its_way_is_refused_and_the_model_is_not_used_un
         "the bad bytes are deleted"
     );
     // Not whole: `use` refuses it.
-    let out = hearth(&s, &config, &["models", "use", "whisper-base"]).await;
+    let out = hearth(&s, &config, &["models", "use", "whisper-small"]).await;
     assert!(!out.status.success());
     assert!(text(&out).contains("not every file"), "{}", text(&out));
 
     // Positive control: the hub mends; what was verified is not fetched again.
     hub.behave(|b| b.corrupt_in_git = false);
     let before = hub.requests().len();
-    let out = hearth(&s, &config, &["models", "pull", "whisper-base"]).await;
+    let out = hearth(&s, &config, &["models", "pull", "whisper-small"]).await;
     assert!(out.status.success(), "{}", text(&out));
-    let out = hearth(&s, &config, &["models", "use", "whisper-base"]).await;
+    let out = hearth(&s, &config, &["models", "use", "whisper-small"]).await;
     assert!(out.status.success(), "{}", text(&out));
     let again = &hub.requests()[before..];
     assert!(
@@ -240,4 +242,44 @@ async fn a_vision_model_comes_with_its_projector_and_sees_after_use() {
         text(&out)
     );
     assert!(!std::fs::read_to_string(&config).unwrap().contains("mmproj"));
+}
+
+/// whisper-base, pinned in the catalogue: the real files pass, and a hub
+/// that serves another model under its name is refused before a byte of it
+/// is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pinned_model_is_checked_against_the_catalogue_not_the_hub() {
+    let impostor = whisper_hub("Systran/faster-whisper-base").await;
+    let s = Sandbox::new();
+    let config = s.config(&format!("[models]\nhub_url = \"{}\"\n", impostor.url));
+    let out = hearth(&s, &config, &["models", "pull", "whisper-base"]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("is not the catalogue's"),
+        "{}",
+        text(&out)
+    );
+    assert!(!s.path("data/models/whisper-base/model.bin").exists());
+
+    let source = common::speech::multilingual_model();
+    let read = |f: &str| std::fs::read(source.join(f)).unwrap();
+    let real = FakeHub::start(
+        "Systran/faster-whisper-base",
+        "model.bin",
+        read("model.bin"),
+    )
+    .await;
+    for f in &WHISPER_FILES[1..] {
+        real.add_git(f, read(f));
+    }
+    let config = s.config(&format!("[models]\nhub_url = \"{}\"\n", real.url));
+    let out = hearth(&s, &config, &["models", "pull", "whisper-base"]).await;
+    assert!(out.status.success(), "{}", text(&out));
+    for f in WHISPER_FILES {
+        assert_eq!(
+            std::fs::read(s.path("data/models/whisper-base").join(f)).unwrap(),
+            read(f),
+            "{f}"
+        );
+    }
 }

@@ -102,6 +102,70 @@ fn hearth_transcribe_hears_a_voice_note_and_refuses_what_is_not_one() {
     );
 }
 
+/// A multilingual model (Whisper base) hears the language by itself, and a
+/// language no model can be asked for is refused with the ones it knows.
+#[test]
+fn a_multilingual_model_detects_the_language_and_a_wrong_one_is_refused() {
+    let s = common::Sandbox::new();
+    let dir = s.path("audio");
+    std::fs::create_dir_all(&dir).unwrap();
+    let german = common::speech::spoken_wav_in(
+        &dir,
+        "Bitte erinnere mich morgen früh daran, die Tomaten im Garten zu gießen.",
+        "de",
+    );
+    let english = common::speech::spoken_wav(&dir, SENTENCE);
+    let base = common::speech::multilingual_model();
+    let run = |model: &Path, extra: &str, file: &Path| {
+        let config = s.config(&format!(
+            "[voice]\nmodel = \"{}\"\n{extra}",
+            model.display()
+        ));
+        let out = s
+            .hearth()
+            .arg("--config")
+            .arg(config)
+            .arg("transcribe")
+            .arg(file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        common::assert_no_panic(&stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        (out.status.success(), stdout, stderr)
+    };
+    let (ok, heard, stderr) = run(&base, "", &german);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("audio (de)"),
+        "detected as German: {stderr}"
+    );
+    let heard = heard.to_lowercase();
+    assert!(
+        heard.contains("tomaten") && heard.contains("garten"),
+        "heard: {heard}"
+    );
+    // Positive control: English is detected as English, and heard.
+    let (ok, heard, stderr) = run(&base, "", &english);
+    assert!(ok && stderr.contains("audio (en)"), "{stderr}");
+    assert!(share_heard(SENTENCE, &heard) >= 0.8, "heard: {heard}");
+
+    // A code that is no language: refused before a word is decoded.
+    let (ok, heard, stderr) = run(&base, "language = \"xx\"\n", &german);
+    assert!(!ok && heard.is_empty());
+    assert!(
+        stderr.contains("`xx`") && stderr.contains(", de, ") && stderr.contains("detected"),
+        "{stderr}"
+    );
+    // German asked of an English-only model: refused, and why.
+    let (ok, _, stderr) = run(&speech_model(), "language = \"de\"\n", &german);
+    assert!(!ok && stderr.contains("English-only"), "{stderr}");
+    // Configured, it is taken as said.
+    let (ok, heard, stderr) = run(&base, "language = \"de\"\n", &german);
+    assert!(ok && stderr.contains("audio (de)"), "{stderr}");
+    assert!(heard.to_lowercase().contains("garten"), "heard: {heard}");
+}
+
 fn voice(user: i64, bytes: Vec<u8>, seconds: u32) -> Incoming {
     let mut m = Incoming::text(user, "");
     m.text = None;

@@ -34,12 +34,28 @@ fn run(command: &mut Command) {
 
 /// `text` spoken (130 words a minute) as a WAV file in `dir`.
 pub fn spoken_wav(dir: &Path, text: &str) -> PathBuf {
-    let wav = dir.join("spoken.wav");
+    spoken_wav_in(dir, text, "en")
+}
+
+/// `text` spoken in espeak-ng's voice for `language` (`de`, …) as a WAV file.
+pub fn spoken_wav_in(dir: &Path, text: &str, language: &str) -> PathBuf {
+    let wav = dir.join(format!("spoken-{language}.wav"));
     run(Command::new("espeak-ng")
-        .args(["-s", "130", "-w"])
+        .args(["-v", language, "-s", "130", "-w"])
         .arg(&wav)
         .arg(text));
     wav
+}
+
+/// Whisper base, multilingual, in CTranslate2's format (`make test-speech`
+/// puts it outside `models/`, so that it is never picked by itself).
+pub fn multilingual_model() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-models/whisper-base");
+    assert!(
+        path.join("model.bin").is_file(),
+        "the multilingual speech model is missing: run `make test-speech`"
+    );
+    path
 }
 
 /// `text` spoken, as a Telegram voice note: OGG/Opus, mono, 48 kHz.

@@ -21,6 +21,11 @@ pub enum VoiceError {
     /// The model folder is there but does not load.
     #[error("the speech model in {} does not load: {reason}", .path.display())]
     Model { path: PathBuf, reason: String },
+    /// A language the model cannot be asked to hear.
+    #[error(
+        "the speech model cannot be asked for the language `{asked}` (`[voice] language` or --language); it knows: {known}. Leave it out to have the language detected"
+    )]
+    Language { asked: String, known: String },
     /// The model ran and failed.
     #[error("transcription failed: {0}")]
     Transcribe(String),

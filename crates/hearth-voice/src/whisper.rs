@@ -20,6 +20,8 @@ pub struct Whisper {
     mel: Mel,
     path: PathBuf,
     multilingual: bool,
+    /// The language codes its tokenizer has a token for (`de` for `<|de|>`).
+    languages: Vec<String>,
 }
 
 /// What was said, and what it took.
@@ -68,12 +70,14 @@ impl Whisper {
         let tokenizer =
             ct2rs::tokenizers::hf::Tokenizer::new(dir).map_err(|e| failed(format!("{e:#}")))?;
         let multilingual = model.is_multilingual();
+        let languages = languages_of(&dir.join("tokenizer.json")).map_err(failed)?;
         Ok(Self {
             mel: Mel::new(model.n_mels()),
             model,
             tokenizer,
             path: dir.to_path_buf(),
             multilingual,
+            languages,
         })
     }
 
@@ -85,6 +89,9 @@ impl Whisper {
     /// The words in `pcm`. `language`: an ISO code such as `"de"`, or
     /// `None` to detect it (an English-only model always hears English).
     pub fn transcribe(&self, pcm: &Pcm, language: Option<&str>) -> Result<Transcript, VoiceError> {
+        if let Some(asked) = language {
+            self.knows(asked)?;
+        }
         let started = Instant::now();
         let (mut features, windows) = self.mel.windows(&pcm.samples);
         if windows == 0 {
@@ -145,6 +152,30 @@ impl Whisper {
         })
     }
 
+    /// Refuses a language the model cannot be asked for: one its tokenizer
+    /// has no token for (the prompt would carry it as text and the model
+    /// would answer with its own control tokens), or any but English for an
+    /// English-only model.
+    fn knows(&self, asked: &str) -> Result<(), VoiceError> {
+        let unknown = |known: String| VoiceError::Language {
+            asked: asked.to_string(),
+            known,
+        };
+        if !self.multilingual {
+            return match asked {
+                "en" => Ok(()),
+                _ => Err(unknown(
+                    "en only (an English-only model; pull a multilingual one such as whisper-base)"
+                        .to_string(),
+                )),
+            };
+        }
+        if self.languages.iter().any(|l| l == asked) {
+            return Ok(());
+        }
+        Err(unknown(self.languages.join(", ")))
+    }
+
     /// The language a multilingual model hears in the first window.
     fn detect(&self, view: &StorageView) -> Result<String, VoiceError> {
         let found = self
@@ -162,6 +193,32 @@ impl Whisper {
             .trim_end_matches("|>")
             .to_string())
     }
+}
+
+/// The language codes in a tokenizer's added tokens: `<|de|>`, `<|haw|>`
+/// (two or three small letters; `<|nospeech|>` and the like are not).
+fn languages_of(tokenizer: &Path) -> Result<Vec<String>, String> {
+    #[derive(serde::Deserialize)]
+    struct Added {
+        content: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct File {
+        #[serde(default)]
+        added_tokens: Vec<Added>,
+    }
+    let text = std::fs::read(tokenizer).map_err(|e| format!("{}: {e}", tokenizer.display()))?;
+    let file: File = serde_json::from_slice(&text)
+        .map_err(|e| format!("{} is not a tokenizer: {e}", tokenizer.display()))?;
+    Ok(file
+        .added_tokens
+        .into_iter()
+        .filter_map(|t| {
+            let code = t.content.strip_prefix("<|")?.strip_suffix("|>")?;
+            ((2..=3).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_lowercase()))
+                .then(|| code.to_string())
+        })
+        .collect())
 }
 
 /// The first folder under `roots` (each looked at, then its children) that
