@@ -485,3 +485,72 @@ async fn an_overloaded_api_is_asked_again_after_its_retry_after() {
     assert!(started.elapsed() >= std::time::Duration::from_secs(1));
     daemon.stop().await;
 }
+
+/// `[routing] images = "anthropic"`: a picture that the local model cannot
+/// see goes to the cloud model as a base64 `image` block, and its reply
+/// comes back; a message without one stays on the box.
+#[tokio::test(flavor = "multi_thread")]
+// Held across the awaits on purpose: it serialises the test binary's engines.
+#[allow(clippy::await_holding_lock)]
+async fn a_picture_the_local_model_cannot_see_goes_to_the_routed_cloud_model() {
+    let _engine_turn = crate::common::engine_lock();
+    let home = tempfile::tempdir().unwrap();
+    let mut reply = vec![
+        start_msg(300),
+        block(0, json!({"type": "text", "text": ""})),
+        text(0, "A red square."),
+        stop(0),
+    ];
+    reply.extend(end("end_turn", 4));
+    let (fake, url) = serve(vec![Answer::Events(reply)]).await;
+    let cfg = config_toml(
+        home.path(),
+        &format!(
+            "[model]\npath = \"{}\"\nmmproj = \"\"\ncontext_size = 2048\n[generation]\nmax_tokens = 8\ntemperature = 0.0\n[providers.anthropic]\nbase_url = \"{url}\"\nmodel = \"claude-test\"\napi_key = \"sk-ant-test\"\n[routing]\nimages = \"anthropic\"\n",
+            crate::common::model(crate::common::SMOLLM2).display()
+        ),
+    );
+    let models = Arc::new(LocalModels::new(cfg.clone()));
+    let providers = Arc::new(Providers::new(&cfg, models).unwrap());
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let (daemon, mut rx) = start(builder(cfg, providers), channel.clone());
+
+    let png = crate::common::pictures::png(40, 30, [220, 20, 20]);
+    let mut message = channel.inject_text("ada", "Hello there.");
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    assert!(
+        fake.seen.lock().unwrap().is_empty(),
+        "text stays on the box"
+    );
+    message.id = format!("{}-picture", message.id);
+    message.content = "What is in this picture?".into();
+    message.images = vec![hearth::chat::Image::new(png.clone())];
+    channel.inject(message);
+    assert_eq!(reports(&mut rx, 1).await[0].outcome, Outcome::Replied);
+    assert_eq!(texts(&channel, "ada").last().unwrap(), "A red square.");
+
+    let seen = fake.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    let last = seen[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let blocks = last["content"].as_array().cloned().unwrap_or_default();
+    let image = blocks
+        .iter()
+        .find(|b| b["type"] == "image")
+        .unwrap_or_else(|| panic!("no image block: {last}"));
+    assert_eq!(image["source"]["type"], "base64");
+    assert_eq!(image["source"]["media_type"], "image/png");
+    assert_eq!(
+        image["source"]["data"].as_str().unwrap(),
+        hearth::chat::Image::new(png).base64()
+    );
+    assert!(
+        last.to_string().contains("What is in this picture?"),
+        "{last}"
+    );
+    daemon.stop().await;
+}
