@@ -599,3 +599,71 @@ async fn an_image_block_reaches_the_model_as_a_picture_and_a_bad_one_is_refused(
     assert_eq!(client.answer(id).await["result"]["stopReason"], "end_turn");
     daemon.stop().await;
 }
+
+/// The protocol's own Python SDK sends a picture as an `image` block (after
+/// reading `promptCapabilities.image` from hearth's answer to `initialize`)
+/// to `hearth acp` running SmolLM2 with the test projector: the model's
+/// prompt holds the projector's tokens beside the text (hearth's own log of
+/// the round). The control: the same words with no picture.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Held across the awaits on purpose: it serialises the test binary's engines.
+#[allow(clippy::await_holding_lock)]
+async fn the_protocols_own_sdk_sends_a_picture_the_model_reads_as_its_tokens() {
+    use crate::common::pictures::{IMAGE_TOKENS, png, projector};
+    let _engine_turn = common::engine_lock();
+    let sandbox = common::Sandbox::new();
+    let picture = sandbox.path("red.png");
+    std::fs::write(&picture, png(100, 80, [200, 30, 30])).unwrap();
+    let config = sandbox.config(&format!(
+        "[data]\ndir = \"{}\"\n[agent]\nworkspace = \"{}\"\n[memory]\nenabled = false\n[model]\npath = \"{}\"\nmmproj = \"{}\"\ncontext_size = 2048\n[generation]\nmax_tokens = 8\ntemperature = 0.0\n",
+        sandbox.path("data").display(),
+        sandbox.path("ws").display(),
+        common::model(common::SMOLLM2).display(),
+        projector().display()
+    ))
+    .display()
+    .to_string();
+    let prompt_tokens = |run: &Value| -> u32 {
+        assert_eq!(run["stopReason"], "end_turn", "{run}");
+        assert_eq!(run["exit"], 0, "{run}");
+        let stderr = run["stderr"].as_str().unwrap();
+        common::assert_no_panic(stderr);
+        let at = stderr
+            .find("prompt_tokens=")
+            .unwrap_or_else(|| panic!("no round logged: {stderr}"));
+        stderr[at + 14..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap()
+    };
+    let hearth = env!("CARGO_BIN_EXE_hearth");
+    let question = "What is in this picture?";
+    let seen = ways_in::python(
+        "acp_client.py",
+        &[hearth, &config, question, "deny", picture.to_str().unwrap()],
+        "",
+    )
+    .await;
+    assert_eq!(seen["imageCapability"], true, "{seen}");
+    let updates = seen["updates"].as_array().unwrap();
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "agent_message_chunk"),
+        "an answer: {updates:?}"
+    );
+    let words = ways_in::python(
+        "acp_client.py",
+        &[hearth, &config, question, "deny", ""],
+        "",
+    )
+    .await;
+    let (with_picture, without) = (prompt_tokens(&seen), prompt_tokens(&words));
+    assert!(
+        with_picture >= without + IMAGE_TOKENS,
+        "the picture is {} tokens, not the projector's {IMAGE_TOKENS}",
+        with_picture.saturating_sub(without)
+    );
+}

@@ -135,6 +135,12 @@ impl Provider for Tee {
                     }
                     StreamEvent::Done { usage, finish } => {
                         metrics.usage(usage);
+                        tracing::debug!(
+                            prompt_tokens = usage.prompt_tokens,
+                            cached_tokens = usage.cached_tokens,
+                            completion_tokens = usage.completion_tokens,
+                            "a model round ended"
+                        );
                         let _ = progress.send(Progress::Round {
                             usage: *usage,
                             finish: *finish,

@@ -2,18 +2,21 @@
 own Python SDK (`agent-client-protocol`), whose models check every message
 hearth sends against the protocol's schema.
 
-Usage: acp_client.py HEARTH CONFIG PROMPT ANSWER
-Runs initialize, session/new and one session/prompt; answers every
+Usage: acp_client.py HEARTH CONFIG PROMPT ANSWER [PNG]
+Runs initialize, session/new and one session/prompt (with the picture in
+the file PNG as an image block before the text, when given, and hearth's
+pipeline logging each model round's token counts to stderr); answers every
 permission question with ANSWER (an option id: once, always or deny).
 Prints JSON: the stop reason, each session/update and each permission
 question as the SDK parsed them (by their wire names), and hearth's exit
 code and stderr once stdin is closed."""
 
 import asyncio
+import base64
 import json
 import sys
 
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, image_block, spawn_agent_process, text_block
 from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
 
@@ -67,16 +70,25 @@ class Editor:
         return None
 
 
-async def main(hearth, config, prompt, answer):
+async def main(hearth, config, prompt, answer, picture=None):
     editor = Editor(answer)
     result = {}
+    blocks = [text_block(prompt)]
+    if picture:
+        with open(picture, "rb") as f:
+            data = base64.b64encode(f.read()).decode()
+        blocks.insert(0, image_block(data, "image/png"))
+    # The SDK passes the agent a small default environment, and this on top.
     async with spawn_agent_process(
-        editor, hearth, "--config", config, "acp"
+        editor, hearth, "--config", config, "acp", env={"RUST_LOG": "hearth::pipeline=debug"}
     ) as (conn, process):
-        await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        result["imageCapability"] = bool(
+            init.agent_capabilities.prompt_capabilities.image
+        )
         session = await conn.new_session(cwd="/tmp", mcp_servers=[])
         response = await asyncio.wait_for(
-            conn.prompt(session_id=session.session_id, prompt=[text_block(prompt)]), 120
+            conn.prompt(session_id=session.session_id, prompt=blocks), 120
         )
         result["stopReason"] = response.stop_reason
         # Let the last notifications arrive before stdin closes.
@@ -89,4 +101,4 @@ async def main(hearth, config, prompt, answer):
     print(json.dumps(result))
 
 
-asyncio.run(main(*sys.argv[1:5]))
+asyncio.run(main(*sys.argv[1:6]))
