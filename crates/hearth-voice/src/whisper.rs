@@ -102,6 +102,7 @@ impl Whisper {
                 elapsed: started.elapsed(),
             });
         }
+        let features_ms = started.elapsed().as_secs_f64() * 1e3;
         let shape = [windows, self.mel.n_mels(), FRAMES];
         let view = StorageView::new(&shape, &mut features, ct2rs::Device::CPU)
             .map_err(|e| VoiceError::Transcribe(format!("{e:#}")))?;
@@ -129,6 +130,12 @@ impl Whisper {
             .model
             .generate(&view, &vec![prompt; windows], &options)
             .map_err(|e| VoiceError::Transcribe(format!("{e:#}")))?;
+        tracing::debug!(
+            features_ms,
+            generate_ms = started.elapsed().as_secs_f64() * 1e3 - features_ms,
+            windows,
+            "transcribed"
+        );
         let mut pieces = Vec::with_capacity(results.len());
         for result in results {
             let Some(tokens) = result.sequences.into_iter().next() else {
