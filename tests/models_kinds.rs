@@ -283,3 +283,51 @@ async fn a_pinned_model_is_checked_against_the_catalogue_not_the_hub() {
         );
     }
 }
+
+/// `hearth doctor` says which modalities the configured models give and,
+/// for each one missing, the catalogue model to pull for it; the control:
+/// what is configured is named as such.
+#[tokio::test(flavor = "multi_thread")]
+// Held across the awaits on purpose: it serialises the test binary's engines.
+#[allow(clippy::await_holding_lock)]
+async fn doctor_names_a_catalogue_model_for_each_missing_modality() {
+    let _turn = common::engine_lock();
+    let s = Sandbox::new();
+    let line = |out: &Output, name: &str| {
+        text(out)
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no {name} line: {}", text(out)))
+            .to_string()
+    };
+    let model = format!(
+        "[model]\npath = \"{}\"\n",
+        common::model(common::SMOLLM2).display()
+    );
+    let none = s.config(&format!(
+        "{model}mmproj = \"\"\n[voice]\nmodel = \"\"\nvoice = \"\"\n"
+    ));
+    let out = hearth(&s, &none, &["doctor"]).await;
+    let images = line(&out, "images");
+    assert!(
+        images.contains("text only") && images.contains("hearth models pull"),
+        "{images}"
+    );
+    let voice = line(&out, "voice");
+    assert!(
+        voice.contains("not heard") && voice.contains("not spoken"),
+        "{voice}"
+    );
+    assert_eq!(voice.matches("hearth models pull").count(), 2, "{voice}");
+
+    let all = s.config(&format!(
+        "{model}mmproj = \"{}\"\n[voice]\nmodel = \"{}\"\n",
+        projector().display(),
+        speech_model().display()
+    ));
+    let out = hearth(&s, &all, &["doctor"]).await;
+    let images = line(&out, "images");
+    assert!(images.contains("seen, through the projector"), "{images}");
+    let voice = line(&out, "voice");
+    assert!(voice.contains("voice notes heard by"), "{voice}");
+}

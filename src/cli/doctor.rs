@@ -347,12 +347,27 @@ fn model(report: &mut Report, config: &Config) -> bool {
     true
 }
 
+/// The catalogue model of `kind` that fits here, as the commands to get it.
+fn pull_hint(config: &Config, kind: crate::models::Kind) -> String {
+    let catalogue = crate::models::Catalogue::builtin();
+    let budget =
+        crate::models::Budget::of(backends::load(config.engine.backends_dir.as_deref()).ok());
+    match budget.recommend_kind(&catalogue, kind) {
+        Some(m) => format!("`hearth models pull {0} && hearth models use {0}`", m.name),
+        None => "see `hearth models list`".to_string(),
+    }
+}
+
 /// Which speech model hears voice notes and which voice speaks replies,
 /// or what is missing.
 fn voice_line(config: &Config) -> String {
+    use crate::models::Kind;
     let hearing = match crate::speech::model_dir(&config.voice, &config.data_dir) {
         Ok(dir) => format!("voice notes heard by {}", dir.display()),
-        Err(e) => format!("voice notes are not heard: {e}"),
+        Err(e) => format!(
+            "voice notes are not heard: {e}; to get one: {}",
+            pull_hint(config, Kind::SpeechToText)
+        ),
     };
     let speaking = match crate::speech::voice_files(&config.voice, &config.data_dir) {
         Ok((voice, runtime)) => format!(
@@ -361,7 +376,10 @@ fn voice_line(config: &Config) -> String {
             runtime.display(),
             config.voice.reply_with_voice.as_str()
         ),
-        Err(e) => format!("replies are not spoken: {e}"),
+        Err(e) => format!(
+            "replies are not spoken: {e}; a voice: {}",
+            pull_hint(config, Kind::TextToSpeech)
+        ),
     };
     format!("{hearing}; {speaking}")
 }
@@ -382,7 +400,10 @@ async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
         Ok(engine) => {
             report.info("images", match (&projector, engine.info().vision) {
                 (Some(p), true) => format!("seen, through the projector {}", p.display()),
-                _ => "text only; to see photos set `[model] mmproj` to the model's vision projector (README: Photos and voice)".to_string(),
+                _ => format!(
+                    "text only; to see photos set `[model] mmproj` to the model's vision projector, or {} (README: Photos and voice)",
+                    pull_hint(config, crate::models::Kind::Vision)
+                ),
             });
             report.line(
             "load",
