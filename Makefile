@@ -68,6 +68,11 @@ install: $(if $(NO_BUILD),,build)
 	  install -m 0755 "$$(readlink -f "$$lib")" "$(INSTALL_LIB)/$$(basename "$$lib").new" && \
 	  mv -f "$(INSTALL_LIB)/$$(basename "$$lib").new" "$(INSTALL_LIB)/$$(basename "$$lib")" || exit 1; \
 	done
+	@if [ -e "$(ORT)" ]; then \
+	  mkdir -p "$(INSTALL_LIB)/onnxruntime" && \
+	  install -m 0755 "$(ORT)" "$(INSTALL_LIB)/onnxruntime/$(notdir $(ORT)).new" && \
+	  mv -f "$(INSTALL_LIB)/onnxruntime/$(notdir $(ORT)).new" "$(INSTALL_LIB)/onnxruntime/$(notdir $(ORT))" || exit 1; \
+	else echo "note: spoken replies need ONNX Runtime's library: make test-speech fetches it, then make install again"; fi
 	@install -m 0755 $(HEARTH) "$(INSTALL_LIB)/hearth.new" && mv -f "$(INSTALL_LIB)/hearth.new" "$(INSTALL_LIB)/hearth"
 	@ln -sfn "$(INSTALL_LIB)/hearth" "$(INSTALL_BIN)/hearth"
 	@echo "installed $(INSTALL_BIN)/hearth (files in $(INSTALL_LIB)); your config and data are untouched."

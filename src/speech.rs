@@ -204,11 +204,19 @@ pub fn voice_files(
 ) -> Result<(PathBuf, PathBuf), VoiceError> {
     let roots = crate::engine::model_file::model_dirs(data_dir);
     let model = voice_file(config, data_dir)?;
+    // Beside the binary first, where `make install` puts it: an installed
+    // hearth runs with its own copy.
+    let mut places: Vec<PathBuf> = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .into_iter()
+        .collect();
+    places.extend(roots);
     let runtime = match config.onnxruntime.as_deref() {
         Some(named) if !named.is_empty() => PathBuf::from(named),
-        _ => hearth_voice::find_runtime(&roots).ok_or_else(|| {
+        _ => hearth_voice::find_runtime(&places).ok_or_else(|| {
             VoiceError::NoVoice(
-                "ONNX Runtime's library (libonnxruntime.so) is not in an onnxruntime folder under the models folders; `make test-speech` fetches it, or set `[voice] onnxruntime`".into(),
+                "ONNX Runtime's library (libonnxruntime.so) is not in an onnxruntime folder under the models folders or beside the binary; `make test-speech` fetches it (and `make install` then installs it), or set `[voice] onnxruntime`".into(),
             )
         })?,
     };

@@ -75,6 +75,17 @@ fn make_install_puts_a_runnable_hearth_under_prefix_and_keeps_the_config() {
         String::from_utf8_lossy(&checked.stderr)
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), text);
+    // ONNX Runtime for spoken replies (fetched by `make test-speech`) is
+    // installed beside the binary, and the installed binary uses that copy.
+    let runtime = prefix.join("lib/hearth/onnxruntime/libonnxruntime.so.1.22.1");
+    assert!(runtime.is_file(), "{said}");
+    let doctor = run(&link, &home, &["doctor"]);
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    let voice = report
+        .lines()
+        .find(|l| l.contains(" voice "))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(voice.contains(&runtime.display().to_string()), "{voice}");
 
     // The control: the binary alone.
     let alone = dir.path().join("alone");
