@@ -628,15 +628,7 @@ async fn the_protocols_own_sdk_sends_a_picture_the_model_reads_as_its_tokens() {
         assert_eq!(run["exit"], 0, "{run}");
         let stderr = run["stderr"].as_str().unwrap();
         common::assert_no_panic(stderr);
-        let at = stderr
-            .find("prompt_tokens=")
-            .unwrap_or_else(|| panic!("no round logged: {stderr}"));
-        stderr[at + 14..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .unwrap()
+        common::logged(stderr, "prompt_tokens")
     };
     let hearth = env!("CARGO_BIN_EXE_hearth");
     let question = "What is in this picture?";

@@ -9,8 +9,6 @@
 use crate::common;
 use crate::support;
 
-use std::process::Output;
-
 use common::Sandbox;
 use support::hub_fake::FakeHub;
 
@@ -25,21 +23,7 @@ fn config_for(s: &Sandbox, hub_url: &str) -> std::path::PathBuf {
     s.config(&format!("[models]\nhub_url = \"{hub_url}\"\n"))
 }
 
-async fn hearth(s: &Sandbox, config: &std::path::Path, args: &[&str]) -> Output {
-    let mut cmd = s.hearth_process();
-    cmd.arg("--config").arg(config).args(args);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use support::{hearth_with as hearth, said as text};
 
 fn downloaded(s: &Sandbox) -> std::path::PathBuf {
     s.path("data").join("models").join(common::SMOLLM2)

@@ -36,23 +36,7 @@ async fn whisper_hub(repo: &str) -> FakeHub {
     hub
 }
 
-async fn hearth(s: &Sandbox, config: &Path, args: &[&str]) -> Output {
-    let mut cmd = s.hearth_process();
-    cmd.arg("--config").arg(config).args(args);
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    let t = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    common::assert_no_panic(&t);
-    t
-}
+use support::{hearth_with as hearth, said as text};
 
 fn pulled_whisper(s: &Sandbox) -> PathBuf {
     s.path("data/models/whisper-tiny.en")
@@ -213,15 +197,7 @@ async fn a_vision_model_comes_with_its_projector_and_sees_after_use() {
         let out = cmd.arg("What is in this picture?").output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(out.status.success(), "{stderr}");
-        let at = stderr
-            .find("prompt_tokens=")
-            .unwrap_or_else(|| panic!("{stderr}"));
-        stderr[at + 14..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse::<u32>()
-            .unwrap()
+        common::logged(&stderr, "prompt_tokens")
     };
     let (seen, words) = {
         let _turn = common::engine_lock();

@@ -280,18 +280,10 @@ fn hearth_ask_keeps_a_picture_across_invocations_of_a_session() {
         let out = command.arg(question).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
         assert!(out.status.success(), "{stderr}");
-        let field = |name: &str| -> u32 {
-            let at = stderr
-                .find(&format!("{name}="))
-                .unwrap_or_else(|| panic!("{stderr}"));
-            stderr[at + name.len() + 1..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse()
-                .unwrap()
-        };
-        (field("prompt_tokens"), field("cached_tokens"))
+        (
+            common::logged(&stderr, "prompt_tokens"),
+            common::logged(&stderr, "cached_tokens"),
+        )
     };
     let question = "What is in this picture?";
     let (text, _) = ask("words", None, question);

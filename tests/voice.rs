@@ -24,11 +24,23 @@ use support::telegram_bot::{start, telegram_config};
 use support::telegram_fake::{FakeTelegram, Incoming};
 use support::{SlowEcho, config, local};
 
-/// `hearth transcribe FILE` with `[voice]` set to `voice`.
+/// `hearth transcribe FILE` by Whisper tiny.en with `[voice]` also holding
+/// `voice`.
 fn transcribe(s: &common::Sandbox, voice: &str, file: &Path) -> (bool, String, String) {
+    transcribe_by(s, &speech_model(), voice, file)
+}
+
+/// `hearth transcribe FILE` by the model in `model`, `[voice]` also
+/// holding `voice`: whether it succeeded, its stdout and its stderr.
+fn transcribe_by(
+    s: &common::Sandbox,
+    model: &Path,
+    voice: &str,
+    file: &Path,
+) -> (bool, String, String) {
     let config = s.config(&format!(
         "[voice]\nmodel = \"{}\"\n{voice}",
-        speech_model().display()
+        model.display()
     ));
     let out = s
         .hearth()
@@ -116,24 +128,7 @@ fn a_multilingual_model_detects_the_language_and_a_wrong_one_is_refused() {
     );
     let english = common::speech::spoken_wav(&dir, SENTENCE);
     let base = common::speech::multilingual_model();
-    let run = |model: &Path, extra: &str, file: &Path| {
-        let config = s.config(&format!(
-            "[voice]\nmodel = \"{}\"\n{extra}",
-            model.display()
-        ));
-        let out = s
-            .hearth()
-            .arg("--config")
-            .arg(config)
-            .arg("transcribe")
-            .arg(file)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        common::assert_no_panic(&stderr);
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        (out.status.success(), stdout, stderr)
-    };
+    let run = |model: &Path, extra: &str, file: &Path| transcribe_by(&s, model, extra, file);
     let (ok, heard, stderr) = run(&base, "", &german);
     assert!(ok, "{stderr}");
     assert!(

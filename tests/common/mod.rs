@@ -104,6 +104,20 @@ impl Sandbox {
 }
 
 /// Output that shows no Rust panic or backtrace.
+/// The number hearth logged as `name=N` (the first one) in `stderr`.
+pub fn logged(stderr: &str, name: &str) -> u32 {
+    let key = format!("{name}=");
+    let at = stderr
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {key} in: {stderr}"));
+    stderr[at + key.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} is no number in: {stderr}"))
+}
+
 pub fn assert_no_panic(stderr: &str) {
     assert!(
         !stderr.contains("panicked"),

@@ -23,6 +23,30 @@ pub use pipeline::*;
 #[allow(unused_imports)]
 pub use typist::*;
 
+/// `hearth --config CONFIG ARGS` in the sandbox, run off the test's runtime.
+pub async fn hearth_with(
+    s: &crate::common::Sandbox,
+    config: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    let mut cmd = s.hearth_process();
+    cmd.arg("--config").arg(config).args(args);
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// What a command printed, stdout then stderr; never a panic.
+pub fn said(out: &std::process::Output) -> String {
+    let t = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    crate::common::assert_no_panic(&t);
+    t
+}
+
 /// Whether a file named `name` lies anywhere under `dir`.
 pub fn file_under(dir: &std::path::Path, name: &str) -> bool {
     std::fs::read_dir(dir)
