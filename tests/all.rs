@@ -44,6 +44,7 @@ mod pipeline_phases;
 mod published_templates;
 mod real_model;
 mod sandbox;
+mod sandbox_servers;
 mod security;
 mod services;
 mod sliding_window;

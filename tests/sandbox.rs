@@ -26,8 +26,9 @@ const CANARY: &str = "CANARY-d41d8cd98f";
 const PEM_BODY: &str = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ";
 /// A line of the host's passwd that the synthetic one lacks.
 const HOST_PASSWD: &str = "daemon:x:1:1";
-/// Tests here count the host's processes: one at a time.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Tests here count the host's processes: one at a time (and the other
+/// tests that start contained processes wait their turn too).
+pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Every long-running process the hostile commands start sleeps this long,
 /// so a survivor can be found by its command line.
 const MARK: &str = "7777";

@@ -42,8 +42,15 @@ const ETC_NETWORK: &[&str] = &[
 ];
 
 /// The arguments before the command: `passwd` and `group` are file
-/// descriptors the child inherits, holding the synthetic files.
-pub fn args(workspace: &Path, network: bool, passwd: RawFd, group: RawFd) -> Vec<OsString> {
+/// descriptors the child inherits, holding the synthetic files; `reads`
+/// are further paths bound read-only (where a tool server's code lives).
+pub fn args(
+    workspace: &Path,
+    network: bool,
+    reads: &[PathBuf],
+    passwd: RawFd,
+    group: RawFd,
+) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::with_capacity(64);
     let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
     push(&["--unshare-all", "--die-with-parent", "--new-session"]);
@@ -87,6 +94,9 @@ pub fn args(workspace: &Path, network: bool, passwd: RawFd, group: RawFd) -> Vec
         "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
     ] {
         a.push(item.into());
+    }
+    for path in reads {
+        a.extend(["--ro-bind-try".into(), path.into(), path.into()]);
     }
     a.extend([
         "--bind".into(),

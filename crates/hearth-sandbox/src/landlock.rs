@@ -87,7 +87,13 @@ pub struct Confinement {
 }
 
 impl Confinement {
-    pub fn new(workspace: &Path, network: bool) -> Result<Self, LandlockError> {
+    /// The rules for `workspace` (read-write), the system's programs and
+    /// `reads` (read-only), and the network only when `network`.
+    pub fn new(
+        workspace: &Path,
+        network: bool,
+        reads: &[std::path::PathBuf],
+    ) -> Result<Self, LandlockError> {
         let unavailable = |e: landlock::RulesetError| LandlockError::Unavailable(e.to_string());
         let existing = |paths: &'static [&'static str]| {
             paths.iter().copied().filter(|p| Path::new(p).exists())
@@ -119,6 +125,10 @@ impl Confinement {
                 existing(DEVICES),
                 AccessFs::ReadFile | AccessFs::WriteFile,
             ))
+            .map_err(unavailable)?;
+        let reads = reads.iter().filter(|p| p.exists());
+        created = created
+            .add_rules(path_beneath_rules(reads, AccessFs::from_read(ABI_WANTED)))
             .map_err(unavailable)?;
         if network {
             created = created

@@ -9,7 +9,10 @@
 //! - [`limits`]: CPU, memory, file size and process count for either;
 //! - [`process`]: starting the contained command, reading its output with a
 //!   cap, and killing everything it started when it ends, times out or is
-//!   cancelled.
+//!   cancelled;
+//! - [`serving`]: a contained process that stays (a tool server spoken to
+//!   over its stdin and stdout), killed with everything it started when it
+//!   is dropped.
 //!
 //! `[agent] sandbox` picks one (`auto` tries them in that order). Where none
 //! can run the shell tool is not offered, and [`Sandbox::describe`] says why
@@ -19,11 +22,13 @@ pub mod bwrap;
 pub mod landlock;
 pub mod limits;
 mod process;
+mod serving;
 
 use std::path::{Path, PathBuf};
 
 pub use limits::Limits;
 pub use process::Finished;
+pub use serving::Serving;
 
 /// `[agent] sandbox`: which containment to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +93,8 @@ pub struct Sandbox {
     bwrap: Option<PathBuf>,
     workspace: PathBuf,
     network: bool,
+    /// Paths readable besides the system's programs (a server's code).
+    reads: Vec<PathBuf>,
     limits: Limits,
     cgroups: Option<limits::CgroupRoot>,
 }
@@ -127,6 +134,7 @@ impl Sandbox {
             bwrap,
             workspace: workspace.to_path_buf(),
             network,
+            reads: Vec::new(),
             limits,
             cgroups: limits::CgroupRoot::find(),
         }
@@ -137,6 +145,24 @@ impl Sandbox {
     pub fn for_workspace(&self, workspace: &Path) -> Self {
         Self {
             workspace: workspace.to_path_buf(),
+            ..self.clone()
+        }
+    }
+
+    /// The same containment for a process of its own: its folder, whether
+    /// it may reach the network, what else it may read, and its limits.
+    pub fn for_server(
+        &self,
+        folder: &Path,
+        network: bool,
+        reads: Vec<PathBuf>,
+        limits: Limits,
+    ) -> Self {
+        Self {
+            workspace: folder.to_path_buf(),
+            network,
+            reads,
+            limits,
             ..self.clone()
         }
     }
@@ -187,6 +213,19 @@ impl Sandbox {
     /// `output_cap` characters of each stream.
     pub async fn run(&self, command: &str, output_cap: usize) -> Result<Finished, SandboxError> {
         process::run(self, command, output_cap).await
+    }
+
+    /// Starts `program` with `args` (no shell) in the folder, contained,
+    /// with `env` on top of the clean environment; its stdin, stdout and
+    /// stderr are pipes. It runs until it exits or the [`Serving`] is
+    /// dropped.
+    pub fn spawn(
+        &self,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Result<Serving, SandboxError> {
+        serving::spawn(self, program, args, env)
     }
 }
 

@@ -42,55 +42,8 @@ pub(super) async fn run(
     command: &str,
     output_cap: usize,
 ) -> Result<Finished, SandboxError> {
-    if let Containment::Unavailable(why) = &sandbox.containment {
-        return Err(SandboxError::Unavailable(why.clone()));
-    }
-    let cgroup = sandbox
-        .cgroups
-        .as_ref()
-        .and_then(|root| root.create(sandbox.limits.processes).ok());
-    let rlimits = Rlimits::new(&sandbox.limits, cgroup.is_some());
-    let confinement = match sandbox.containment {
-        Containment::Landlock => Some(Arc::new(Confinement::new(
-            &sandbox.workspace,
-            sandbox.network,
-        )?)),
-        _ => None,
-    };
-    let (mut std_command, _inherited) = command_for(
-        &sandbox.containment,
-        sandbox.bwrap.as_deref(),
-        &sandbox.workspace,
-        sandbox.network,
-        command,
-    )?;
-    let procs = cgroup.as_ref().and_then(PidsCgroup::procs_fd);
-    let inherit: Vec<RawFd> = _inherited.iter().map(AsRawFd::as_raw_fd).collect();
-    // SAFETY: the closure only makes async-signal-safe system calls on
-    // values prepared before the fork (Landlock takes its prepared ruleset
-    // out of an uncontended mutex).
-    unsafe {
-        std_command.pre_exec(move || {
-            prepare_child(&inherit, procs)?;
-            rlimits.apply()?;
-            if let Some(c) = &confinement {
-                c.apply()?;
-            }
-            Ok(())
-        });
-    }
-    let mut child = tokio::process::Command::from(std_command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    drop(_inherited);
-    let group = Group {
-        pgid: child.id().map(|p| p as i32),
-        cgroup,
-        reaped: AtomicBool::new(false),
-    };
+    let argv: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), command.into()];
+    let (mut child, group) = start(sandbox, &argv, &[], Stdio::null())?;
     // Read a little more than the cap (bytes for characters); past it the
     // command is stopped rather than buffered.
     let limit = (output_cap as u64 + 1) * 4;
@@ -115,17 +68,73 @@ pub(super) async fn run(
     })
 }
 
+/// Starts `argv` contained as `sandbox` says, with `env` on top of the
+/// clean environment, stdout and stderr piped: the child and its group.
+pub(super) fn start(
+    sandbox: &Sandbox,
+    argv: &[OsString],
+    env: &[(String, String)],
+    stdin: Stdio,
+) -> Result<(tokio::process::Child, Group), SandboxError> {
+    if let Containment::Unavailable(why) = &sandbox.containment {
+        return Err(SandboxError::Unavailable(why.clone()));
+    }
+    let cgroup = sandbox
+        .cgroups
+        .as_ref()
+        .and_then(|root| root.create(sandbox.limits.processes).ok());
+    let rlimits = Rlimits::new(&sandbox.limits, cgroup.is_some());
+    let confinement = match sandbox.containment {
+        Containment::Landlock => Some(Arc::new(Confinement::new(
+            &sandbox.workspace,
+            sandbox.network,
+            &sandbox.reads,
+        )?)),
+        _ => None,
+    };
+    let (mut std_command, inherited) = command_for(sandbox, argv)?;
+    std_command.envs(env.iter().map(|(k, v)| (k, v)));
+    let procs = cgroup.as_ref().and_then(PidsCgroup::procs_fd);
+    let inherit: Vec<RawFd> = inherited.iter().map(AsRawFd::as_raw_fd).collect();
+    // SAFETY: the closure only makes async-signal-safe system calls on
+    // values prepared before the fork (Landlock takes its prepared ruleset
+    // out of an uncontended mutex).
+    unsafe {
+        std_command.pre_exec(move || {
+            prepare_child(&inherit, procs)?;
+            rlimits.apply()?;
+            if let Some(c) = &confinement {
+                c.apply()?;
+            }
+            Ok(())
+        });
+    }
+    let child = tokio::process::Command::from(std_command)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    drop(inherited);
+    let group = Group {
+        pgid: child.id().map(|p| p as i32),
+        cgroup,
+        reaped: AtomicBool::new(false),
+    };
+    Ok((child, group))
+}
+
 /// A started command's process group and cgroup: killed on drop.
-struct Group {
+pub(super) struct Group {
     pgid: Option<i32>,
     cgroup: Option<PidsCgroup>,
     /// The leader was reaped and its group killed: its number may be
     /// reused, so the group is not signalled again.
-    reaped: AtomicBool,
+    pub(super) reaped: AtomicBool,
 }
 
 impl Group {
-    fn kill(&self) {
+    pub(super) fn kill(&self) {
         if let Some(pgid) = self
             .pgid
             .filter(|p| *p > 1 && !self.reaped.load(Ordering::SeqCst))
@@ -184,42 +193,60 @@ fn prepare_child(inherit: &[RawFd], procs: Option<RawFd>) -> std::io::Result<()>
     Ok(())
 }
 
-/// The command line for `containment`, with a clean environment, and the
-/// pipes the child must inherit (bubblewrap's synthetic files).
+/// The command line for `sandbox`'s containment running `argv`, with a
+/// clean environment, and the pipes the child must inherit (bubblewrap's
+/// synthetic files).
 fn command_for(
+    sandbox: &Sandbox,
+    argv: &[OsString],
+) -> std::io::Result<(std::process::Command, Vec<OwnedFd>)> {
+    command_line(
+        &sandbox.containment,
+        sandbox.bwrap.as_deref(),
+        &sandbox.workspace,
+        sandbox.network,
+        &sandbox.reads,
+        argv,
+    )
+}
+
+fn command_line(
     containment: &Containment,
     bwrap: Option<&Path>,
     workspace: &Path,
     network: bool,
-    command: &str,
+    reads: &[std::path::PathBuf],
+    argv: &[OsString],
 ) -> std::io::Result<(std::process::Command, Vec<OwnedFd>)> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no program to run",
+        ));
+    };
     let mut inherited = Vec::new();
     let mut cmd = if *containment == Containment::Bubblewrap {
-        let program = bwrap.ok_or_else(|| {
+        let bwrap = bwrap.ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::NotFound, "bwrap is not installed")
         })?;
         let (passwd, group) = bwrap::identity(workspace);
         let passwd = data_pipe(passwd.as_bytes())?;
         let group = data_pipe(group.as_bytes())?;
-        let mut c = std::process::Command::new(program);
+        let mut c = std::process::Command::new(bwrap);
         c.args(bwrap::args(
             workspace,
             network,
+            reads,
             passwd.as_raw_fd(),
             group.as_raw_fd(),
         ));
-        c.args([
-            OsString::from("--"),
-            "/bin/sh".into(),
-            "-c".into(),
-            command.into(),
-        ]);
+        c.arg("--").args(argv);
         inherited.push(passwd);
         inherited.push(group);
         c
     } else {
-        let mut c = std::process::Command::new("/bin/sh");
-        c.arg("-c").arg(command);
+        let mut c = std::process::Command::new(program);
+        c.args(args);
         c
     };
     cmd.current_dir(workspace)
@@ -251,12 +278,13 @@ fn data_pipe(content: &[u8]) -> std::io::Result<OwnedFd> {
 
 /// Runs `true` under the bubblewrap at `program` with hearth's arguments.
 pub(super) fn probe_bwrap(program: &Path, workspace: &Path) -> std::io::Result<ExitStatus> {
-    let (mut cmd, inherited) = command_for(
+    let (mut cmd, inherited) = command_line(
         &Containment::Bubblewrap,
         Some(program),
         workspace,
         false,
-        "true",
+        &[],
+        &["true".into()],
     )?;
     let inherit: Vec<RawFd> = inherited.iter().map(AsRawFd::as_raw_fd).collect();
     // SAFETY: as in `run`.
