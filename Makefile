@@ -23,7 +23,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -43,7 +43,7 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients test-projector test-speech cuda-compiler
+test: prereqs test-models test-clients test-mcp test-projector test-speech cuda-compiler
 	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
@@ -97,6 +97,20 @@ test-clients: $(PYCLIENTS)/.installed
 $(PYCLIENTS)/.installed: tests/clients/requirements.txt
 	rm -rf $(PYCLIENTS)
 	python3 -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --target $(PYCLIENTS) -r tests/clients/requirements.txt
+	touch $@
+
+# The reference MCP server that exercises the whole protocol, from npm at
+# the version and hashes tests/clients/npm/package-lock.json pins.
+NPM_MCP := target/npm-mcp
+test-mcp: $(NPM_MCP)/.installed
+$(NPM_MCP)/.installed: tests/clients/npm/package.json tests/clients/npm/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null || exit 1; \
+	  else echo "npm is missing: sudo apt-get install -y nodejs npm"; exit 1; fi; }
+	rm -rf $(NPM_MCP) && mkdir -p $(NPM_MCP)
+	cp tests/clients/npm/package.json tests/clients/npm/package-lock.json $(NPM_MCP)/
+	cd $(NPM_MCP) && npm ci --silent --no-audit --no-fund
 	touch $@
 
 # A vision projector with random weights for SmolLM2 (576 wide): no vision

@@ -45,6 +45,7 @@ pub mod history;
 pub mod inbox;
 pub mod lms;
 pub mod lock;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod paths;

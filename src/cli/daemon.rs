@@ -38,7 +38,7 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     metrics.known(&Known {
         channels: channels.iter().map(|c| c.name().to_string()).collect(),
         outcomes: Outcome::LABELS.to_vec(),
-        tools: tools.names().map(str::to_string).collect(),
+        tools: tools.names(),
         lms_sources: config.lms.sources.iter().map(|s| s.name.clone()).collect(),
     });
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)

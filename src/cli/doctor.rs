@@ -292,6 +292,9 @@ async fn sandbox(report: &mut Report, config: &Config) -> anyhow::Result<()> {
         ),
     );
     report.line("sandbox", sandbox.runs_commands(), sandbox.describe());
+    for (ok, line) in super::mcp_cmd::doctor_lines(config, &sandbox).await {
+        report.line("mcp", ok, line);
+    }
     Ok(())
 }
 

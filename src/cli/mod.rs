@@ -15,6 +15,7 @@ mod doctor;
 mod inbox_cmd;
 mod lms_cmd;
 mod logging;
+pub mod mcp_cmd;
 mod memory_cmd;
 mod models_cmd;
 mod models_use;
@@ -126,6 +127,11 @@ pub enum Command {
     Tools {
         #[command(subcommand)]
         command: ToolsCommand,
+    },
+    /// MCP: the tool servers hearth uses, and hearth as a server.
+    Mcp {
+        #[command(subcommand)]
+        command: mcp_cmd::McpCommand,
     },
     /// Messages not answered yet, replies waiting to be sent, and failures.
     Inbox {
@@ -239,11 +245,12 @@ async fn with_config(
 ) -> anyhow::Result<ExitCode> {
     match command {
         Command::Tools { command } => match command {
-            ToolsCommand::List => tools_cmd::list(&config, env),
+            ToolsCommand::List => tools_cmd::list(&config, env).await,
             ToolsCommand::Run { name, arguments } => {
                 tools_cmd::run(&config, env, &name, &arguments).await
             }
         },
+        Command::Mcp { command } => mcp_cmd::run(&config, env, command).await,
         Command::Inbox { all } => inbox_cmd::run(&config, all),
         Command::Lms { command } => lms_cmd::run(&config, command),
         Command::Memory { command } => memory_cmd::run(&config, command),

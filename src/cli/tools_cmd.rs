@@ -1,5 +1,7 @@
 //! `hearth tools list` and `hearth tools run NAME 'JSON'`: the agent's tools
-//! by hand, under the configured policy, for debugging and scripting.
+//! (and the MCP servers') by hand, under the configured policy, for
+//! debugging and scripting. Running a tool by hand is the person's own
+//! approval.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -85,9 +87,30 @@ fn move_old_workspace(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
+/// The configured tools, with the MCP servers' when `mcp` (each server
+/// tried once first); the hub runs as long as it is kept.
+async fn registry(
+    config: &Config,
+    ctx: &ToolContext,
+    mcp: bool,
+) -> (ToolRegistry, Option<Arc<crate::mcp::McpHub>>) {
+    let mut registry = ToolRegistry::for_config(&config.agent, &ctx.sandbox);
+    if !mcp {
+        return (registry, None);
+    }
+    let hub = super::mcp_cmd::started(config, &ctx.sandbox).await;
+    for status in hub.status() {
+        if let crate::mcp::ServerState::Failed(why) = &status.state {
+            eprintln!("MCP server `{}` did not start: {why}", status.name);
+        }
+    }
+    registry.add_source(hub.clone());
+    (registry, Some(hub))
+}
+
+pub async fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
     let ctx = context(config, env)?;
-    let registry = ToolRegistry::for_config(&config.agent, &ctx.sandbox);
+    let (registry, _hub) = registry(config, &ctx, true).await;
     for spec in registry.specs() {
         println!("{:<11} {}", spec.name, spec.description);
         println!("{:<11} arguments: {}", "", spec.parameters);
@@ -104,9 +127,9 @@ pub async fn run(
     let args: serde_json::Value = serde_json::from_str(json)
         .with_context(|| format!("the arguments are not JSON: {json}"))?;
     let ctx = context(config, env)?;
-    let result = ToolRegistry::for_config(&config.agent, &ctx.sandbox)
-        .run(name, args, &ctx)
-        .await;
+    let mcp = name.contains(crate::config::MCP_SEPARATOR);
+    let (registry, _hub) = registry(config, &ctx, mcp).await;
+    let result = registry.run(name, args, &ctx).await;
     if result.is_error {
         eprintln!("{name}: {}", result.content);
         Ok(ExitCode::FAILURE)

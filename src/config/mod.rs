@@ -15,6 +15,7 @@ mod error;
 mod gateway;
 mod lms;
 mod load;
+mod mcp;
 mod memory;
 mod models;
 mod providers;
@@ -36,6 +37,10 @@ pub use gateway::GatewayConfig;
 pub use hearth_core::model::{GpuLayers, ModelFamily, Reasoning};
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
+};
+pub use mcp::{
+    Ask, McpConfig, SEPARATOR as MCP_SEPARATOR, ServerConfig as McpServerConfig,
+    Transport as McpTransport,
 };
 pub use memory::MemoryConfig;
 pub use models::ModelsConfig;
@@ -73,6 +78,8 @@ pub struct Config {
     pub models: ModelsConfig,
     pub scheduler: SchedulerConfig,
     pub voice: VoiceConfig,
+    /// The MCP tool servers hearth is a client of.
+    pub mcp: McpConfig,
     pub daemon: DaemonConfig,
     pub routing: RoutingConfig,
 }
@@ -294,6 +301,7 @@ impl Config {
         let models = ModelsConfig::from_raw(raw.models)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
         let voice = VoiceConfig::from_raw(raw.voice)?;
+        let mcp = McpConfig::from_raw(raw.mcp, env)?;
         let (daemon, routing) = daemon::validate(raw.daemon, raw.routing)?;
         routing.check_providers(openai.model.is_some(), anthropic.model.is_some())?;
 
@@ -314,6 +322,7 @@ impl Config {
             models,
             scheduler,
             voice,
+            mcp,
             daemon,
             routing,
         })
@@ -385,6 +394,7 @@ impl Config {
             out.extend(source.token.iter().map(|t| t.expose().to_string()));
             out.extend(secret::url_secrets(&source.url));
         }
+        out.extend(self.mcp.secrets());
         out
     }
 }

@@ -25,6 +25,7 @@ pub struct RawConfig {
     pub models: Option<super::models::RawModels>,
     pub scheduler: Option<super::scheduler::RawScheduler>,
     pub voice: Option<super::voice::RawVoice>,
+    pub mcp: Option<super::mcp::RawMcp>,
     pub daemon: Option<super::daemon::RawDaemon>,
     pub routing: Option<super::daemon::RawRouting>,
 }

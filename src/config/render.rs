@@ -28,6 +28,7 @@ impl Config {
         self.models.render(&mut out);
         self.scheduler.render(&mut out);
         self.voice.render(&mut out);
+        self.mcp.render(&mut out);
         let _ = writeln!(out, "{}", self.telegram.render());
         self.gateway.render(&mut out);
         self.openai.render(&mut out);

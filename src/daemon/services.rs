@@ -76,9 +76,18 @@ impl Services {
         })
     }
 
-    /// The agent's tools: the core ones and those of each service.
+    /// The agent's tools: the core ones, those of each service, and the
+    /// MCP servers' (each server started in the background; they run as
+    /// long as the registry is kept).
     pub fn tools(&self, config: &Config, sandbox: &Sandbox) -> ToolRegistry {
         let mut tools = ToolRegistry::for_config(&config.agent, sandbox);
+        if config.mcp.enabled().next().is_some() {
+            tools.add_source(crate::mcp::McpHub::start(
+                &config.mcp,
+                sandbox,
+                &config.data_dir,
+            ));
+        }
         if let Some(m) = &self.memory {
             memory::memory_tools(m.store().clone())
                 .into_iter()

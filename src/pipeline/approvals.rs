@@ -1,6 +1,7 @@
 //! The `before_tool_call` decision: a call of a tool listed in `[agent]
 //! approve` runs only once the person who started the turn allows it, in
-//! their own chat (`autonomy = "full"` asks nothing).
+//! their own chat (`autonomy = "full"` asks nothing), and so does a
+//! call of a tool that asks first (an MCP server's).
 //!
 //! "Always" is remembered per channel, chat, person and tool across
 //! restarts ([`Grants`]); `/approvals reset` forgets a chat's grants. A
@@ -42,15 +43,20 @@ impl Approvals {
         self.grants.revoke(grantee(message))
     }
 
-    /// Whether `call`, made in `message`'s turn, may run.
+    /// Whether `call`, made in `message`'s turn, may run. `asks_first`:
+    /// the tool itself asks before every call (an MCP server's, unless its
+    /// config says otherwise).
     pub async fn decide(
         &self,
         agent: &AgentConfig,
         channel: &Arc<dyn Channel>,
         message: &ChannelMessage,
         call: &ParsedToolCall,
+        asks_first: bool,
     ) -> HookDecision {
-        if !agent.asks_before(&call.name) {
+        let full = agent.autonomy == crate::security::Autonomy::Full;
+        let asks = agent.asks_before(&call.name) || (asks_first && !full);
+        if !asks {
             return HookDecision::Run;
         }
         if message.initiator == Initiator::Schedule {

@@ -264,7 +264,7 @@ impl Runtime {
         let done = progress.clone();
         let notices = progress;
         let (approvals, asking, turn) = (self.approvals.clone(), channel.clone(), message.clone());
-        let settings = config.clone();
+        let (settings, tools) = (config.clone(), self.tools.clone());
         let before_tool_call =
             move |call: &crate::agent::ParsedToolCall| -> BoxFuture<'static, HookDecision> {
                 let (approvals, channel, message, config) = (
@@ -273,10 +273,11 @@ impl Runtime {
                     turn.clone(),
                     settings.clone(),
                 );
+                let asks_first = tools.asks_first(&call.name);
                 let (notices, call) = (notices.clone(), call.clone());
                 Box::pin(async move {
                     let decision = approvals
-                        .decide(&config.agent, &channel, &message, &call)
+                        .decide(&config.agent, &channel, &message, &call, asks_first)
                         .await;
                     if matches!(decision, HookDecision::Run) {
                         let _ = notices.send(Progress::Tool {

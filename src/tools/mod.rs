@@ -162,13 +162,26 @@ pub trait Tool: Send + Sync {
     fn read_only(&self) -> bool {
         false
     }
+    /// Whether every call waits for the person's answer whatever `[agent]
+    /// approve` lists (a tool from a server hearth does not control).
+    fn asks_first(&self) -> bool {
+        false
+    }
     fn execute<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult>;
 }
 
-/// Tools by name.
+/// Tools that come and go while hearth runs (an MCP server's): asked for
+/// what it offers at each turn.
+pub trait ToolSource: Send + Sync {
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
+/// Tools by name: the built-in ones, then those of each source (a source's
+/// tool named like a built-in one is not offered).
 #[derive(Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Box<dyn Tool>>,
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl ToolRegistry {
@@ -202,15 +215,43 @@ impl ToolRegistry {
     }
 
     pub fn register(&mut self, tool: Box<dyn Tool>) {
-        self.tools.insert(tool.name().to_string(), tool);
+        self.tools.insert(tool.name().to_string(), Arc::from(tool));
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+    /// Adds tools that may change while hearth runs.
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
     }
 
-    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        self.tools.get(name).map(|t| t.as_ref())
+    /// Every tool offered now, by name.
+    fn all(&self) -> BTreeMap<String, Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for source in &self.sources {
+            for tool in source.tools() {
+                all.entry(tool.name().to_string()).or_insert(tool);
+            }
+        }
+        all
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.all().into_keys().collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        if let Some(t) = self.tools.get(name) {
+            return Some(t.clone());
+        }
+        self.sources
+            .iter()
+            .flat_map(|s| s.tools())
+            .find(|t| t.name() == name)
+    }
+
+    /// Whether a call of `name` waits for the person's answer because the
+    /// tool itself says so.
+    pub fn asks_first(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|t| t.asks_first())
     }
 
     /// What the model is offered.
@@ -224,7 +265,7 @@ impl ToolRegistry {
     }
 
     fn specs_where(&self, keep: impl Fn(&dyn Tool) -> bool) -> Vec<ToolSpec> {
-        self.tools
+        self.all()
             .values()
             .filter(|t| keep(t.as_ref()))
             .map(|t| ToolSpec {
@@ -238,10 +279,9 @@ impl ToolRegistry {
     /// Runs one call under the context's limits.
     pub async fn run(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolResult {
         let Some(tool) = self.get(name) else {
-            let known: Vec<&str> = self.names().collect();
             return ToolResult::error(format!(
                 "unknown tool `{name}`; available: {}",
-                known.join(", ")
+                self.names().join(", ")
             ));
         };
         if ctx.read_only && !tool.read_only() {

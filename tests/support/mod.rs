@@ -8,6 +8,7 @@
 pub mod api_daemon;
 pub mod hub_fake;
 pub mod lms_fake;
+pub mod mcp;
 pub mod parrot;
 pub mod pipeline;
 pub mod slow_model;

@@ -1,0 +1,112 @@
+//! `hearth mcp list` (each server, its state and its tools) and `hearth
+//! mcp serve` (hearth's own capabilities to another MCP client, on stdio).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Subcommand;
+
+use crate::config::{Config, Environment};
+use crate::mcp::{McpHub, ServerState, ServerStatus};
+use crate::sandbox::Sandbox;
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start each configured server once: its state and its tools.
+    List,
+    /// Offer hearth's memory, LMS dates, reminders and local model to an
+    /// MCP client, on stdin and stdout.
+    Serve,
+}
+
+pub async fn run(
+    config: &Config,
+    env: &Environment,
+    command: McpCommand,
+) -> anyhow::Result<ExitCode> {
+    match command {
+        McpCommand::List => list(config, env).await,
+        McpCommand::Serve => crate::mcp::serve::run(config, env).await,
+    }
+}
+
+/// Starts every enabled server and waits until each has been tried once.
+pub async fn started(config: &Config, sandbox: &Sandbox) -> Arc<McpHub> {
+    let hub = McpHub::start(&config.mcp, sandbox, &config.data_dir);
+    hub.settled().await;
+    hub
+}
+
+async fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
+    if config.mcp.servers.is_empty() {
+        println!(
+            "No MCP server is configured: add one under [mcp.servers.NAME] (the README shows how)."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ctx = super::tools_cmd::context(config, env)?;
+    let hub = started(config, &ctx.sandbox).await;
+    let mut ok = true;
+    for (name, server) in &config.mcp.servers {
+        if !server.enabled {
+            println!("{name}: off (`enabled = false`)\n");
+        }
+    }
+    for status in hub.status() {
+        ok &= status.state == ServerState::Ready;
+        print!("{}", describe(&status));
+    }
+    hub.stop();
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// A server's state and tools, for `hearth mcp list`.
+fn describe(status: &ServerStatus) -> String {
+    let mut out = format!("{}: {}\n", status.name, state_line(status));
+    for (tool, description) in &status.tools {
+        out.push_str(&format!("  {tool:<32} {}\n", first_line(description)));
+    }
+    out.push('\n');
+    out
+}
+
+fn state_line(status: &ServerStatus) -> String {
+    match &status.state {
+        ServerState::Ready => {
+            let pid = status.pid.map(|p| format!(", pid {p}")).unwrap_or_default();
+            format!("ready, {} tools{pid}", status.tools.len())
+        }
+        ServerState::Starting => "starting".to_string(),
+        ServerState::Failed(why) => format!("FAILED: {why}"),
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    crate::tools::cap(line, 100).replace('\n', " ")
+}
+
+/// `hearth doctor`'s lines: for each enabled server, whether it started,
+/// and if not, why and what to do.
+pub async fn doctor_lines(config: &Config, sandbox: &Sandbox) -> Vec<(bool, String)> {
+    if config.mcp.enabled().next().is_none() {
+        return Vec::new();
+    }
+    let hub = started(config, sandbox).await;
+    let lines = hub
+        .status()
+        .iter()
+        .map(|s| {
+            (
+                s.state == ServerState::Ready,
+                format!("{}: {}", s.name, state_line(s)),
+            )
+        })
+        .collect();
+    hub.stop();
+    lines
+}

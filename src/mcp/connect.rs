@@ -1,0 +1,194 @@
+//! Starting one server: a contained command on stdio, or a Streamable HTTP
+//! endpoint; then `initialize`, within the server's start timeout.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+use super::McpError;
+use super::handler::Handler;
+use crate::config::{McpServerConfig, McpTransport};
+use crate::sandbox::{Limits, Sandbox, Serving};
+
+/// The longest message a server may send: longer ones are dropped unread,
+/// so a server that floods cannot grow hearth's memory without bound.
+pub(super) const MAX_MESSAGE_BYTES: usize = 4 << 20;
+
+/// A line of a server's stderr kept in the log, and how many lines are.
+const STDERR_LINE_CHARS: usize = 1_000;
+const STDERR_LINES: u64 = 500;
+
+/// A live connection, and the process behind it when hearth started one.
+pub(super) struct Connection {
+    pub(super) client: RunningService<RoleClient, Handler>,
+    pub(super) process: Option<Serving>,
+}
+
+/// What a server's process may use: a long-lived program (a runtime such
+/// as Node reserves far more address space than it uses).
+pub(super) fn server_limits() -> Limits {
+    Limits {
+        cpu_secs: 24 * 3600,
+        memory_bytes: 16 << 30,
+        ..Limits::default()
+    }
+}
+
+/// Connects to the server `name` as `config` says; a stdio server runs
+/// in `base` narrowed to its own folder under `data_dir/mcp/`.
+pub(super) async fn connect(
+    name: &str,
+    config: &McpServerConfig,
+    base: &Sandbox,
+    data_dir: &Path,
+    handler: Handler,
+) -> Result<Connection, McpError> {
+    let timeout = Duration::from_secs(config.start_timeout_secs);
+    match &config.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            reads,
+            network,
+        } => {
+            let folder = data_dir.join("mcp").join(name);
+            crate::file_modes::make_private_dir(&folder).map_err(|source| McpError::Folder {
+                path: folder.clone(),
+                source,
+            })?;
+            let sandbox = base.for_server(&folder, *network, reads.clone(), server_limits());
+            let env: Vec<(String, String)> =
+                env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let mut process =
+                sandbox
+                    .spawn(command, args, &env)
+                    .map_err(|source| McpError::Spawn {
+                        command: command.clone(),
+                        source,
+                    })?;
+            let (stdin, stdout, stderr) = process.take_io();
+            if let Some(stderr) = stderr {
+                tokio::spawn(log_stderr(name.to_string(), stderr));
+            }
+            let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+                return Err(McpError::Initialize(
+                    "its stdin or stdout is missing".into(),
+                ));
+            };
+            let transport =
+                AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES);
+            let client = initialize(handler.serve(transport), timeout).await?;
+            Ok(Connection {
+                client,
+                process: Some(process),
+            })
+        }
+        McpTransport::Http {
+            url,
+            headers,
+            bearer,
+        } => {
+            let mut custom = HashMap::new();
+            for (key, value) in headers {
+                let header = axum::http::HeaderName::try_from(key.as_str())
+                    .map_err(|_| McpError::Header(key.clone()))?;
+                let value = axum::http::HeaderValue::try_from(value.expose())
+                    .map_err(|_| McpError::Header(key.clone()))?;
+                custom.insert(header, value);
+            }
+            let mut settings =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            settings.max_sse_event_size = MAX_MESSAGE_BYTES;
+            settings.max_json_response_size = MAX_MESSAGE_BYTES;
+            if let Some(token) = bearer {
+                settings = settings.auth_header(token.expose());
+            }
+            tls_provider();
+            let transport = StreamableHttpClientTransport::from_config(settings);
+            let client = initialize(handler.serve(transport), timeout).await?;
+            Ok(Connection {
+                client,
+                process: None,
+            })
+        }
+    }
+}
+
+async fn initialize<E: std::fmt::Display>(
+    start: impl Future<Output = Result<RunningService<RoleClient, Handler>, E>>,
+    timeout: Duration,
+) -> Result<RunningService<RoleClient, Handler>, McpError> {
+    match tokio::time::timeout(timeout, start).await {
+        Err(_) => Err(McpError::StartTimeout(timeout.as_secs())),
+        Ok(Err(e)) => Err(McpError::Initialize(e.to_string())),
+        Ok(Ok(client)) => Ok(client),
+    }
+}
+
+/// The HTTP client's TLS uses ring, as the rest of hearth does.
+fn tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// A server's stderr, line by line into the log: each line cut, and after
+/// [`STDERR_LINES`] lines only a count, so a chatty server cannot fill the
+/// disk.
+async fn log_stderr(server: String, stderr: impl AsyncRead + Unpin) {
+    let mut lines = BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut seen = 0u64;
+    loop {
+        line.clear();
+        match read_line_capped(&mut lines, &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        seen += 1;
+        if seen <= STDERR_LINES {
+            let text = String::from_utf8_lossy(&line);
+            let text = crate::tools::cap(text.trim_end(), STDERR_LINE_CHARS);
+            tracing::info!(server, "MCP server stderr: {text}");
+        } else if seen.is_power_of_two() {
+            tracing::warn!(
+                server,
+                lines = seen,
+                "MCP server keeps writing to stderr; not logged"
+            );
+        }
+    }
+}
+
+/// One line, keeping at most [`STDERR_LINE_CHARS`] × 4 bytes of it.
+async fn read_line_capped(
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(total);
+        }
+        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = (STDERR_LINE_CHARS * 4).saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        reader.consume(take);
+        total += take;
+        if done {
+            return Ok(total);
+        }
+    }
+}

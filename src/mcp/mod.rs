@@ -1,0 +1,63 @@
+//! MCP: hearth as a client of the tool servers people already run, and as
+//! a server of its own capabilities (`hearth mcp serve`), both through the
+//! official Rust SDK (`rmcp`).
+//!
+//! Each configured server is kept running by its own supervisor
+//! ([`supervise`]): a stdio server starts inside hearth's sandbox with a
+//! folder of its own, a Streamable HTTP server is reached at its URL; one
+//! that fails or dies is started again with backoff. Its tools join the
+//! agent's registry through [`McpHub`], a [`crate::tools::ToolSource`],
+//! as `SERVER__tool` ([`tool`]), asking first by default; results go
+//! through the registry's scrubbing, fencing and cap like any tool output.
+
+mod connect;
+mod handler;
+mod hub;
+pub mod serve;
+mod supervise;
+mod tool;
+
+pub use hub::{McpHub, ServerState, ServerStatus};
+pub use tool::exposed_name;
+
+/// Why a server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: crate::sandbox::SandboxError,
+    },
+    #[error("cannot make its folder {path}: {source}")]
+    Folder {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no answer to `initialize` within {0} s")]
+    StartTimeout(u64),
+    #[error("`initialize` failed: {0}")]
+    Initialize(String),
+    #[error("listing its tools failed: {0}")]
+    List(String),
+    #[error("the header `{0}` is not a valid HTTP header")]
+    Header(String),
+}
+
+impl McpError {
+    /// What to do about it.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            Self::Spawn { .. } => {
+                "check `command` runs by hand; inside the sandbox only /usr, /bin, /lib and the paths in `reads` are visible, so add the folder its program and code live in to `reads`"
+            }
+            Self::Folder { .. } => "check the data dir is writable",
+            Self::StartTimeout(_) => {
+                "the server started but never answered; run its command by hand to see what it waits for, or raise `start_timeout_secs`"
+            }
+            Self::Initialize(_) | Self::List(_) => {
+                "run its command by hand (or open its URL) to see why; the server's stderr is in hearth's log"
+            }
+            Self::Header(_) => "fix the header's name or value under `headers`",
+        }
+    }
+}
