@@ -183,6 +183,32 @@ async fn lms_upcoming_answers_what_is_due_this_week() {
 }
 
 #[tokio::test]
+async fn lms_recent_lists_what_appeared_lately_newest_first() {
+    let fake = moodle_fake();
+    let url = moodle_server(fake.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at(NOW)));
+    let n = notifier(&moodle_config(&url), dir.path(), &clock);
+    // Control: nothing polled, nothing new.
+    let before = recent(&n, dir.path(), 7).await;
+    assert!(before.content.contains("Nothing new"), "{}", before.content);
+    n.poll_once(&Recorder::default()).await;
+    let week = recent(&n, dir.path(), 7).await;
+    assert!(!week.is_error, "{}", week.content);
+    for title in [
+        "Room change for Thursday",
+        "Welcome to CS101",
+        "Quiz 2: Sorting",
+    ] {
+        assert!(week.content.contains(title), "{title}: {}", week.content);
+    }
+    // Seen a week and a day ago: no longer recent.
+    clock.advance(chrono::Duration::days(8));
+    let later = recent(&n, dir.path(), 7).await;
+    assert!(later.content.contains("Nothing new"), "{}", later.content);
+}
+
+#[tokio::test]
 async fn course_filters_keep_only_the_named_courses() {
     let fake = moodle_fake();
     let url = moodle_server(fake.clone()).await;

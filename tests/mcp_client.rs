@@ -233,3 +233,90 @@ async fn a_changed_tool_list_is_followed() {
     assert!(offered(last));
     d.daemon.stop().await;
 }
+
+/// The everything server on Streamable HTTP at a free port: its process
+/// and its URL, once it listens.
+fn everything_over_http() -> (std::process::Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = crate::support::mcp::root()
+        .join("target/npm-mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut child = std::process::Command::new("node")
+        .arg(script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return (child, format!("http://127.0.0.1:{port}/mcp"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the everything server did not listen on {port}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_is_used_and_gets_the_token_and_headers() {
+    let (mut server, url) = everything_over_http();
+    let s = Sandbox::new();
+    let config = s.config(&format!("[mcp.servers.web]\nurl = \"{url}\"\n"));
+    let out = run(&s, &config, "web__echo", r#"{"message": "over http"}"#).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("Echo: over http"), "{}", said(&out));
+
+    // The bearer token (from the environment) and the headers are sent;
+    // a refusal is the server's failure, and the token is never printed.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        // Never waits forever: a hearth that never connects fails the test.
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut stream = loop {
+            match listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => return format!("no request came: {e}"),
+            }
+        };
+        stream.set_nonblocking(false).unwrap();
+        let mut request = vec![0u8; 8192];
+        let n = stream.read(&mut request).unwrap();
+        let _ = stream.write_all(
+            b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        );
+        String::from_utf8_lossy(&request[..n]).to_lowercase()
+    });
+    let config = s.config(&format!(
+        "[mcp.servers.home]\nurl = \"http://127.0.0.1:{port}/mcp\"\nbearer_token_env = \"HOME_MCP_TOKEN\"\nheaders = {{ \"X-Home\" = \"kitchen\" }}\nstart_timeout_secs = 5\n"
+    ));
+    let mut cmd = s.hearth_process();
+    cmd.arg("--config").arg(&config).args(["mcp", "list"]);
+    cmd.env("HOME_MCP_TOKEN", "sekrit-token-8812");
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let request = seen.join().unwrap();
+    assert!(
+        request.contains("authorization: bearer sekrit-token-8812"),
+        "{request}"
+    );
+    assert!(request.contains("x-home: kitchen"), "{request}");
+    let listed = said(&out);
+    assert!(!out.status.success(), "{listed}");
+    assert!(listed.contains("home: FAILED"), "{listed}");
+    assert!(!listed.contains("sekrit-token-8812"), "{listed}");
+}

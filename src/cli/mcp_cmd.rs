@@ -26,8 +26,43 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     match command {
         McpCommand::List => list(config, env).await,
-        McpCommand::Serve => crate::mcp::serve::run(config, env).await,
+        McpCommand::Serve => serve(config, env).await,
     }
+}
+
+/// `hearth mcp serve`: the services the config turns on, their tools
+/// (not the shell's nor the files'), and the local model, on stdio.
+async fn serve(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
+    use crate::daemon::{LoadedModel, LocalModels, Services};
+    use crate::providers::Provider;
+    let models = Arc::new(LocalModels::new(config.clone()));
+    let model: Arc<dyn Provider> = Arc::new(LoadedModel::new(models.clone()));
+    let services = Services::open(config, model.clone())?;
+    let mut tools = crate::tools::ToolRegistry::default();
+    if let Some(m) = &services.memory {
+        crate::memory::memory_tools(m.store().clone())
+            .into_iter()
+            .for_each(|t| tools.register(t));
+    }
+    if let Some(s) = &services.scheduler {
+        crate::scheduler::cron_tools(s.clone())
+            .into_iter()
+            .for_each(|t| tools.register(t));
+    }
+    if let Some(n) = &services.notifier {
+        tools.register(Box::new(n.upcoming_tool()));
+        tools.register(Box::new(n.recent_tool()));
+    }
+    let context = crate::tools::ToolContext {
+        // Asking the model can take a while on a CPU.
+        timeout: std::time::Duration::from_secs(config.agent.tool_timeout_secs.max(300)),
+        ..super::tools_cmd::context(config, env)?
+    };
+    let server = crate::mcp::serve::HearthServer::new(config, tools, context, model);
+    let served = crate::mcp::serve::serve_stdio(server).await;
+    models.shutdown().await;
+    served?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Starts every enabled server and waits until each has been tried once.

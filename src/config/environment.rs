@@ -11,6 +11,9 @@ use std::path::PathBuf;
 pub struct Environment {
     vars: HashMap<String, String>,
     home: Option<PathBuf>,
+    /// Whether a variable the config itself names (`bearer_token_env`) is
+    /// read from this process when asked.
+    process: bool,
 }
 
 impl Environment {
@@ -24,6 +27,7 @@ impl Environment {
         Self {
             vars,
             home: std::env::var_os("HOME").map(PathBuf::from),
+            process: true,
         }
     }
 
@@ -32,6 +36,7 @@ impl Environment {
         Self {
             vars: HashMap::new(),
             home: Some(home.into()),
+            process: false,
         }
     }
 
@@ -46,6 +51,18 @@ impl Environment {
             .get(key)
             .map(String::as_str)
             .filter(|v| !v.is_empty())
+    }
+
+    /// A variable the config names, whatever its name: from the snapshot,
+    /// else (for the real process) read now.
+    pub fn named(&self, key: &str) -> Option<String> {
+        if let Some(v) = self.var(key) {
+            return Some(v.to_string());
+        }
+        if !self.process {
+            return None;
+        }
+        std::env::var(key).ok().filter(|v| !v.is_empty())
     }
 
     pub fn home(&self) -> Option<&PathBuf> {

@@ -322,7 +322,7 @@ fn http(
     }
     let bearer = match bearer_env {
         None => None,
-        Some(var) => Some(Secret::new(env.var(&var).ok_or_else(|| {
+        Some(var) => Some(Secret::new(env.named(&var).ok_or_else(|| {
             ConfigError::invalid(
                 &format!("mcp.servers.{name}.bearer_token_env"),
                 format!("the environment variable `{var}` is not set"),

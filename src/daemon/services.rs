@@ -100,6 +100,7 @@ impl Services {
         }
         if let Some(n) = &self.notifier {
             tools.register(Box::new(n.upcoming_tool()));
+            tools.register(Box::new(n.recent_tool()));
         }
         tools
     }

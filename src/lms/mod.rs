@@ -9,7 +9,8 @@
 //!   courier) hands what is due to a [`NoticeSink`], which the daemon
 //!   implements over its channels. The daemon runs them apart, so a chat
 //!   outage never delays a poll; [`Notifier::poll_once`] does both.
-//! - [`LmsUpcoming`] is the agent's `lms_upcoming` tool.
+//! - [`LmsUpcoming`] is the agent's `lms_upcoming` tool, [`LmsRecent`] its
+//!   `lms_recent`.
 
 pub mod canvas;
 mod courier;
@@ -23,6 +24,7 @@ mod lines_and_polls;
 pub mod moodle;
 mod notice;
 mod notifier;
+mod recent;
 mod recurrence;
 mod source;
 mod store;
@@ -36,6 +38,7 @@ pub use item::{ItemKind, LmsItem};
 pub use lines_and_polls::{Queued, SourceStatus};
 pub use notice::{Notice, NoticeError, NoticeKind, NoticeSink, format_due};
 pub use notifier::{MAX_BACKOFF, Notifier, PollReport, SourceReport};
+pub use recent::LmsRecent;
 pub use source::{LmsSource, from_config};
 pub use store::{Pending, Recorded, SeenStore};
 pub use summary::summarise;

@@ -155,6 +155,11 @@ impl Notifier {
         )
     }
 
+    /// The agent's `lms_recent` tool over this notifier's store.
+    pub fn recent_tool(&self) -> super::LmsRecent {
+        super::LmsRecent::new(self.store.clone(), self.clock.clone())
+    }
+
     /// How often the daemon should call [`Notifier::poll`].
     pub fn poll_interval(&self) -> Duration {
         self.config.poll_interval

@@ -231,13 +231,32 @@ impl SeenStore {
         )
     }
 
+    /// Items of every source first seen since `since`, newest first, at
+    /// most `limit`.
+    pub fn recent(&self, since: DateTime<Utc>, limit: u32) -> Result<Vec<LmsItem>, LmsError> {
+        self.items_in_order(
+            "first_seen >= ?1",
+            &format!("first_seen DESC, source, id LIMIT {limit}"),
+            params![since.timestamp()],
+        )
+    }
+
     fn items_where(
         &self,
         filter: &str,
         args: impl rusqlite::Params,
     ) -> Result<Vec<LmsItem>, LmsError> {
+        self.items_in_order(filter, "due, source, id", args)
+    }
+
+    fn items_in_order(
+        &self,
+        filter: &str,
+        order: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<LmsItem>, LmsError> {
         let conn = self.lock();
-        let sql = format!("SELECT item FROM items WHERE {filter} ORDER BY due, source, id");
+        let sql = format!("SELECT item FROM items WHERE {filter} ORDER BY {order}");
         let mut stmt = conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map(args, |r| r.get::<_, String>(0))

@@ -54,6 +54,9 @@ impl McpError {
             Self::StartTimeout(_) => {
                 "the server started but never answered; run its command by hand to see what it waits for, or raise `start_timeout_secs`"
             }
+            Self::Initialize(why) if why.contains(" 401 ") || why.contains(" 403 ") => {
+                "the server refused hearth: check the token (`bearer_token_env` names a variable that must hold it) and `headers`"
+            }
             Self::Initialize(_) | Self::List(_) => {
                 "run its command by hand (or open its URL) to see why; the server's stderr is in hearth's log"
             }

@@ -7,9 +7,7 @@
 //! needs an answer nobody here can give, so it is refused; `autonomy =
 //! "read_only"` allows only the tools that change nothing.
 
-use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
@@ -21,8 +19,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::{ChatMessage, ChatRequest, SamplingParams};
-use crate::config::{Config, Environment};
-use crate::daemon::{LoadedModel, LocalModels, Services};
+use crate::config::Config;
 use crate::providers::Provider;
 use crate::security::Autonomy;
 use crate::tools::{Tool, ToolContext, ToolRegistry, ToolResult};
@@ -35,28 +32,14 @@ pub struct HearthServer {
 }
 
 impl HearthServer {
-    /// The services `config` turns on, their tools, and `ask_local_model`
-    /// answered by `model`.
+    /// Offers `tools` (the services' tools the caller chose) and
+    /// `ask_local_model` answered by `model`, run under `context`.
     pub fn new(
         config: &Config,
-        services: &Services,
+        mut tools: ToolRegistry,
         context: ToolContext,
         model: Arc<dyn Provider>,
     ) -> Self {
-        let mut tools = ToolRegistry::default();
-        if let Some(m) = &services.memory {
-            crate::memory::memory_tools(m.store().clone())
-                .into_iter()
-                .for_each(|t| tools.register(t));
-        }
-        if let Some(s) = &services.scheduler {
-            crate::scheduler::cron_tools(s.clone())
-                .into_iter()
-                .for_each(|t| tools.register(t));
-        }
-        if let Some(n) = &services.notifier {
-            tools.register(Box::new(n.upcoming_tool()));
-        }
         tools.register(Box::new(AskLocalModel {
             model,
             sampling: SamplingParams::from(&config.generation),
@@ -198,21 +181,11 @@ impl Tool for AskLocalModel {
 }
 
 /// Serves on stdin and stdout until the client goes.
-pub async fn run(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
-    let models = Arc::new(LocalModels::new(config.clone()));
-    let model: Arc<dyn Provider> = Arc::new(LoadedModel::new(models.clone()));
-    let services = Services::open(config, model.clone())?;
-    let context = crate::cli::tools_cmd::context(config, env)?;
-    let context = ToolContext {
-        timeout: Duration::from_secs(config.agent.tool_timeout_secs.max(300)),
-        ..context
-    };
-    let server = HearthServer::new(config, &services, context, model);
+pub async fn serve_stdio(server: HearthServer) -> anyhow::Result<()> {
     let running = server
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| anyhow::anyhow!("the MCP client did not initialize: {e}"))?;
     let _ = running.waiting().await;
-    models.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -412,7 +412,21 @@ pub fn moodle_fake() -> Arc<Fake> {
 /// What the `lms_upcoming` tool of `n` answers for the next `days`.
 pub async fn upcoming(n: &Notifier, dir: &Path, days: u32) -> hearth::tools::ToolResult {
     use hearth::tools::Tool;
-    let ctx = hearth::tools::ToolContext::new(
+    n.upcoming_tool()
+        .execute(serde_json::json!({ "days": days }), &read_only(dir))
+        .await
+}
+
+/// What the `lms_recent` tool of `n` answers for the last `days`.
+pub async fn recent(n: &Notifier, dir: &Path, days: u32) -> hearth::tools::ToolResult {
+    use hearth::tools::Tool;
+    n.recent_tool()
+        .execute(serde_json::json!({ "days": days }), &read_only(dir))
+        .await
+}
+
+fn read_only(dir: &Path) -> hearth::tools::ToolContext {
+    hearth::tools::ToolContext::new(
         hearth::security::SecurityPolicy::new(
             &dir.join("ws"),
             hearth::security::Autonomy::ReadOnly,
@@ -420,8 +434,5 @@ pub async fn upcoming(n: &Notifier, dir: &Path, days: u32) -> hearth::tools::Too
         )
         .unwrap(),
         std::time::Duration::from_secs(5),
-    );
-    n.upcoming_tool()
-        .execute(serde_json::json!({ "days": days }), &ctx)
-        .await
+    )
 }
