@@ -3,15 +3,13 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Clock;
 use super::store::SeenStore;
 use crate::tools::{Tool, ToolContext, ToolResult};
 use futures::future::BoxFuture;
 
-const DEFAULT_DAYS: i64 = 7;
-const MAX_DAYS: i64 = 90;
 /// The most items listed.
 const MOST: u32 = 30;
 /// Characters of each item's text shown.
@@ -74,20 +72,11 @@ impl Tool for LmsRecent {
     }
 
     fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS, "description": "How many days back; default 7."}
-            }
-        })
+        super::tool::days_schema("back")
     }
 
     fn execute<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        let days = args
-            .get("days")
-            .and_then(Value::as_i64)
-            .unwrap_or(DEFAULT_DAYS)
-            .clamp(1, MAX_DAYS);
+        let days = super::tool::days(&args);
         Box::pin(async move { self.answer(days) })
     }
 }

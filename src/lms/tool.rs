@@ -86,20 +86,29 @@ impl Tool for LmsUpcoming {
     }
 
     fn schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS, "description": "How many days ahead; default 7."}
-            }
-        })
+        days_schema("ahead")
     }
 
     fn execute<'a>(&'a self, args: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
-        let days = args
-            .get("days")
-            .and_then(Value::as_i64)
-            .unwrap_or(DEFAULT_DAYS)
-            .clamp(1, MAX_DAYS);
+        let days = days(&args);
         Box::pin(async move { self.answer(days) })
     }
+}
+
+/// The LMS tools' one argument: a number of days, 1 to 90, default 7.
+pub(super) fn days_schema(direction: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "days": {"type": "integer", "minimum": 1, "maximum": MAX_DAYS, "description": format!("How many days {direction}; default 7.")}
+        }
+    })
+}
+
+/// The `days` of `args`, within bounds.
+pub(super) fn days(args: &Value) -> i64 {
+    args.get("days")
+        .and_then(Value::as_i64)
+        .unwrap_or(DEFAULT_DAYS)
+        .clamp(1, MAX_DAYS)
 }
