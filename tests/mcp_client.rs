@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth::channels::Answer;
+use hearth::channels::{Answer, ChannelEvent};
 use hearth::mcp::ServerState;
 use serde_json::json;
 
@@ -165,6 +165,25 @@ async fn a_server_killed_mid_call_fails_that_call_is_restarted_and_other_chats_a
     assert!(
         crate::support::texts(&d.channel, "ada").is_empty(),
         "Ada's call still runs"
+    );
+    // "typing…" stays alive while the server works (refreshed every 4 s).
+    let typing = |d: &McpDaemon| {
+        d.channel
+            .events()
+            .iter()
+            .filter(|e| matches!(e, ChannelEvent::Typing { recipient } if recipient == "ada"))
+            .count()
+    };
+    for _ in 0..60 {
+        if typing(&d) >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(typing(&d) >= 3, "typing shown {} times", typing(&d));
+    assert!(
+        crate::support::texts(&d.channel, "ada").is_empty(),
+        "still running"
     );
     // The server dies mid-call: the call fails and the model hears why.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };

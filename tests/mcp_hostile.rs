@@ -127,9 +127,19 @@ fn listener() -> (u16, Arc<AtomicUsize>) {
     std::thread::spawn(move || {
         for mut stream in l.incoming().flatten() {
             counted.fetch_add(1, Ordering::SeqCst);
-            let mut buf = [0u8; 64];
-            let _ = stream.read(&mut buf);
-            let _ = stream.write_all(b"HTTP/1.0 200 OK\r\n\r\nhi");
+            // The whole request head, then a whole answer: a client that
+            // sent more than was read would see the connection reset.
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nhi",
+            );
         }
     });
     (port, hits)
@@ -254,4 +264,33 @@ async fn a_server_that_never_answers_fails_alone_and_the_rest_starts() {
         .await;
     assert!(reply.contains("datetime"), "{reply}");
     d.daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_fetch_server_reaches_the_network_only_when_its_config_allows() {
+    let s = Sandbox::new();
+    let (port, hits) = listener();
+    let args = [
+        "-m",
+        "mcp_server_fetch",
+        "--ignore-robots-txt",
+        "--allow-private-ips",
+    ]
+    .map(String::from);
+    let config = s.config(&config_text(
+        "auto",
+        &[
+            python_server("offline", &args, "approve = \"never\""),
+            python_server("online", &args, "approve = \"never\"\nnetwork = true"),
+        ],
+    ));
+    let url = json!({"url": format!("http://127.0.0.1:{port}/page")}).to_string();
+    let out = hearth_with(&s, &config, &["tools", "run", "offline__fetch", &url]).await;
+    assert!(!out.status.success(), "{}", said(&out));
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "{}", said(&out));
+    // Control: allowed the network, the same fetch reaches the page.
+    let out = hearth_with(&s, &config, &["tools", "run", "online__fetch", &url]).await;
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("hi"), "{}", said(&out));
+    assert!(hits.load(Ordering::SeqCst) >= 1);
 }

@@ -392,6 +392,19 @@ mod tests {
     }
 
     #[test]
+    fn allow_and_deny_choose_the_tools_offered() {
+        let env = Environment::with_home("/h");
+        let c = parse(
+            "[servers.a]\ncommand = \"x\"\nallow = [\"read\", \"list\"]\ndeny = [\"list\"]\n[servers.b]\ncommand = \"x\"\ndeny = [\"write\"]\n",
+            &env,
+        )
+        .unwrap();
+        let (a, b) = (&c.servers["a"], &c.servers["b"]);
+        assert!(a.offers("read") && !a.offers("list") && !a.offers("write"));
+        assert!(b.offers("read") && !b.offers("write"));
+    }
+
+    #[test]
     fn names_that_would_split_two_ways_are_refused() {
         let env = Environment::with_home("/h");
         for bad in ["a__b", "x_", "", "sp ace", "dot.ted"] {
