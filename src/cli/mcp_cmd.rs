@@ -39,20 +39,7 @@ async fn serve(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
     let model: Arc<dyn Provider> = Arc::new(LoadedModel::new(models.clone()));
     let services = Services::open(config, model.clone())?;
     let mut tools = crate::tools::ToolRegistry::default();
-    if let Some(m) = &services.memory {
-        crate::memory::memory_tools(m.store().clone())
-            .into_iter()
-            .for_each(|t| tools.register(t));
-    }
-    if let Some(s) = &services.scheduler {
-        crate::scheduler::cron_tools(s.clone())
-            .into_iter()
-            .for_each(|t| tools.register(t));
-    }
-    if let Some(n) = &services.notifier {
-        tools.register(Box::new(n.upcoming_tool()));
-        tools.register(Box::new(n.recent_tool()));
-    }
+    services.add_tools(&mut tools);
     let context = crate::tools::ToolContext {
         // Asking the model can take a while on a CPU.
         timeout: std::time::Duration::from_secs(config.agent.tool_timeout_secs.max(300)),

@@ -88,6 +88,12 @@ impl Services {
                 &config.data_dir,
             ));
         }
+        self.add_tools(&mut tools);
+        tools
+    }
+
+    /// Adds each enabled service's tools (memory, jobs, the LMS) to `tools`.
+    pub fn add_tools(&self, tools: &mut ToolRegistry) {
         if let Some(m) = &self.memory {
             memory::memory_tools(m.store().clone())
                 .into_iter()
@@ -102,7 +108,6 @@ impl Services {
             tools.register(Box::new(n.upcoming_tool()));
             tools.register(Box::new(n.recent_tool()));
         }
-        tools
     }
 
     /// The memory seam for the pipeline, when memory is on.
