@@ -45,6 +45,9 @@ pub struct ParallelReport {
     pub ratio: f64,
     pub serial_ttft_ms: f64,
     pub batched_ttft_ms: f64,
+    /// Conversations, over all rounds, whose batched reply is the serial one
+    /// character for character (greedy decoding either way).
+    pub identical_replies: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -53,6 +56,9 @@ pub struct Round {
     pub batched: Run,
     /// Batched aggregate tokens/s over serial.
     pub ratio: f64,
+    /// Per conversation: the characters the two replies share from the start
+    /// (the whole reply when they are equal).
+    pub common_prefix_chars: Vec<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -62,6 +68,7 @@ pub struct Run {
     pub tokens_per_s: f64,
     /// Each conversation's time from the first request to its first text.
     pub ttft_ms: Vec<f64>,
+    pub replies: Vec<String>,
 }
 
 pub async fn run(
@@ -110,6 +117,7 @@ async fn measure(engine: &Engine, n: usize, rounds: usize) -> anyhow::Result<Par
         );
         all.push(Round {
             ratio: batched.tokens_per_s / serial.tokens_per_s,
+            common_prefix_chars: common_prefixes(&serial.replies, &batched.replies),
             serial,
             batched,
         });
@@ -127,8 +135,21 @@ async fn measure(engine: &Engine, n: usize, rounds: usize) -> anyhow::Result<Par
         ratio: med(&|r| r.ratio),
         serial_ttft_ms: med(&|r| mean(&r.serial.ttft_ms)),
         batched_ttft_ms: med(&|r| mean(&r.batched.ttft_ms)),
+        identical_replies: all
+            .iter()
+            .flat_map(|r| r.serial.replies.iter().zip(&r.batched.replies))
+            .filter(|(s, b)| s == b)
+            .count(),
         rounds: all,
     })
+}
+
+fn common_prefixes(serial: &[String], batched: &[String]) -> Vec<usize> {
+    serial
+        .iter()
+        .zip(batched)
+        .map(|(s, b)| s.chars().zip(b.chars()).take_while(|(x, y)| x == y).count())
+        .collect()
 }
 
 fn messages(i: usize) -> Vec<ChatMessage> {
@@ -141,15 +162,16 @@ fn messages(i: usize) -> Vec<ChatMessage> {
 /// The conversations one after the other.
 async fn serial(engine: &Engine, tag: &str, n: usize) -> anyhow::Result<Run> {
     let started = Instant::now();
-    let (mut tokens, mut ttft_ms) = (0, Vec::new());
+    let (mut tokens, mut ttft_ms, mut replies) = (0, Vec::new(), Vec::new());
     for i in 0..n {
         let before = started.elapsed().as_secs_f64() * 1e3;
-        let (usage, ttft, _) =
+        let (usage, ttft, text) =
             timed_reply(engine, &format!("{tag}-{i}"), messages(i), REPLY_TOKENS).await?;
         tokens += usage.completion_tokens;
         ttft_ms.push(before + ttft);
+        replies.push(text);
     }
-    Ok(finish(tokens, started, ttft_ms))
+    Ok(finish(tokens, started, ttft_ms, replies))
 }
 
 /// The conversations submitted together.
@@ -159,22 +181,24 @@ async fn batched(engine: &Engine, tag: &str, n: usize) -> anyhow::Result<Run> {
         let key = format!("{tag}-{i}");
         async move { timed_reply(engine, &key, messages(i), REPLY_TOKENS).await }
     });
-    let (mut tokens, mut ttft_ms) = (0, Vec::new());
+    let (mut tokens, mut ttft_ms, mut texts) = (0, Vec::new(), Vec::new());
     for reply in futures::future::join_all(replies).await {
-        let (usage, ttft, _) = reply?;
+        let (usage, ttft, text) = reply?;
         tokens += usage.completion_tokens;
         ttft_ms.push(ttft);
+        texts.push(text);
     }
-    Ok(finish(tokens, started, ttft_ms))
+    Ok(finish(tokens, started, ttft_ms, texts))
 }
 
-fn finish(tokens: u32, started: Instant, ttft_ms: Vec<f64>) -> Run {
+fn finish(tokens: u32, started: Instant, ttft_ms: Vec<f64>, replies: Vec<String>) -> Run {
     let seconds = started.elapsed().as_secs_f64();
     Run {
         tokens,
         seconds,
         tokens_per_s: f64::from(tokens) / seconds,
         ttft_ms,
+        replies,
     }
 }
 
@@ -196,4 +220,9 @@ fn print(r: &ParallelReport) {
         r.batched_tokens_per_s, r.batched_ttft_ms
     );
     println!("\nbatched / serial, per round: {:.2}× (median)", r.ratio);
+    println!(
+        "replies identical batched and one at a time: {} of {}",
+        r.identical_replies,
+        r.conversations * r.rounds.len()
+    );
 }

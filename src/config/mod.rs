@@ -163,7 +163,8 @@ impl Default for EngineConfig {
 
 /// llama.cpp's flash attention. On the CPU it slows decoding as the context
 /// fills (measured on 2 cores with SmolLM2 at ~640 tokens of context: 50
-/// tokens/s with it, 86 without), so `auto` turns it on only for GPU builds.
+/// tokens/s with it, 86 without), so `auto` turns it on only when layers are
+/// offloaded to a GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlashAttention {
     Auto,
@@ -190,11 +191,12 @@ impl FlashAttention {
     }
 
     /// Whether to enable it in this build.
-    pub fn enabled(self) -> bool {
+    /// `None` for `auto`: the engine decides once it knows the offload.
+    pub fn enabled(self) -> Option<bool> {
         match self {
-            Self::On => true,
-            Self::Off => false,
-            Self::Auto => cfg!(any(feature = "cuda", feature = "vulkan", feature = "metal")),
+            Self::On => Some(true),
+            Self::Off => Some(false),
+            Self::Auto => None,
         }
     }
 }

@@ -36,7 +36,7 @@ pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
         context_size: 1024,
         threads: 0,
         batch_size: 512,
-        flash_attention: false,
+        flash_attention: Some(false),
         gpu_layers: hearth::config::GpuLayers::Auto,
         slots: 1,
         ram_cache_bytes: 1 << 28,

@@ -27,9 +27,11 @@ pub enum EngineError {
     #[error("llama.cpp failed to start: {0}")]
     Backend(String),
     #[error(
-        "could not create a llama.cpp context of {n_ctx} tokens; fix: lower `[model] context_size`"
+        "could not create a llama.cpp context of {n_ctx} tokens{}; fix: lower `[model] context_size`{}",
+        if *gpu_layers > 0 { format!(" with {gpu_layers} layers and their KV cache on the GPU") } else { String::new() },
+        if *gpu_layers > 0 { ", or `[model] gpu_layers` (or set it to \"auto\", which fits the GPU's free memory)" } else { "" }
     )]
-    Context { n_ctx: u32 },
+    Context { n_ctx: u32, gpu_layers: u32 },
     #[error("the vision projector {} cannot be used: {reason}; fix: set `[model] mmproj` to the projector made for this model, or remove it to read text only", .path.display())]
     Projector { path: PathBuf, reason: String },
     #[error("the engine worker has stopped")]

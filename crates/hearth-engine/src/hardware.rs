@@ -127,8 +127,10 @@ pub fn fit(input: &FitInput) -> Fit {
         train.min(fits / 256 * 256).max(512.min(train))
     };
     let gpu_layers = match (input.gpu_layers, input.gpu_free) {
-        (hearth_core::model::GpuLayers::Count(n), _) => n,
-        (hearth_core::model::GpuLayers::Auto, None) => 0,
+        // No device to offload to: every layer stays on the CPU whatever
+        // was asked, and is reported so.
+        (_, None) => 0,
+        (hearth_core::model::GpuLayers::Count(n), Some(_)) => n.min(input.n_layers + 1),
         (hearth_core::model::GpuLayers::Auto, Some(free)) => {
             let kv = per_token_all_slots * u64::from(n_ctx_seq);
             let layers = u64::from(input.n_layers.max(1));
@@ -239,11 +241,17 @@ mod tests {
         });
         // 3 GiB - 2 GiB of KV - 768 MiB margin leaves 256 MiB: two 128 MiB layers.
         assert_eq!(small.gpu_layers, 2);
-        let fixed = fit(&FitInput {
-            gpu_layers: hearth_core::model::GpuLayers::Count(7),
-            ..input()
-        });
-        assert_eq!(fixed.gpu_layers, 7);
+        let fixed = |n, gpu_free| {
+            fit(&FitInput {
+                gpu_layers: hearth_core::model::GpuLayers::Count(n),
+                gpu_free,
+                ..input()
+            })
+            .gpu_layers
+        };
+        assert_eq!(fixed(7, Some(1 << 30)), 7, "a number is taken as it is");
+        assert_eq!(fixed(99, Some(1 << 30)), 33, "at most every layer");
+        assert_eq!(fixed(7, None), 0, "no GPU: nothing is offloaded");
     }
 
     #[test]

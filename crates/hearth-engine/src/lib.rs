@@ -74,7 +74,9 @@ pub struct EngineSettings {
     /// 0: one per physical core.
     pub threads: u32,
     pub batch_size: u32,
-    pub flash_attention: bool,
+    /// Flash attention; `None`: on when layers are offloaded to a GPU (on
+    /// the CPU it slows decoding as the context fills).
+    pub flash_attention: Option<bool>,
     pub gpu_layers: GpuLayers,
     /// KV-cache sequences kept in the context, one per conversation.
     pub slots: u32,

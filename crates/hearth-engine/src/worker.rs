@@ -63,6 +63,7 @@ pub(super) fn run(
             tracing::debug!("context creation failed: {e}");
             let _ = ready.send(Err(EngineError::Context {
                 n_ctx: fit.n_ctx_seq,
+                gpu_layers: fit.gpu_layers,
             }));
             return;
         }
@@ -175,6 +176,46 @@ fn model_info(
     }
 }
 
+/// The free memory of the first GPU, when it can be used at all: a device
+/// whose memory cannot even be read (a CUDA context that found no room) is
+/// left alone, since any use of it aborts inside llama.cpp.
+fn usable_gpu(backends: &Backends) -> Option<u64> {
+    backends
+        .gpus()
+        .next()
+        .filter(|g| g.total_bytes > 0)
+        .map(|g| g.free_bytes)
+}
+
+/// Loads the weights with `gpu_layers` on the GPU; with none, no GPU is
+/// touched at all (no device in the model's list, so the context creates no
+/// GPU backend and allocates nothing there).
+fn load_model(
+    backend: &LlamaBackend,
+    path: &std::path::Path,
+    gpu_layers: u32,
+    progress: Option<ProgressFn>,
+) -> Result<LlamaModel, EngineError> {
+    let mut params = LlamaModelParams::default().with_n_gpu_layers(gpu_layers);
+    if gpu_layers == 0 {
+        params = params
+            .with_devices(&[])
+            .map_err(|e| EngineError::Backend(e.to_string()))?;
+    }
+    if let Some(mut report) = progress {
+        params = params.with_progress_callback(move |p| {
+            report(p);
+            true
+        });
+    }
+    LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
+        tracing::debug!("load_from_file with {gpu_layers} GPU layers: {e}");
+        EngineError::ModelLoad {
+            path: path.to_path_buf(),
+        }
+    })
+}
+
 /// The context for `slots` conversations of the fitted size, on `threads`.
 fn context_params(settings: &EngineSettings, fit: &Fit, threads: i32) -> LlamaContextParams {
     let slots = settings.slots.max(1);
@@ -186,7 +227,7 @@ fn context_params(settings: &EngineSettings, fit: &Fit, threads: i32) -> LlamaCo
         .with_n_threads(threads)
         .with_n_threads_batch(threads)
         .with_swa_full(settings.swa_full)
-        .with_flash_attention_policy(if settings.flash_attention {
+        .with_flash_attention_policy(if settings.flash_attention.unwrap_or(fit.gpu_layers > 0) {
             llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED
         } else {
             llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED
@@ -375,23 +416,25 @@ fn load(
             .min(u64::from(u32::MAX)) as u32,
         requested_ctx: settings.context_size,
         slots: settings.slots.max(1),
-        gpu_free: backends.gpus().next().map(|g| g.free_bytes),
+        gpu_free: usable_gpu(backends),
         available_ram: hw_ram,
         gpu_layers: settings.gpu_layers,
     });
     tracing::debug!(?fit, "hardware fit");
 
-    let mut params = LlamaModelParams::default().with_n_gpu_layers(fit.gpu_layers);
-    if let Some(mut report) = progress {
-        params = params.with_progress_callback(move |p| {
-            report(p);
-            true
-        });
-    }
-    let model = LlamaModel::load_from_file(backend, path, &params).map_err(|e| {
-        tracing::debug!("load_from_file: {e}");
-        EngineError::ModelLoad { path: path.clone() }
-    })?;
+    let mut fit = fit;
+    let model = match load_model(backend, path, fit.gpu_layers, progress) {
+        Ok(model) => model,
+        Err(e) if fit.gpu_layers > 0 => {
+            tracing::warn!(
+                "the model did not load with {} layers on the GPU ({e}); loading it on the CPU instead. Fix: lower `[model] gpu_layers`, set it to \"auto\", or free GPU memory",
+                fit.gpu_layers
+            );
+            fit.gpu_layers = 0;
+            load_model(backend, path, 0, None)?
+        }
+        Err(e) => return Err(e),
+    };
     let vocab = model.vocab();
     let piece = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
     let bos = piece(vocab.bos());
