@@ -9,6 +9,11 @@
 #   make gpu     the CUDA backend library, built from the llama.cpp sources
 #                hearth vendors, installed beside the binary (CMake and nvcc
 #                only; no Rust toolchain needed on the GPU machine)
+#   make rpc-server
+#                llama.cpp's RPC backend and hearth-rpc-server, which lends a
+#                second machine's GPU (or CPU) to hearth: target/rpc/server
+#                goes to that machine, target/rpc/client is [engine]
+#                backends_dir here. The tests run their device on it.
 #   make cuda-toolkit
 #                NVIDIA's compiler and cuBLAS from PyPI into target/cuda-pypi,
 #                for `make gpu` where no CUDA toolkit is installed
@@ -23,7 +28,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit rpc-server
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -43,7 +48,7 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients test-mcp test-projector test-speech cuda-compiler
+test: prereqs test-models test-clients test-mcp test-projector test-speech cuda-compiler rpc-server
 	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
@@ -239,6 +244,28 @@ define cuda_pip
 	python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(CUDA_PYPI) -r $(1)
 	cd $(CUDA_PYPI_ROOT)/lib && for so in lib*.so.*; do ln -sf "$$so" "$${so%%.so.*}.so"; done
 endef
+
+# The RPC backend from the llama.cpp sources hearth links (client and server
+# must speak the same protocol version), and hearth's own small server
+# program, gpu/rpc-server.c. Its CPU code needs AVX2 (GGML_NATIVE, which would
+# fit this machine only, cannot go with modules); GPU_CMAKE_FLAGS add a GPU.
+RPC_BUILD ?= target/rpc-build
+RPC_DEST ?= target/rpc
+rpc-server: $(RPC_DEST)/server/hearth-rpc-server
+$(RPC_DEST)/server/hearth-rpc-server: gpu/rpc-server.c Cargo.lock
+	@[ -f "$(LLAMA_SRC)/CMakeLists.txt" ] || { echo "make rpc-server: the llama.cpp sources of llama-cpp-sys-2 $(LLAMA_SYS_VERSION) are missing; run cargo fetch, or set LLAMA_SRC=/path/to/llama.cpp" >&2; exit 1; }
+	$(CMAKE) -S "$(LLAMA_SRC)" -B "$(RPC_BUILD)" -DCMAKE_BUILD_TYPE=Release \
+	  -DGGML_RPC=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
+	  -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
+	  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+	  -DLLAMA_OPENSSL=OFF $(GPU_CMAKE_FLAGS) > /dev/null
+	$(CMAKE) --build "$(RPC_BUILD)" --config Release --target ggml ggml-cpu ggml-rpc -j "$$(nproc)" > /dev/null
+	rm -rf "$(RPC_DEST)" && mkdir -p "$(RPC_DEST)/server" "$(RPC_DEST)/client"
+	cp -P "$(RPC_BUILD)"/bin/libggml*.so* "$(RPC_DEST)/server/"
+	cp "$(RPC_BUILD)/bin/libggml-rpc.so" "$(RPC_DEST)/client/"
+	$(CC) -O2 -Wall -o "$@" gpu/rpc-server.c -I"$(LLAMA_SRC)/ggml/include" \
+	  -L"$(RPC_DEST)/server" -lggml -lggml-base -Wl,-rpath,'$$ORIGIN'
+	@echo "built $@ (serve with it on the second machine) and $(RPC_DEST)/client/libggml-rpc.so ([engine] backends_dir here)"
 
 # Configures from llama.cpp's top level (its own switches leave out
 # everything but the libraries); configuring ggml alone would make it a

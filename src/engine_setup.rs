@@ -36,6 +36,8 @@ pub fn engine_settings(config: &Config) -> Result<EngineSettings, EngineError> {
         reuse_min_chunk: e.reuse_min_chunk,
         share_prompts: e.share_prompts,
         backends_dir: e.backends_dir.clone(),
+        rpc_servers: e.rpc_servers.clone(),
+        gpu_memory_mb: e.gpu_memory_mb,
         swa_full: e.swa_full,
         swa_checkpoints: e.swa_checkpoints,
     })

@@ -46,6 +46,7 @@ mod openai_provider;
 mod pipeline_phases;
 mod published_templates;
 mod real_model;
+mod rpc_device;
 mod sandbox;
 mod sandbox_servers;
 mod security;

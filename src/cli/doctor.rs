@@ -85,7 +85,10 @@ fn cloud_role(config: &Config, name: &str) -> String {
 /// The llama.cpp backends loaded (the CPU code chosen for this machine), the
 /// GPUs they offer, and an NVIDIA GPU that no backend serves.
 fn backend_lines(report: &mut Report, hw: &Hardware, config: &Config) {
-    let backends = match backends::load(config.engine.backends_dir.as_deref()) {
+    let backends = match backends::load(
+        config.engine.backends_dir.as_deref(),
+        &config.engine.rpc_servers,
+    ) {
         Ok(b) => b,
         Err(e) => {
             report.line("backend", false, e.to_string());
@@ -109,17 +112,38 @@ fn backend_lines(report: &mut Report, hw: &Hardware, config: &Config) {
         );
     }
     for gpu in backends.gpus() {
+        let cap = config.engine.gpu_memory_mb.map_or(String::new(), |mb| {
+            format!("; hearth plans for at most {mb} MiB of GPU memory (`[engine] gpu_memory_mb`)")
+        });
+        let usable = if gpu.total_bytes == 0 {
+            "; its memory cannot be read (no room left for a context?), so it is not used"
+        } else {
+            ""
+        };
         report.line(
             "gpu",
-            true,
+            gpu.total_bytes > 0,
             format!(
-                "{} ({}): {} MiB free of {} MiB",
+                "{} ({}): {} MiB free of {} MiB{cap}{usable}",
                 gpu.description,
                 gpu.name,
                 gpu.free_bytes >> 20,
                 gpu.total_bytes >> 20
             ),
         );
+    }
+    for server in &backends.rpc {
+        match &server.error {
+            None => report.line(
+                "rpc",
+                true,
+                format!("{}: its devices are offered as GPUs", server.endpoint),
+            ),
+            Some(e) => report.line("rpc", false, format!("{}: {e}", server.endpoint)),
+        }
+        if let Some(w) = &server.warning {
+            report.warn("rpc", w);
+        }
     }
     if backends.gpus().next().is_none() {
         if hw.gpus.is_empty() {
@@ -141,8 +165,13 @@ fn backend_lines(report: &mut Report, hw: &Hardware, config: &Config) {
 /// The catalogue model that fits this machine best.
 fn models_line(config: &Config) -> String {
     let catalogue = crate::models::Catalogue::builtin();
-    let budget =
-        crate::models::Budget::of(backends::load(config.engine.backends_dir.as_deref()).ok());
+    let budget = crate::models::Budget::of(
+        backends::load(
+            config.engine.backends_dir.as_deref(),
+            &config.engine.rpc_servers,
+        )
+        .ok(),
+    );
     let room = format!("{:.1} GB of free {}", budget.bytes as f64 / 1e9, budget.on);
     match budget.recommend(&catalogue) {
         Some(m) => format!(
@@ -353,8 +382,13 @@ fn model(report: &mut Report, config: &Config) -> bool {
 /// The catalogue model of `kind` that fits here, as the commands to get it.
 fn pull_hint(config: &Config, kind: crate::models::Kind) -> String {
     let catalogue = crate::models::Catalogue::builtin();
-    let budget =
-        crate::models::Budget::of(backends::load(config.engine.backends_dir.as_deref()).ok());
+    let budget = crate::models::Budget::of(
+        backends::load(
+            config.engine.backends_dir.as_deref(),
+            &config.engine.rpc_servers,
+        )
+        .ok(),
+    );
     match budget.recommend_kind(&catalogue, kind) {
         Some(m) => format!("`hearth models pull {0} && hearth models use {0}`", m.name),
         None => "see `hearth models list`".to_string(),

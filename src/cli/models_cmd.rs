@@ -44,7 +44,11 @@ pub async fn run(
 const GB: f64 = 1e9;
 
 fn list(config: &Config, catalogue: &Catalogue) -> anyhow::Result<ExitCode> {
-    let loaded = backends::load(config.engine.backends_dir.as_deref()).ok();
+    let loaded = backends::load(
+        config.engine.backends_dir.as_deref(),
+        &config.engine.rpc_servers,
+    )
+    .ok();
     let budget = Budget::of(loaded);
     let mut commands = Vec::new();
     for kind in Kind::ALL {

@@ -136,6 +136,11 @@ pub struct EngineConfig {
     /// A folder of llama.cpp GPU backend modules (`libggml-cuda.so`) besides
     /// the binary's own folder; never inside the agent's workspace.
     pub backends_dir: Option<PathBuf>,
+    /// `host:port` of RPC servers (`hearth-rpc-server` on another machine)
+    /// whose devices take offloaded layers.
+    pub rpc_servers: Vec<String>,
+    /// The most GPU memory to plan for, in MiB; unset: what is free.
+    pub gpu_memory_mb: Option<u64>,
     /// Sliding-window models (Gemma 2 and 3, gpt-oss): keep every position
     /// of the window layers (more memory, any cut reuses its prefix), or
     /// only the window (checkpoints then bring back an earlier position).
@@ -155,6 +160,8 @@ impl Default for EngineConfig {
             reuse_min_chunk: 16,
             share_prompts: true,
             backends_dir: None,
+            rpc_servers: Vec::new(),
+            gpu_memory_mb: None,
             swa_full: true,
             swa_checkpoints: 8,
         }

@@ -65,6 +65,8 @@ pub struct RawEngine {
     pub reuse_min_chunk: Option<u32>,
     pub share_prompts: Option<bool>,
     pub backends_dir: Option<String>,
+    pub rpc_servers: Option<Vec<String>>,
+    pub gpu_memory_mb: Option<u64>,
     pub swa_full: Option<bool>,
     pub swa_checkpoints: Option<u32>,
 }

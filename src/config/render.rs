@@ -84,6 +84,13 @@ impl Config {
             e.swa_full,
             e.swa_checkpoints
         );
+        if !e.rpc_servers.is_empty() {
+            let servers: Vec<String> = e.rpc_servers.iter().map(|s| quote(s)).collect();
+            let _ = writeln!(out, "rpc_servers = [{}]", servers.join(", "));
+        }
+        if let Some(mb) = e.gpu_memory_mb {
+            let _ = writeln!(out, "gpu_memory_mb = {mb}");
+        }
         if let Some(dir) = &e.backends_dir {
             let _ = writeln!(
                 out,

@@ -99,6 +99,8 @@ impl EngineConfig {
             reuse_min_chunk: e.reuse_min_chunk.unwrap_or(de.reuse_min_chunk),
             share_prompts: e.share_prompts.unwrap_or(de.share_prompts),
             backends_dir: e.backends_dir.map(|d| env.expand(&d)),
+            rpc_servers: e.rpc_servers.unwrap_or_default(),
+            gpu_memory_mb: e.gpu_memory_mb,
             swa_full: e.swa_full.unwrap_or(de.swa_full),
             swa_checkpoints: e.swa_checkpoints.unwrap_or(de.swa_checkpoints),
         };
@@ -106,6 +108,18 @@ impl EngineConfig {
             return Err(ConfigError::invalid(
                 "engine.swa_checkpoints",
                 "must be between 0 and 64",
+            ));
+        }
+        if let Some(bad) = engine.rpc_servers.iter().find(|s| !is_host_port(s)) {
+            return Err(ConfigError::invalid(
+                "engine.rpc_servers",
+                format!("`{bad}` is not HOST:PORT (for example \"192.168.1.20:50052\")"),
+            ));
+        }
+        if engine.gpu_memory_mb == Some(0) {
+            return Err(ConfigError::invalid(
+                "engine.gpu_memory_mb",
+                "must be a number of MiB above 0 (set `[model] gpu_layers = 0` to use no GPU)",
             ));
         }
         if !(1..=64).contains(&engine.slots) {
@@ -190,4 +204,13 @@ impl From<&GenerationConfig> for crate::chat::SamplingParams {
             format: crate::chat::ReplyFormat::Text,
         }
     }
+}
+
+/// `host:port`, `[v6]:port`: a port from 1 to 65535 after the last colon.
+fn is_host_port(s: &str) -> bool {
+    s.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty()
+            && !host.contains(char::is_whitespace)
+            && port.parse::<u16>().is_ok_and(|p| p > 0)
+    })
 }

@@ -46,6 +46,8 @@ pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
         reuse_min_chunk: 16,
         share_prompts: true,
         backends_dir: None,
+        rpc_servers: Vec::new(),
+        gpu_memory_mb: None,
         swa_full: true,
         swa_checkpoints: 8,
         mmproj: None,

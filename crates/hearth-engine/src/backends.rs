@@ -10,6 +10,8 @@
 //! current directory is never searched: a library dropped where hearth was
 //! started must not run inside the daemon.
 //!
+//! `[engine] rpc_servers` then adds the devices of other machines (rpc.rs).
+//!
 //! ggml keeps its backend registry per process, so loading happens once per
 //! process; later calls return what the first one loaded.
 
@@ -57,6 +59,8 @@ pub struct Backends {
     pub folder: Option<PathBuf>,
     pub backends: Vec<Backend>,
     pub devices: Vec<Device>,
+    /// The configured RPC servers and whether their devices joined.
+    pub rpc: Vec<super::rpc::RpcServer>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -88,11 +92,30 @@ impl Backends {
 
 static LOADED: OnceLock<Result<Backends, BackendError>> = OnceLock::new();
 
-/// Loads the backends (once per process) and lists them with their devices.
-pub fn load(extra_dir: Option<&Path>) -> Result<&'static Backends, BackendError> {
+/// Loads the backends (once per process), adds the devices of the RPC
+/// servers, and lists them with their devices.
+pub fn load(
+    extra_dir: Option<&Path>,
+    rpc_servers: &[String],
+) -> Result<&'static Backends, BackendError> {
     super::log::route_to_tracing();
     LOADED
-        .get_or_init(|| load_now(extra_dir))
+        .get_or_init(|| {
+            load_now(extra_dir).map(|mut b| {
+                b.rpc = super::rpc::add_servers(rpc_servers);
+                for server in &b.rpc {
+                    if let Some(e) = &server.error {
+                        tracing::warn!("RPC server {}: {e}", server.endpoint);
+                    }
+                    if let Some(w) = &server.warning {
+                        tracing::warn!("{w}");
+                    }
+                }
+                b.backends = registered();
+                b.devices = devices();
+                b
+            })
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -120,6 +143,7 @@ fn load_now(extra_dir: Option<&Path>) -> Result<Backends, BackendError> {
         folder: Some(folder),
         backends: registered(),
         devices: devices(),
+        rpc: Vec::new(),
     })
 }
 
@@ -129,6 +153,7 @@ fn load_now(_extra_dir: Option<&Path>) -> Result<Backends, BackendError> {
         folder: None,
         backends: registered(),
         devices: devices(),
+        rpc: Vec::new(),
     })
 }
 
@@ -321,7 +346,7 @@ mod tests {
 
     #[test]
     fn the_loaded_backends_include_a_cpu_with_a_device() {
-        let backends = load(None).expect("backends load");
+        let backends = load(None, &[]).expect("backends load");
         assert!(
             backends.backends.iter().any(|b| b.name == "CPU"),
             "{backends:?}"

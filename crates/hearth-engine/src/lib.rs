@@ -41,6 +41,7 @@ mod vision;
 mod worker;
 
 pub mod models;
+pub mod rpc;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -95,6 +96,12 @@ pub struct EngineSettings {
     pub share_prompts: bool,
     /// `[engine] backends_dir`: GPU backend modules kept apart from the binary.
     pub backends_dir: Option<PathBuf>,
+    /// `[engine] rpc_servers`: `host:port` of RPC servers whose devices
+    /// join this process's.
+    pub rpc_servers: Vec<String>,
+    /// `[engine] gpu_memory_mb`: the most GPU memory hearth plans to use
+    /// (weights, KV cache and margin), whatever is free; `None`: what is free.
+    pub gpu_memory_mb: Option<u64>,
     /// `[engine] swa_full`: a sliding-window model keeps every position.
     pub swa_full: bool,
     /// `[engine] swa_checkpoints`: with a window-size cache, checkpoints

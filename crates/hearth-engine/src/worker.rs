@@ -42,8 +42,8 @@ pub(super) fn run(
         let _ = ready.send(Err(e));
     };
     let backend_error = |e: String| fail(EngineError::Backend(e));
-    let Ok(backends) =
-        backends::load(settings.backends_dir.as_deref()).map_err(|e| backend_error(e.to_string()))
+    let Ok(backends) = backends::load(settings.backends_dir.as_deref(), &settings.rpc_servers)
+        .map_err(|e| backend_error(e.to_string()))
     else {
         return;
     };
@@ -176,15 +176,18 @@ fn model_info(
     }
 }
 
-/// The free memory of the first GPU, when it can be used at all: a device
-/// whose memory cannot even be read (a CUDA context that found no room) is
-/// left alone, since any use of it aborts inside llama.cpp.
-fn usable_gpu(backends: &Backends) -> Option<u64> {
-    backends
+/// The free memory of the GPUs (llama.cpp spreads the layers over all of
+/// them) that can be used at all, capped by `[engine] gpu_memory_mb`. A
+/// device whose memory cannot even be read (a CUDA context that found no
+/// room) is left out: any use of it aborts inside llama.cpp.
+fn usable_gpu(backends: &Backends, cap_mb: Option<u64>) -> Option<u64> {
+    let free: Vec<u64> = backends
         .gpus()
-        .next()
         .filter(|g| g.total_bytes > 0)
         .map(|g| g.free_bytes)
+        .collect();
+    let free: u64 = (!free.is_empty()).then(|| free.iter().sum())?;
+    Some(cap_mb.map_or(free, |mb| free.min(mb << 20)))
 }
 
 /// Loads the weights with `gpu_layers` on the GPU; with none, no GPU is
@@ -416,7 +419,7 @@ fn load(
             .min(u64::from(u32::MAX)) as u32,
         requested_ctx: settings.context_size,
         slots: settings.slots.max(1),
-        gpu_free: usable_gpu(backends),
+        gpu_free: usable_gpu(backends, settings.gpu_memory_mb),
         available_ram: hw_ram,
         gpu_layers: settings.gpu_layers,
     });

@@ -1,0 +1,277 @@
+//! A device in every test run: `hearth-rpc-server` (`make rpc-server`) on
+//! 127.0.0.1 lends its CPU through llama.cpp's RPC backend, and hearth sees
+//! it as a GPU with its own memory: layers offloaded to it, their KV cache
+//! in its buffers, saved to disk and restored after a restart.
+//!
+//! The backends are loaded once per process, so every check runs `hearth`
+//! as its own process, as a user would.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use crate::common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Sandbox;
+
+fn rpc_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/rpc");
+    assert!(
+        dir.join("server/hearth-rpc-server").is_file()
+            && dir.join("client/libggml-rpc.so").is_file(),
+        "no RPC device: run `make rpc-server` (make test does)"
+    );
+    dir
+}
+
+/// A running `hearth-rpc-server`, killed when dropped.
+struct RpcServer {
+    child: Child,
+    endpoint: String,
+}
+
+impl RpcServer {
+    fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let endpoint = format!("127.0.0.1:{port}");
+        let child = Command::new(rpc_dir().join("server/hearth-rpc-server"))
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--threads",
+                "2",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while std::net::TcpStream::connect(&endpoint).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the RPC server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self { child, endpoint }
+    }
+}
+
+impl Drop for RpcServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A config for SmolLM2 with the RPC device (when `servers` is not empty).
+fn config(s: &Sandbox, servers: &[&str], model_extra: &str, engine_extra: &str) -> PathBuf {
+    let quoted: Vec<String> = servers.iter().map(|e| format!("\"{e}\"")).collect();
+    s.config(&format!(
+        "[model]\npath = \"{}\"\ncontext_size = 1024\n{model_extra}\n\
+         [generation]\ntemperature = 0.0\nmax_tokens = 48\n\
+         [engine]\nslots = 4\nbackends_dir = \"{}\"\nrpc_servers = [{}]\n{engine_extra}\n",
+        common::model(common::SMOLLM2).display(),
+        rpc_dir().join("client").display(),
+        quoted.join(", ")
+    ))
+}
+
+fn run(s: &Sandbox, config: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = s
+        .hearth()
+        .env("RUST_LOG", "hearth::cli::ask=info")
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    common::assert_no_panic(&stderr);
+    (out.status.success(), stdout, stderr)
+}
+
+/// "N of M layers on the GPU" from doctor's load line.
+fn offloaded(doctor: &str) -> (u32, u32) {
+    let line = doctor
+        .lines()
+        .find(|l| l.contains("layers on the GPU"))
+        .unwrap_or_else(|| panic!("no load line: {doctor}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "layers").unwrap();
+    (
+        words[at - 3].parse().unwrap(),
+        words[at - 1].parse().unwrap(),
+    )
+}
+
+#[test]
+fn doctor_names_the_device_its_memory_and_offloads_every_layer() {
+    let _engine = common::engine_lock();
+    let server = RpcServer::start();
+    let s = Sandbox::new();
+    let (_, out, err) = run(&s, &config(&s, &[&server.endpoint], "", ""), &["doctor"]);
+    let gpu = out
+        .lines()
+        .find(|l| l.contains("gpu ") && l.contains(&server.endpoint))
+        .unwrap_or_else(|| panic!("{out}\n{err}"));
+    assert!(
+        gpu.starts_with("ok") && gpu.contains("MiB free of"),
+        "{gpu}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("ok") && l.contains("rpc") && l.contains(&server.endpoint)),
+        "{out}"
+    );
+    assert_eq!(offloaded(&out), (31, 31), "{out}");
+
+    // Positive control: without the server, nothing is offloaded.
+    let (_, cpu, _) = run(&s, &config(&s, &[], "", ""), &["doctor"]);
+    assert_eq!(offloaded(&cpu), (0, 31), "{cpu}");
+}
+
+#[test]
+fn a_memory_cap_offloads_part_of_the_model_and_says_so() {
+    let _engine = common::engine_lock();
+    let server = RpcServer::start();
+    let s = Sandbox::new();
+    // 768 MiB of margin, ~100 MiB of KV cache for 4 × 1,024 tokens: a cap of
+    // 900 MiB leaves room for some of the 3.2 MiB layers, not all.
+    let capped = config(&s, &[&server.endpoint], "", "gpu_memory_mb = 900");
+    let (ok, out, err) = run(&s, &capped, &["doctor"]);
+    let (n, total) = offloaded(&out);
+    assert!(
+        n > 0 && n < total,
+        "part of the model: {n} of {total}\n{out}\n{err}"
+    );
+    assert!(out.contains("at most 900 MiB"), "{out}");
+    assert!(ok, "{out}");
+    let (ok, reply, err) = run(&s, &capped, &["ask", "What is the capital of France?"]);
+    assert!(ok && !reply.trim().is_empty(), "{reply}\n{err}");
+}
+
+#[test]
+fn greedy_replies_offloaded_equal_the_cpu_ones_batched_or_not() {
+    let _engine = common::engine_lock();
+    let server = RpcServer::start();
+    let s = Sandbox::new();
+    let bench = |servers: &[&str], name: &str| {
+        let json = s.path(name);
+        let (ok, _, err) = run(
+            &s,
+            &config(&s, servers, "flash_attention = \"off\"", ""),
+            &[
+                "bench",
+                "--parallel",
+                "4",
+                "--rounds",
+                "1",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert!(ok, "{err}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        report
+    };
+    let device = bench(&[&server.endpoint], "device.json");
+    let cpu = bench(&[], "cpu.json");
+    let replies = |r: &serde_json::Value| -> Vec<String> {
+        r["rounds"][0]["serial"]["replies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        device["identical_replies"], 4,
+        "batched on the device as one at a time: {device}"
+    );
+    // The server's CPU code is ggml's generic AVX2 module; hearth's own is
+    // the best for this CPU (AVX-512 here, with repacked weights): sums are
+    // rounded in another order, so greedy replies agree for a while, then a
+    // near tie goes the other way. Broken offload would agree on nothing.
+    let common: Vec<usize> = replies(&device)
+        .iter()
+        .zip(replies(&cpu))
+        .map(|(d, c)| d.chars().zip(c.chars()).take_while(|(x, y)| x == y).count())
+        .collect();
+    eprintln!("characters equal, device against CPU: {common:?}");
+    assert!(
+        common.iter().all(|&n| n >= 40),
+        "every reply's first sentence matches the CPU's: {common:?}\n{device}\n{cpu}"
+    );
+}
+
+#[test]
+fn a_conversation_cached_on_the_device_resumes_after_a_restart() {
+    let _engine = common::engine_lock();
+    let server = RpcServer::start();
+    let s = Sandbox::new();
+    let config = config(&s, &[&server.endpoint], "", "");
+    let (ok, _, err) = run(
+        &s,
+        &config,
+        &[
+            "ask",
+            "--session",
+            "trip",
+            "My name is Ada and I live in Lisbon.",
+        ],
+    );
+    assert!(ok, "{err}");
+    // A new process: the KV cache comes back from disk onto the device.
+    let (ok, _, err) = run(
+        &s,
+        &config,
+        &["ask", "--session", "trip", "What is my name?"],
+    );
+    assert!(ok, "{err}");
+    let prompt = common::logged(&err, "prompt_tokens");
+    let cached = common::logged(&err, "cached_tokens");
+    assert!(
+        cached > 0 && prompt - cached < 40,
+        "only the new turn is read: {cached} of {prompt} cached\n{err}"
+    );
+}
+
+#[test]
+fn a_server_that_does_not_answer_is_named_with_its_fix_and_the_cpu_answers() {
+    let _engine = common::engine_lock();
+    let s = Sandbox::new();
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("127.0.0.1:{closed}");
+    let config = config(&s, &[&endpoint], "", "");
+    let (ok, out, _) = run(&s, &config, &["doctor"]);
+    let line = out
+        .lines()
+        .find(|l| l.contains("rpc"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.starts_with("FAIL") && line.contains(&endpoint) && line.contains("fix:"),
+        "{line}"
+    );
+    assert!(!ok, "doctor fails: {out}");
+    assert_eq!(offloaded(&out), (0, 31), "{out}");
+    let (ok, reply, err) = run(&s, &config, &["ask", "Say hello."]);
+    assert!(
+        ok && !reply.trim().is_empty(),
+        "the CPU answers: {reply}\n{err}"
+    );
+}
