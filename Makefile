@@ -253,17 +253,23 @@ RPC_BUILD ?= target/rpc-build
 RPC_DEST ?= target/rpc
 rpc-server: $(RPC_DEST)/server/hearth-rpc-server
 $(RPC_DEST)/server/hearth-rpc-server: gpu/rpc-server.c Cargo.lock
-	@[ -f "$(LLAMA_SRC)/CMakeLists.txt" ] || { echo "make rpc-server: the llama.cpp sources of llama-cpp-sys-2 $(LLAMA_SYS_VERSION) are missing; run cargo fetch, or set LLAMA_SRC=/path/to/llama.cpp" >&2; exit 1; }
-	$(CMAKE) -S "$(LLAMA_SRC)" -B "$(RPC_BUILD)" -DCMAKE_BUILD_TYPE=Release \
+	@src="$(LLAMA_SRC)"; \
+	if [ ! -f "$$src/CMakeLists.txt" ]; then \
+	  $(CARGO) fetch --locked >/dev/null && \
+	  src="$$(ls -d $(CARGO_HOME)/registry/src/*/llama-cpp-sys-2-$(LLAMA_SYS_VERSION)/llama.cpp 2>/dev/null | head -n 1)"; \
+	fi; \
+	[ -f "$$src/CMakeLists.txt" ] || { echo "make rpc-server: the llama.cpp sources of llama-cpp-sys-2 $(LLAMA_SYS_VERSION) are missing; run cargo fetch, or set LLAMA_SRC=/path/to/llama.cpp" >&2; exit 1; }; \
+	echo "building the RPC backend from $$src"; \
+	$(CMAKE) -S "$$src" -B "$(RPC_BUILD)" -DCMAKE_BUILD_TYPE=Release \
 	  -DGGML_RPC=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
 	  -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
 	  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-	  -DLLAMA_OPENSSL=OFF $(GPU_CMAKE_FLAGS) > /dev/null
-	$(CMAKE) --build "$(RPC_BUILD)" --config Release --target ggml ggml-cpu ggml-rpc -j "$$(nproc)" > /dev/null
-	rm -rf "$(RPC_DEST)" && mkdir -p "$(RPC_DEST)/server" "$(RPC_DEST)/client"
-	cp -P "$(RPC_BUILD)"/bin/libggml*.so* "$(RPC_DEST)/server/"
-	cp "$(RPC_BUILD)/bin/libggml-rpc.so" "$(RPC_DEST)/client/"
-	$(CC) -O2 -Wall -o "$@" gpu/rpc-server.c -I"$(LLAMA_SRC)/ggml/include" \
+	  -DLLAMA_OPENSSL=OFF $(GPU_CMAKE_FLAGS) > /dev/null && \
+	$(CMAKE) --build "$(RPC_BUILD)" --config Release --target ggml ggml-cpu ggml-rpc -j "$$(nproc)" > /dev/null && \
+	rm -rf "$(RPC_DEST)" && mkdir -p "$(RPC_DEST)/server" "$(RPC_DEST)/client" && \
+	cp -P "$(RPC_BUILD)"/bin/libggml*.so* "$(RPC_DEST)/server/" && \
+	cp "$(RPC_BUILD)/bin/libggml-rpc.so" "$(RPC_DEST)/client/" && \
+	$(CC) -O2 -Wall -o "$@" gpu/rpc-server.c -I"$$src/ggml/include" \
 	  -L"$(RPC_DEST)/server" -lggml -lggml-base -Wl,-rpath,'$$ORIGIN'
 	@echo "built $@ (serve with it on the second machine) and $(RPC_DEST)/client/libggml-rpc.so ([engine] backends_dir here)"
 
