@@ -34,13 +34,24 @@ struct RpcServer {
 
 impl RpcServer {
     fn start() -> Self {
+        Self::start_limited(None)
+    }
+
+    /// With `limit_kb` of address space: a device that reports gigabytes
+    /// free and cannot allocate them.
+    fn start_limited(limit_kb: Option<u32>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let endpoint = format!("127.0.0.1:{port}");
-        let child = Command::new(rpc_dir().join("server/hearth-rpc-server"))
+        let server = rpc_dir().join("server/hearth-rpc-server");
+        let limit = limit_kb.map_or(String::new(), |kb| format!("ulimit -v {kb}; "));
+        let child = Command::new("bash")
+            .arg("-c")
+            .arg(format!("{limit}exec \"$0\" \"$@\""))
+            .arg(server)
             .args([
                 "--host",
                 "127.0.0.1",
@@ -176,6 +187,8 @@ fn greedy_replies_offloaded_equal_the_cpu_ones_batched_or_not() {
                 "4",
                 "--rounds",
                 "1",
+                "--reply-tokens",
+                "64",
                 "--json",
                 json.to_str().unwrap(),
             ],
@@ -274,4 +287,30 @@ fn a_server_that_does_not_answer_is_named_with_its_fix_and_the_cpu_answers() {
         ok && !reply.trim().is_empty(),
         "the CPU answers: {reply}\n{err}"
     );
+}
+
+#[test]
+fn a_device_that_cannot_hold_the_cache_is_a_clear_error_not_an_abort() {
+    let _engine = common::engine_lock();
+    // Room for the server itself, not for the weights and the KV cache.
+    let server = RpcServer::start_limited(Some(150_000));
+    let s = Sandbox::new();
+    let (ok, reply, err) = run(
+        &s,
+        &config(&s, &[&server.endpoint], "", ""),
+        &["ask", "Say hello."],
+    );
+    assert!(!ok, "{reply}");
+    assert!(
+        err.contains("on the GPU") && err.contains("fix:") && err.contains("gpu_layers"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("ggml_abort") && !err.contains("backtrace"),
+        "{err}"
+    );
+    // Positive control: the same setup with no layers on the device answers.
+    let capped = config(&s, &[&server.endpoint], "gpu_layers = 0", "");
+    let (ok, reply, err) = run(&s, &capped, &["ask", "Say hello."]);
+    assert!(ok && !reply.trim().is_empty(), "{reply}\n{err}");
 }

@@ -30,7 +30,12 @@ const PROMPTS: [&str; 8] = [
     "Write a long story about a musician who loses her voice.",
 ];
 
-const REPLY_TOKENS: u32 = 128;
+/// How much `--parallel` runs.
+pub struct Shape {
+    pub conversations: usize,
+    pub rounds: usize,
+    pub reply_tokens: u32,
+}
 
 #[derive(Debug, Serialize)]
 pub struct ParallelReport {
@@ -71,12 +76,8 @@ pub struct Run {
     pub replies: Vec<String>,
 }
 
-pub async fn run(
-    config: &Config,
-    json: &Path,
-    conversations: usize,
-    rounds: usize,
-) -> anyhow::Result<ExitCode> {
+pub async fn run(config: &Config, json: &Path, shape: Shape) -> anyhow::Result<ExitCode> {
+    let conversations = shape.conversations;
     anyhow::ensure!(
         (1..=PROMPTS.len()).contains(&conversations),
         "--parallel takes 1 to {} conversations",
@@ -90,7 +91,7 @@ pub async fn run(
         ..base
     })
     .await?;
-    let result = measure(&engine, conversations, rounds.max(1)).await;
+    let result = measure(&engine, &shape).await;
     stop(engine).await;
     let _ = std::fs::remove_dir_all(&scratch);
     let report = result?;
@@ -99,17 +100,18 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-async fn measure(engine: &Engine, n: usize, rounds: usize) -> anyhow::Result<ParallelReport> {
+async fn measure(engine: &Engine, shape: &Shape) -> anyhow::Result<ParallelReport> {
+    let (n, rounds, tokens) = (shape.conversations, shape.rounds.max(1), shape.reply_tokens);
     let mut all = Vec::new();
     for round in 0..rounds {
         eprintln!("round {} of {rounds} ...", round + 1);
         let tag = |way: &str| format!("par-{round}-{way}");
         let (serial, batched) = if round % 2 == 0 {
-            let s = serial(engine, &tag("s"), n).await?;
-            (s, batched(engine, &tag("b"), n).await?)
+            let s = serial(engine, &tag("s"), n, tokens).await?;
+            (s, batched(engine, &tag("b"), n, tokens).await?)
         } else {
-            let b = batched(engine, &tag("b"), n).await?;
-            (serial(engine, &tag("s"), n).await?, b)
+            let b = batched(engine, &tag("b"), n, tokens).await?;
+            (serial(engine, &tag("s"), n, tokens).await?, b)
         };
         eprintln!(
             "  serial {:.1} tokens/s, batched {:.1} tokens/s",
@@ -129,7 +131,7 @@ async fn measure(engine: &Engine, n: usize, rounds: usize) -> anyhow::Result<Par
         model: info.path.display().to_string(),
         threads: info.threads,
         conversations: n,
-        reply_tokens: REPLY_TOKENS,
+        reply_tokens: tokens,
         serial_tokens_per_s: med(&|r| r.serial.tokens_per_s),
         batched_tokens_per_s: med(&|r| r.batched.tokens_per_s),
         ratio: med(&|r| r.ratio),
@@ -160,13 +162,13 @@ fn messages(i: usize) -> Vec<ChatMessage> {
 }
 
 /// The conversations one after the other.
-async fn serial(engine: &Engine, tag: &str, n: usize) -> anyhow::Result<Run> {
+async fn serial(engine: &Engine, tag: &str, n: usize, max_tokens: u32) -> anyhow::Result<Run> {
     let started = Instant::now();
     let (mut tokens, mut ttft_ms, mut replies) = (0, Vec::new(), Vec::new());
     for i in 0..n {
         let before = started.elapsed().as_secs_f64() * 1e3;
         let (usage, ttft, text) =
-            timed_reply(engine, &format!("{tag}-{i}"), messages(i), REPLY_TOKENS).await?;
+            timed_reply(engine, &format!("{tag}-{i}"), messages(i), max_tokens).await?;
         tokens += usage.completion_tokens;
         ttft_ms.push(before + ttft);
         replies.push(text);
@@ -175,11 +177,11 @@ async fn serial(engine: &Engine, tag: &str, n: usize) -> anyhow::Result<Run> {
 }
 
 /// The conversations submitted together.
-async fn batched(engine: &Engine, tag: &str, n: usize) -> anyhow::Result<Run> {
+async fn batched(engine: &Engine, tag: &str, n: usize, max_tokens: u32) -> anyhow::Result<Run> {
     let started = Instant::now();
     let replies = (0..n).map(|i| {
         let key = format!("{tag}-{i}");
-        async move { timed_reply(engine, &key, messages(i), REPLY_TOKENS).await }
+        async move { timed_reply(engine, &key, messages(i), max_tokens).await }
     });
     let (mut tokens, mut ttft_ms, mut texts) = (0, Vec::new(), Vec::new());
     for reply in futures::future::join_all(replies).await {

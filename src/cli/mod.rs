@@ -115,6 +115,9 @@ pub enum Command {
         /// Rounds of --parallel, each running both ways in alternating order.
         #[arg(long, default_value_t = 5, requires = "parallel")]
         rounds: usize,
+        /// Tokens per reply with --parallel (1 to 4096).
+        #[arg(long, default_value_t = 128, requires = "parallel", value_parser = clap::value_parser!(u32).range(1..=4096))]
+        reply_tokens: u32,
         /// Instead: requests from stdin, one JSON line each, figures to
         /// stdout (for driving hearth beside another server, turn by turn).
         #[arg(long, conflicts_with_all = ["template", "parallel"])]
@@ -263,6 +266,7 @@ async fn with_config(
             template,
             parallel,
             rounds,
+            reply_tokens,
             stdio,
             slots,
         } => {
@@ -274,8 +278,12 @@ async fn with_config(
                 _ if stdio => bench_stdio::run(&config, slots).await,
                 (Some(path), _) => bench_template::run(&config, &path).await,
                 (None, Some(n)) => {
-                    bench_parallel::run(&config, &json("hearth-bench-parallel.json"), n, rounds)
-                        .await
+                    let shape = bench_parallel::Shape {
+                        conversations: n,
+                        rounds,
+                        reply_tokens,
+                    };
+                    bench_parallel::run(&config, &json("hearth-bench-parallel.json"), shape).await
                 }
                 (None, None) => bench::run(&config, &json("hearth-bench.json"), speed_only).await,
             }

@@ -29,7 +29,7 @@ pub enum EngineError {
     #[error(
         "could not create a llama.cpp context of {n_ctx} tokens{}; fix: lower `[model] context_size`{}",
         if *gpu_layers > 0 { format!(" with {gpu_layers} layers and their KV cache on the GPU") } else { String::new() },
-        if *gpu_layers > 0 { ", or `[model] gpu_layers` (or set it to \"auto\", which fits the GPU's free memory)" } else { "" }
+        if *gpu_layers > 0 { ", or put fewer layers on the GPU: a smaller `[model] gpu_layers`, or `[engine] gpu_memory_mb` below what the device reports free" } else { "" }
     )]
     Context { n_ctx: u32, gpu_layers: u32 },
     #[error("the vision projector {} cannot be used: {reason}; fix: set `[model] mmproj` to the projector made for this model, or remove it to read text only", .path.display())]
