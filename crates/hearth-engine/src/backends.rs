@@ -100,28 +100,27 @@ pub fn load(
 ) -> Result<&'static Backends, BackendError> {
     super::log::route_to_tracing();
     LOADED
-        .get_or_init(|| {
-            load_now(extra_dir).map(|mut b| {
-                b.rpc = super::rpc::add_servers(rpc_servers);
-                for server in &b.rpc {
-                    if let Some(e) = &server.error {
-                        tracing::warn!("RPC server {}: {e}", server.endpoint);
-                    }
-                    if let Some(w) = &server.warning {
-                        tracing::warn!("{w}");
-                    }
-                }
-                b.backends = registered();
-                b.devices = devices();
-                b
-            })
-        })
+        .get_or_init(|| load_now(extra_dir, rpc_servers))
         .as_ref()
         .map_err(Clone::clone)
 }
 
+/// Registers the RPC servers' devices, saying what failed.
+fn add_rpc(rpc_servers: &[String]) -> Vec<super::rpc::RpcServer> {
+    let servers = super::rpc::add_servers(rpc_servers);
+    for server in &servers {
+        if let Some(e) = &server.error {
+            tracing::warn!("RPC server {}: {e}", server.endpoint);
+        }
+        if let Some(w) = &server.warning {
+            tracing::warn!("{w}");
+        }
+    }
+    servers
+}
+
 #[cfg(feature = "dynamic-backends")]
-fn load_now(extra_dir: Option<&Path>) -> Result<Backends, BackendError> {
+fn load_now(extra_dir: Option<&Path>, rpc_servers: &[String]) -> Result<Backends, BackendError> {
     let build_dir = sys::BACKENDS_DIR.map(PathBuf::from);
     let exe_dir = std::env::current_exe()
         .ok()
@@ -139,21 +138,23 @@ fn load_now(extra_dir: Option<&Path>) -> Result<Backends, BackendError> {
     if let Some(extra) = extra_dir.filter(|d| *d != folder) {
         load_extra(extra);
     }
+    let rpc = add_rpc(rpc_servers);
     Ok(Backends {
         folder: Some(folder),
         backends: registered(),
         devices: devices(),
-        rpc: Vec::new(),
+        rpc,
     })
 }
 
 #[cfg(not(feature = "dynamic-backends"))]
-fn load_now(_extra_dir: Option<&Path>) -> Result<Backends, BackendError> {
+fn load_now(_extra_dir: Option<&Path>, rpc_servers: &[String]) -> Result<Backends, BackendError> {
+    let rpc = add_rpc(rpc_servers);
     Ok(Backends {
         folder: None,
         backends: registered(),
         devices: devices(),
-        rpc: Vec::new(),
+        rpc,
     })
 }
 

@@ -181,12 +181,13 @@ fn model_info(
 /// device whose memory cannot even be read (a CUDA context that found no
 /// room) is left out: any use of it aborts inside llama.cpp.
 fn usable_gpu(backends: &Backends, cap_mb: Option<u64>) -> Option<u64> {
-    let free: Vec<u64> = backends
+    let mut usable = backends
         .gpus()
         .filter(|g| g.total_bytes > 0)
         .map(|g| g.free_bytes)
-        .collect();
-    let free: u64 = (!free.is_empty()).then(|| free.iter().sum())?;
+        .peekable();
+    usable.peek()?;
+    let free: u64 = usable.sum();
     Some(cap_mb.map_or(free, |mb| free.min(mb << 20)))
 }
 
