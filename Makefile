@@ -285,7 +285,7 @@ gpu-configure:
 	command -v $(CMAKE) >/dev/null 2>&1 || missing="$$missing\n  cmake: apt-get install cmake"; \
 	[ -f "$(LLAMA_SRC)/CMakeLists.txt" ] && [ -f "$(LLAMA_SRC)/ggml/CMakeLists.txt" ] || missing="$$missing\n  the llama.cpp sources of llama-cpp-sys-2 $(LLAMA_SYS_VERSION): run cargo fetch, or set LLAMA_SRC=/path/to/llama.cpp"; \
 	if [ -n "$$missing" ]; then printf "make gpu: cannot build the CUDA backend; missing:$$missing\n" >&2; exit 1; fi; \
-	root="$$(dirname "$$(dirname "$$nvcc")")"; \
+	root="$$(cd "$$(dirname "$$nvcc")/.." && pwd)"; nvcc="$$root/bin/$$(basename "$$nvcc")"; \
 	driver=""; \
 	for d in "$$root/lib64/stubs/libcuda.so" "$$root/lib/stubs/libcuda.so" /usr/lib/x86_64-linux-gnu/libcuda.so /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1; do \
 	  [ -e "$$d" ] && { driver="-DCUDA_cuda_driver_LIBRARY=$$d"; break; }; \

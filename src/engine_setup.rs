@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::Config;
-use crate::engine::{EngineError, EngineSettings, ImageLimits, model_file};
+use crate::config::{Config, Speculation, Speculative};
+use crate::engine::{self, EngineError, EngineSettings, ImageLimits, model_file};
 
 /// Settings from the config, with the model file and its projector located.
 pub fn engine_settings(config: &Config) -> Result<EngineSettings, EngineError> {
@@ -40,6 +40,20 @@ pub fn engine_settings(config: &Config) -> Result<EngineSettings, EngineError> {
         gpu_memory_mb: e.gpu_memory_mb,
         swa_full: e.swa_full,
         swa_checkpoints: e.swa_checkpoints,
+        speculation: speculation(&e.speculation, &config.data_dir)?,
+        draft_tokens: e.speculation.draft_tokens,
+    })
+}
+
+/// `[engine] speculative` for the engine, the draft model located like
+/// `[model] path`.
+fn speculation(s: &Speculation, data_dir: &Path) -> Result<engine::Speculation, EngineError> {
+    Ok(match (s.mode, &s.draft_model) {
+        (Speculative::Off, _) => engine::Speculation::Off,
+        (Speculative::Draft, Some(name)) => {
+            engine::Speculation::Model(model_file::locate(name, data_dir)?)
+        }
+        (Speculative::Lookup | Speculative::Draft, _) => engine::Speculation::Lookup,
     })
 }
 

@@ -52,6 +52,7 @@ mod sandbox_servers;
 mod security;
 mod services;
 mod sliding_window;
+mod speculative;
 mod telegram;
 mod telegram_e2e;
 mod telegram_pictures;

@@ -180,7 +180,12 @@ fn greedy_replies_offloaded_equal_the_cpu_ones_batched_or_not() {
         let json = s.path(name);
         let (ok, _, err) = run(
             &s,
-            &config(&s, servers, "flash_attention = \"off\"", ""),
+            &config(
+                &s,
+                servers,
+                "flash_attention = \"off\"",
+                "speculative = \"off\"",
+            ),
             &[
                 "bench",
                 "--parallel",

@@ -442,6 +442,10 @@ async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
                     pull_hint(config, crate::models::Kind::Vision)
                 ),
             });
+            report.info(
+                "drafts",
+                format!("{} (`[engine] speculative`)", engine.info().drafting),
+            );
             report.line(
             "load",
             true,

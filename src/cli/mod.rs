@@ -4,6 +4,7 @@ mod acp;
 mod ask;
 pub mod bench;
 mod bench_parallel;
+mod bench_speculative;
 mod bench_stdio;
 mod bench_template;
 mod chat;
@@ -112,12 +113,17 @@ pub enum Command {
         /// after the other (aggregate decode tokens/s, time to first token).
         #[arg(long, value_name = "N", conflicts_with = "template")]
         parallel: Option<usize>,
-        /// Rounds of --parallel, each running both ways in alternating order.
-        #[arg(long, default_value_t = 5, requires = "parallel")]
+        /// Rounds of --parallel or --speculative, each running both ways in
+        /// alternating order.
+        #[arg(long, default_value_t = 5)]
         rounds: usize,
-        /// Tokens per reply with --parallel (1 to 4096).
-        #[arg(long, default_value_t = 128, requires = "parallel", value_parser = clap::value_parser!(u32).range(1..=4096))]
+        /// Tokens per reply with --parallel or --speculative (1 to 4096).
+        #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=4096))]
         reply_tokens: u32,
+        /// Instead: decoding with drafts (as configured; prompt lookup when
+        /// off) against without, on chat and on replies quoting the prompt.
+        #[arg(long, conflicts_with_all = ["template", "parallel"])]
+        speculative: bool,
         /// Instead: requests from stdin, one JSON line each, figures to
         /// stdout (for driving hearth beside another server, turn by turn).
         #[arg(long, conflicts_with_all = ["template", "parallel"])]
@@ -267,6 +273,7 @@ async fn with_config(
             parallel,
             rounds,
             reply_tokens,
+            speculative,
             stdio,
             slots,
         } => {
@@ -276,6 +283,10 @@ async fn with_config(
             };
             match (template, parallel) {
                 _ if stdio => bench_stdio::run(&config, slots).await,
+                _ if speculative => {
+                    let json = json("hearth-bench-speculative.json");
+                    bench_speculative::run(&config, &json, rounds, reply_tokens).await
+                }
                 (Some(path), _) => bench_template::run(&config, &path).await,
                 (None, Some(n)) => {
                     let shape = bench_parallel::Shape {

@@ -24,6 +24,7 @@ mod render;
 mod scheduler;
 mod secret;
 mod sections;
+mod speculative;
 mod telegram;
 mod voice;
 
@@ -47,6 +48,7 @@ pub use models::ModelsConfig;
 pub use providers::{ANTHROPIC_DEFAULT_URL, AnthropicConfig, OPENAI_DEFAULT_URL, OpenAiConfig};
 pub use scheduler::SchedulerConfig;
 pub use secret::{Secret, mask_url};
+pub use speculative::{Speculation, Speculative};
 pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
 pub use voice::{VoiceConfig, VoiceReplies};
 
@@ -148,6 +150,8 @@ pub struct EngineConfig {
     /// With `swa_full = false`: checkpoints kept per conversation, one
     /// every 256 prompt tokens; 0 reads the prompt again after a cut.
     pub swa_checkpoints: u32,
+    /// Speculative decoding: `speculative`, `draft_model`, `draft_tokens`.
+    pub speculation: Speculation,
 }
 
 impl Default for EngineConfig {
@@ -164,6 +168,7 @@ impl Default for EngineConfig {
             gpu_memory_mb: None,
             swa_full: true,
             swa_checkpoints: 8,
+            speculation: Speculation::default(),
         }
     }
 }

@@ -69,6 +69,9 @@ pub struct RawEngine {
     pub gpu_memory_mb: Option<u64>,
     pub swa_full: Option<bool>,
     pub swa_checkpoints: Option<u32>,
+    pub speculative: Option<String>,
+    pub draft_model: Option<String>,
+    pub draft_tokens: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

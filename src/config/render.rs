@@ -84,6 +84,16 @@ impl Config {
             e.swa_full,
             e.swa_checkpoints
         );
+        let s = &e.speculation;
+        let _ = writeln!(
+            out,
+            "speculative = \"{}\"\ndraft_tokens = {}",
+            s.mode.as_str(),
+            s.draft_tokens
+        );
+        if let Some(draft) = &s.draft_model {
+            let _ = writeln!(out, "draft_model = {}", quote(draft));
+        }
         if !e.rpc_servers.is_empty() {
             let servers: Vec<String> = e.rpc_servers.iter().map(|s| quote(s)).collect();
             let _ = writeln!(out, "rpc_servers = [{}]", servers.join(", "));

@@ -103,6 +103,11 @@ impl EngineConfig {
             gpu_memory_mb: e.gpu_memory_mb,
             swa_full: e.swa_full.unwrap_or(de.swa_full),
             swa_checkpoints: e.swa_checkpoints.unwrap_or(de.swa_checkpoints),
+            speculation: super::Speculation::from_raw(
+                e.speculative.as_deref(),
+                e.draft_model.map(|m| env.expand(&m).display().to_string()),
+                e.draft_tokens,
+            )?,
         };
         if engine.swa_checkpoints > 64 {
             return Err(ConfigError::invalid(

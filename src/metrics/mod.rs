@@ -415,6 +415,7 @@ mod tests {
             completion_tokens: 50,
             prompt_ms: 10.0,
             generation_ms: 500.0,
+            ..Usage::default()
         });
         m.queue_source(Arc::new(|| vec![(Priority::Interactive, 2)]));
         let text = m.render();

@@ -26,7 +26,9 @@ pub fn model(name: &str) -> PathBuf {
 }
 
 /// Engine settings for a test model on the CPU: one conversation slot,
-/// 1,024 tokens, the prompt cache on, nothing kept on disk. Tests override
+/// 1,024 tokens, the prompt cache on, nothing kept on disk, no drafts
+/// (tests/speculative.rs drafts; replies compared token for token across
+/// batch shapes stay comparable). Tests override
 /// what they exercise with `..engine_settings(…)`.
 pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
     hearth::engine::EngineSettings {
@@ -50,6 +52,8 @@ pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
         gpu_memory_mb: None,
         swa_full: true,
         swa_checkpoints: 8,
+        speculation: hearth::engine::Speculation::Off,
+        draft_tokens: 8,
         mmproj: None,
         image_limits: Default::default(),
     }

@@ -15,6 +15,7 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::cache::SeqCache;
 use super::reply::{Reply, Status};
+use super::speculate::Drafter;
 use super::vision::{Vision, is_stand_in};
 use hearth_core::chat::{Priority, ProviderError};
 
@@ -25,6 +26,9 @@ pub(super) struct Batcher<'m> {
     n_batch: usize,
     /// Most prompt tokens of one reply per step.
     prompt_chunk: usize,
+    /// Where drafts of generating replies come from (see
+    /// [`super::speculate`]).
+    drafter: Drafter<'m>,
 }
 
 /// What one reply put into the batch.
@@ -33,6 +37,9 @@ struct Share {
     tokens: usize,
     /// The batch index of its logits, when it asked for them.
     logits: Option<i32>,
+    /// Tokens drafted after its own, each with logits, in the batch
+    /// positions after `logits`.
+    draft: Vec<LlamaToken>,
 }
 
 impl<'m> Batcher<'m> {
@@ -43,7 +50,14 @@ impl<'m> Batcher<'m> {
             batch: LlamaBatch::new(n_batch, 1),
             n_batch,
             prompt_chunk: prompt_chunk.max(1),
+            drafter: Drafter::Off,
         }
+    }
+
+    /// Drafts generating replies' next tokens with `drafter`.
+    pub(super) fn with_drafter(mut self, drafter: Drafter<'m>) -> Self {
+        self.drafter = drafter;
+        self
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -117,6 +131,9 @@ impl<'m> Batcher<'m> {
                 let mut status = reply.fed(share.tokens);
                 if let (Status::Running, Some(idx)) = (status, share.logits) {
                     status = reply.on_logits(ctx, idx);
+                    if !share.draft.is_empty() {
+                        status = check_draft(ctx, cache, reply, &share.draft, (idx, status));
+                    }
                 }
                 done[share.reply] = status == Status::Done;
             }
@@ -199,6 +216,13 @@ impl<'m> Batcher<'m> {
                 continue;
             }
             let wants = n == pending.len() && reply.wants_logits();
+            let draft = if wants && reply.is_generating() {
+                let room = (room - n).min(reply.draft_room());
+                self.drafter
+                    .draft(seq, cache.tokens_mut(seq), pending, room)
+            } else {
+                Vec::new()
+            };
             for (k, &token) in pending[..n].iter().enumerate() {
                 let logits = wants && k + 1 == n;
                 // `room` keeps the batch within the `n_batch` it holds.
@@ -212,18 +236,84 @@ impl<'m> Batcher<'m> {
                             reply: i,
                             tokens: k,
                             logits: None,
+                            draft: Vec::new(),
                         });
                     }
                     return shares;
                 }
             }
             room -= n;
+            let logits = wants.then(|| self.batch.n_tokens() - 1);
+            let draft = self.add_draft(draft, start + n, seq);
+            room -= draft.len();
             shares.push(Share {
                 reply: i,
                 tokens: n,
-                logits: wants.then(|| self.batch.n_tokens() - 1),
+                logits,
+                draft,
             });
         }
         shares
     }
+
+    /// Puts as much of `draft` as the batch takes after a reply's token, at
+    /// positions from `pos` on, each with logits; returns what went in.
+    fn add_draft(&mut self, mut draft: Vec<LlamaToken>, pos: usize, seq: usize) -> Vec<LlamaToken> {
+        for (k, &token) in draft.iter().enumerate() {
+            if self
+                .batch
+                .add(token, (pos + k) as i32, &[seq as i32], true)
+                .is_err()
+            {
+                draft.truncate(k);
+                break;
+            }
+        }
+        draft
+    }
+}
+
+/// After a reply picked from the logits at `idx` (leaving it `status`):
+/// keeps each drafted token it would have picked anyway, picking the next
+/// from that token's logits, until one differs; the rest of the draft
+/// leaves the KV cache.
+fn check_draft(
+    ctx: &mut LlamaContext<'_>,
+    cache: &mut SeqCache,
+    reply: &mut Reply<'_>,
+    draft: &[LlamaToken],
+    (idx, mut status): (i32, Status),
+) -> Status {
+    reply.drafted(draft.len());
+    let seq = reply.seq();
+    let mut accepted = 0;
+    for (k, &token) in draft.iter().enumerate() {
+        if status != Status::Running || reply.pending() != [token] {
+            break;
+        }
+        accepted += 1;
+        cache.tokens_mut(seq).push(token);
+        status = reply.draft_accepted();
+        if status == Status::Running {
+            status = reply.on_logits(ctx, idx + 1 + k as i32);
+        }
+    }
+    reply.draft_checked(draft.len(), accepted);
+    let kept = cache.tokens_mut(seq).len();
+    let dropped = ctx.kv_cache_seq_pos_max(seq as i32) < kept as i32
+        || ctx
+            .clear_kv_cache_seq(Some(seq as u32), Some(kept as u32), None)
+            .unwrap_or(false);
+    // Checked, not assumed: a rejected token left in the sequence would be
+    // attended to by every later one.
+    if !dropped || ctx.kv_cache_seq_pos_max(seq as i32) >= kept as i32 {
+        // The sequence would hold tokens the reply did not choose.
+        cache.forget(ctx, seq);
+        if status == Status::Done {
+            return status;
+        }
+        let e = ProviderError::Failed("llama.cpp refused to drop a rejected draft".into());
+        return reply.fail(e);
+    }
+    status
 }

@@ -34,6 +34,8 @@ pub enum EngineError {
     Context { n_ctx: u32, gpu_layers: u32 },
     #[error("the vision projector {} cannot be used: {reason}; fix: set `[model] mmproj` to the projector made for this model, or remove it to read text only", .path.display())]
     Projector { path: PathBuf, reason: String },
+    #[error("the draft model {} cannot be used: {reason}; fix: set `[engine] draft_model` to a small model with the same vocabulary (the same family's smaller size), or remove it (prompt-lookup drafts need no second model)", .path.display())]
+    DraftModel { path: PathBuf, reason: String },
     #[error("the engine worker has stopped")]
     WorkerGone,
 }

@@ -35,6 +35,7 @@ mod queue;
 mod repetition;
 mod reply;
 mod sampling;
+mod speculate;
 pub mod template;
 mod utf8;
 mod vision;
@@ -55,6 +56,7 @@ use tokio_util::sync::CancellationToken;
 pub use cache::reuse;
 pub use error::EngineError;
 pub use queue::Waiting;
+pub use speculate::Speculation;
 pub use vision::ImageLimits;
 
 use hearth_core::chat::{ChatRequest, ChatStream, ProviderError, StreamEvent};
@@ -102,6 +104,11 @@ pub struct EngineSettings {
     /// `[engine] gpu_memory_mb`: the most GPU memory hearth plans to use
     /// (weights, KV cache and margin), whatever is free; `None`: what is free.
     pub gpu_memory_mb: Option<u64>,
+    /// `[engine] speculative`: where drafts of a reply's next tokens come
+    /// from, checked in the decode that reads the token before them.
+    pub speculation: Speculation,
+    /// `[engine] draft_tokens`: most tokens drafted at a time.
+    pub draft_tokens: u32,
     /// `[engine] swa_full`: a sliding-window model keeps every position.
     pub swa_full: bool,
     /// `[engine] swa_checkpoints`: with a window-size cache, checkpoints
@@ -139,6 +146,8 @@ pub struct ModelInfo {
     pub reuse_min_chunk: u32,
     /// Whether a projector lets the model see images.
     pub vision: bool,
+    /// How replies are drafted ahead (`[engine] speculative`), in words.
+    pub drafting: String,
 }
 
 /// Reports model loading progress in `0.0..=1.0`.

@@ -95,6 +95,8 @@ pub(super) struct Reply<'m> {
     reasoning_budget: usize,
     reasoned: usize,
     started: Instant,
+    /// Most tokens to draft next (see [`Self::draft_checked`]).
+    draft_limit: usize,
 }
 
 impl<'m> Reply<'m> {
@@ -128,6 +130,7 @@ impl<'m> Reply<'m> {
             reasoning_budget,
             reasoned: 0,
             started: a.started,
+            draft_limit: usize::MAX,
         }
     }
 
@@ -177,6 +180,46 @@ impl<'m> Reply<'m> {
         let n = self.pictures.swap_remove(i).run.len();
         self.fed(n);
         n
+    }
+
+    /// Whether the reply is generating (not reading, not closing).
+    pub(super) fn is_generating(&self) -> bool {
+        self.phase == Phase::Generating
+    }
+
+    /// Tokens the reply may still generate.
+    pub(super) fn tokens_left(&self) -> usize {
+        self.budget.saturating_sub(self.generated.len())
+    }
+
+    /// Most tokens to draft for this reply now: what its drafts have earned
+    /// (see [`Self::draft_checked`]), within what it may still generate.
+    pub(super) fn draft_room(&self) -> usize {
+        self.draft_limit.min(self.tokens_left())
+    }
+
+    /// `n` drafted tokens were put in the batch after the pending ones.
+    pub(super) fn drafted(&mut self, n: usize) {
+        self.usage.drafted_tokens += n as u32;
+    }
+
+    /// Of `drafted` tokens, `accepted` were kept: a draft kept whole may be
+    /// twice as long next time; one cut short, as long as the part kept
+    /// (one at least). A wrong guess costs a batch position, not a decode,
+    /// but on a CPU a position costs most of a decode of its own.
+    pub(super) fn draft_checked(&mut self, drafted: usize, accepted: usize) {
+        self.draft_limit = if accepted == drafted {
+            drafted.saturating_mul(2).max(2)
+        } else {
+            accepted.max(1)
+        };
+    }
+
+    /// A drafted token was what the reply picked: it is in the sequence,
+    /// and the pick after it comes from the logits at its batch index.
+    pub(super) fn draft_accepted(&mut self) -> Status {
+        self.usage.accepted_tokens += 1;
+        self.fed(1)
     }
 
     /// Whether the logits after the pending tokens are wanted.

@@ -26,6 +26,7 @@ use super::formats::{self, ModelFamily};
 use super::generate::{Admission, Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
 use super::queue::{PriorityQueue, Waiting};
+use super::speculate::setup::{DraftContext, can_speculate, drafter, load_draft_model};
 use super::template::{self, ChatTemplate};
 use super::vision::Vision;
 use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, Work, model_file};
@@ -41,49 +42,49 @@ pub(super) fn run(
     let fail = |e: EngineError| {
         let _ = ready.send(Err(e));
     };
-    let backend_error = |e: String| fail(EngineError::Backend(e));
-    let Ok(backends) = backends::load(settings.backends_dir.as_deref(), &settings.rpc_servers)
-        .map_err(|e| backend_error(e.to_string()))
-    else {
-        return;
-    };
-    let Ok(backend) = LlamaBackend::init().map_err(|e| backend_error(e.to_string())) else {
-        return;
-    };
-    let Ok((model, template, fit, family)) =
-        load(&backend, backends, &settings, progress).map_err(&fail)
+    let Ok((backend, (model, template, fit, family))) = start(&settings, progress).map_err(&fail)
     else {
         return;
     };
     let threads = hardware::thread_count(settings.threads);
     let slots = settings.slots.max(1);
-    let mut ctx = match model.new_context(&backend, context_params(&settings, &fit, threads)) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::debug!("context creation failed: {e}");
-            let _ = ready.send(Err(EngineError::Context {
-                n_ctx: fit.n_ctx_seq,
-                gpu_layers: fit.gpu_layers,
-            }));
-            return;
-        }
+    let params = context_params(&settings, &fit, threads);
+    let Ok(mut ctx) = model.new_context(&backend, params).map_err(|e| {
+        tracing::debug!("context creation failed: {e}");
+        fail(EngineError::Context {
+            n_ctx: fit.n_ctx_seq,
+            gpu_layers: fit.gpu_layers,
+        })
+    }) else {
+        return;
     };
     let n_ctx_seq = ctx.n_ctx() / slots;
     let Ok(vision) = projector(&settings, &model, threads, &fit).map_err(&fail) else {
         return;
     };
     let reuse = reuse_policy(&settings, &model);
+    let window = sliding_window(&model);
+    let checkpoints = checkpoints(&settings, window);
+    let on_gpu = fit.gpu_layers > model.n_layer();
+    let Ok(draft) =
+        load_draft_model(&backend, &settings.speculation, &model, on_gpu).map_err(&fail)
+    else {
+        return;
+    };
+    let allowed = can_speculate(&model, window, settings.swa_full);
+    let context = draft_context(&settings, &fit, n_ctx_seq, threads);
+    let Ok(drafter) = drafter(&backend, &settings, allowed, draft.as_ref(), context).map_err(&fail)
+    else {
+        return;
+    };
     let info = model_info(
         &settings,
         &model,
         (&template, &fit, family, vision.is_some()),
-        threads,
-        n_ctx_seq,
-        &reuse,
+        (threads, n_ctx_seq),
+        (&reuse, drafter.describe()),
     );
     tracing::info!(?info, "model loaded");
-    let window = sliding_window(&model);
-    let checkpoints = checkpoints(&settings, window);
     let mut cache = seq_cache(&settings, &model, n_ctx_seq, checkpoints);
     if ready.send(Ok((info, Arc::clone(&model)))).is_err() {
         return;
@@ -97,7 +98,7 @@ pub(super) fn run(
     )
     .with_window(window)
     .with_sharing(settings.share_prompts);
-    let batcher = batcher(&settings, checkpoints);
+    let batcher = batcher(&settings, checkpoints).with_drafter(drafter);
     let embedder = &mut Embedder::new(&backend, &model, threads);
     let (jobs, waiting) = (&jobs, &*waiting);
     let inflow = &mut Inflow {
@@ -109,6 +110,36 @@ pub(super) fn run(
     serve(&mut ctx, &mut cache, &generator, batcher, inflow);
     cache.persist_all(&mut ctx);
     tracing::debug!("engine worker stopped");
+}
+
+/// llama.cpp's backends (GPU modules and RPC servers included) and the
+/// model, loaded.
+fn start(
+    settings: &EngineSettings,
+    progress: Option<ProgressFn>,
+) -> Result<(LlamaBackend, Loaded), EngineError> {
+    let backend_error = |e: String| EngineError::Backend(e);
+    let backends = backends::load(settings.backends_dir.as_deref(), &settings.rpc_servers)
+        .map_err(|e| backend_error(e.to_string()))?;
+    let backend = LlamaBackend::init().map_err(|e| backend_error(e.to_string()))?;
+    let loaded = load(&backend, backends, settings, progress)?;
+    Ok((backend, loaded))
+}
+
+/// The draft model's context: the engine's, sized and threaded alike.
+fn draft_context(
+    settings: &EngineSettings,
+    fit: &Fit,
+    n_ctx_seq: u32,
+    threads: i32,
+) -> DraftContext {
+    DraftContext {
+        n_ctx_seq,
+        slots: settings.slots.max(1),
+        n_batch: settings.batch_size,
+        threads,
+        flash_attention: settings.flash_attention.unwrap_or(fit.gpu_layers > 0),
+    }
 }
 
 /// Checkpoints kept per conversation: a window-size cache forgets what is
@@ -149,9 +180,8 @@ fn model_info(
     settings: &EngineSettings,
     model: &LlamaModel,
     (template, fit, family, vision): (&ChatTemplate, &Fit, ModelFamily, bool),
-    threads: i32,
-    n_ctx_seq: u32,
-    reuse: &Reuse,
+    (threads, n_ctx_seq): (i32, u32),
+    (reuse, drafting): (&Reuse, String),
 ) -> ModelInfo {
     ModelInfo {
         path: settings.model_path.clone(),
@@ -173,6 +203,7 @@ fn model_info(
             Reuse::Off | Reuse::Prefix => 0,
         },
         vision,
+        drafting,
     }
 }
 
@@ -194,7 +225,7 @@ fn usable_gpu(backends: &Backends, cap_mb: Option<u64>) -> Option<u64> {
 /// Loads the weights with `gpu_layers` on the GPU; with none, no GPU is
 /// touched at all (no device in the model's list, so the context creates no
 /// GPU backend and allocates nothing there).
-fn load_model(
+pub(super) fn load_model(
     backend: &LlamaBackend,
     path: &std::path::Path,
     gpu_layers: u32,

@@ -294,6 +294,11 @@ pub struct Usage {
     /// Time to read the prompt, until the first token could be sampled.
     pub prompt_ms: f64,
     pub generation_ms: f64,
+    /// Tokens guessed ahead by speculative decoding and checked in the
+    /// same decode as the token before them.
+    pub drafted_tokens: u32,
+    /// Of those, the ones the model would have chosen itself (kept).
+    pub accepted_tokens: u32,
 }
 
 /// What a provider streams back.

@@ -1,0 +1,86 @@
+//! Speculative decoding: guess a reply's next tokens cheaply, then check
+//! them in the decode that reads the token before them.
+//!
+//! The batcher puts a generating reply's pending token and a draft of up
+//! to `most` tokens after it into the batch, all with logits. The reply
+//! then picks from each position in turn, with its own sampler (grammar
+//! and all), as if the draft had not been there: while its pick equals
+//! the next drafted token, that token is already in the sequence and the
+//! pick after it is read from the next position. At the first difference
+//! the rest of the draft is dropped from the KV cache. Replies are thus
+//! the same as without drafting (greedy ones token for token, up to the
+//! backend's rounding for the batch size), and a good guess saves decodes.
+//!
+//! Where the drafts come from:
+//! - [`lookup`]: the sequence itself (a quoted tool result or file);
+//! - [`draft_model`]: a small model with the same vocabulary.
+
+pub(crate) mod draft_model;
+mod lookup;
+pub(crate) mod setup;
+
+use llama_cpp_2::token::LlamaToken;
+
+pub(crate) use draft_model::DraftModel;
+
+/// How replies are drafted (`[engine] speculative`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Speculation {
+    /// No drafts: one token per reply per decode.
+    Off,
+    /// Prompt lookup (n-gram) drafts of up to `most` tokens.
+    #[default]
+    Lookup,
+    /// Drafts from a small model with the same vocabulary (`[engine]
+    /// draft_model`).
+    Model(std::path::PathBuf),
+}
+
+/// The drafts' source in the engine.
+pub(crate) enum Drafter<'d> {
+    Off,
+    Lookup {
+        most: usize,
+    },
+    Model {
+        model: Box<DraftModel<'d>>,
+        most: usize,
+    },
+}
+
+impl Drafter<'_> {
+    /// In words, for `hearth doctor`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Drafter::Off => "off".into(),
+            Drafter::Lookup { most } => format!("prompt lookup, up to {most} tokens"),
+            Drafter::Model { most, .. } => format!("draft model, up to {most} tokens"),
+        }
+    }
+
+    /// Up to `room` tokens expected after sequence `seq`'s `cached` tokens
+    /// and its `pending` ones.
+    pub(crate) fn draft(
+        &mut self,
+        seq: usize,
+        cached: &[LlamaToken],
+        pending: &[LlamaToken],
+        room: usize,
+    ) -> Vec<LlamaToken> {
+        let most = match self {
+            Drafter::Off => return Vec::new(),
+            Drafter::Lookup { most } | Drafter::Model { most, .. } => (*most).min(room),
+        };
+        if most == 0 || cached.len() + pending.len() == 0 {
+            return Vec::new();
+        }
+        let mut history = Vec::with_capacity(cached.len() + pending.len());
+        history.extend_from_slice(cached);
+        history.extend_from_slice(pending);
+        match self {
+            Drafter::Off => Vec::new(),
+            Drafter::Lookup { .. } => lookup::draft(&history, most),
+            Drafter::Model { model, .. } => model.draft(seq, &history, most),
+        }
+    }
+}
