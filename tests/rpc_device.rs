@@ -99,7 +99,7 @@ fn config(s: &Sandbox, servers: &[&str], model_extra: &str, engine_extra: &str) 
 fn run(s: &Sandbox, config: &Path, args: &[&str]) -> (bool, String, String) {
     let out = s
         .hearth()
-        .env("RUST_LOG", "hearth::cli::ask=info")
+        .env("RUST_LOG", "warn,hearth::cli::ask=info")
         .arg("--config")
         .arg(config)
         .args(args)
@@ -333,4 +333,114 @@ fn a_device_that_cannot_hold_the_cache_is_a_clear_error_not_an_abort() {
     let capped = config(&s, &[&server.endpoint], "gpu_layers = 0", "");
     let (ok, reply, err) = run(&s, &capped, &["ask", "Say hello."]);
     assert!(ok && !reply.trim().is_empty(), "{reply}\n{err}");
+}
+
+#[test]
+fn a_device_without_room_for_the_weights_leaves_the_model_on_the_cpu_with_a_warning() {
+    let _engine = common::engine_lock();
+    // Room for the server, not for SmolLM2's 92 MB of weights; it reports
+    // gigabytes free all the same, so hearth plans every layer for it.
+    let server = RpcServer::start_limited(Some(70_000));
+    let s = Sandbox::new();
+    let config = config(&s, &[&server.endpoint], "", "");
+    let (ok, reply, err) = run(&s, &config, &["ask", "Say hello."]);
+    assert!(
+        ok && !reply.trim().is_empty(),
+        "the CPU answers: {reply}\n{err}"
+    );
+    assert!(
+        err.contains("did not load with 31 layers on the GPU")
+            && err.contains("loading it on the CPU instead")
+            && err.contains("gpu_layers"),
+        "{err}"
+    );
+    assert!(!err.contains("corrupt"), "the file is not blamed: {err}");
+    let (_, out, _) = run(&s, &config, &["doctor"]);
+    assert_eq!(offloaded(&out), (0, 31), "{out}");
+}
+
+#[test]
+fn gemma_offloaded_to_the_device_answers_like_the_cpu_and_resumes_after_a_restart() {
+    let _engine = common::engine_lock();
+    let server = RpcServer::start();
+    let s = Sandbox::new();
+    let gemma = |servers: &[&str]| {
+        let quoted: Vec<String> = servers.iter().map(|e| format!("\"{e}\"")).collect();
+        let path = s.path(&format!("gemma-{}.toml", servers.len()));
+        let text = format!(
+            "[model]\npath = \"{}\"\nchat_template = \"gemma\"\ncontext_size = 1024\n\
+             [generation]\ntemperature = 0.0\nmax_tokens = 32\n\
+             [engine]\nslots = 2\nspeculative = \"off\"\nbackends_dir = \"{}\"\nrpc_servers = [{}]\n",
+            common::model(common::GEMMA3).display(),
+            rpc_dir().join("client").display(),
+            quoted.join(", ")
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let device = gemma(&[&server.endpoint]);
+    let (_, out, err) = run(&s, &device, &["doctor"]);
+    let (n, total) = offloaded(&out);
+    assert!(
+        n == total && n > 0,
+        "every layer: {n} of {total}\n{out}\n{err}"
+    );
+
+    let question = "Name three colours of the rainbow.";
+    let (ok, on_device, err) = run(&s, &device, &["ask", "--session", "g", question]);
+    assert!(ok && !on_device.trim().is_empty(), "{on_device}\n{err}");
+    let (ok, on_cpu, err) = run(&s, &gemma(&[]), &["ask", "--session", "c", question]);
+    assert!(ok, "{err}");
+    // Gemma's sliding-window layers run on the device too; rounding differs
+    // from hearth's own CPU code, so the replies agree for a while.
+    let shared = on_device
+        .chars()
+        .zip(on_cpu.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    eprintln!("gemma, device against CPU: {shared} characters equal\n{on_device}\n---\n{on_cpu}");
+    assert!(shared >= 20, "{on_device}\n---\n{on_cpu}");
+
+    // A new process: the conversation's cache comes back onto the device.
+    let (ok, _, err) = run(&s, &device, &["ask", "--session", "g", "And two more?"]);
+    assert!(ok, "{err}");
+    let prompt = common::logged(&err, "prompt_tokens");
+    let cached = common::logged(&err, "cached_tokens");
+    assert!(
+        cached > 0 && prompt - cached < 40,
+        "only the new turn is read: {cached} of {prompt} cached\n{err}"
+    );
+}
+
+#[test]
+fn drafts_are_checked_on_the_device_too() {
+    let _engine = common::engine_lock();
+    let server = RpcServer::start();
+    let s = Sandbox::new();
+    let json = s.path("spec.json");
+    let (ok, out, err) = run(
+        &s,
+        &config(&s, &[&server.endpoint], "", ""),
+        &[
+            "bench",
+            "--speculative",
+            "--rounds",
+            "1",
+            "--reply-tokens",
+            "48",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    eprintln!("{out}");
+    let quoting = &report["kinds"][1];
+    assert_eq!(quoting["name"], "quoting the prompt");
+    assert!(
+        quoting["accepted"].as_u64().unwrap() > 0,
+        "drafts of the quoted file are kept on the device: {quoting}"
+    );
+    assert_eq!(report["drafting"], "prompt lookup, up to 8 tokens");
 }

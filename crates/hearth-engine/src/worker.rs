@@ -460,9 +460,11 @@ fn load(
     let mut fit = fit;
     let model = match load_model(backend, path, fit.gpu_layers, progress) {
         Ok(model) => model,
-        Err(e) if fit.gpu_layers > 0 => {
+        Err(_) if fit.gpu_layers > 0 => {
+            // llama.cpp says only that loading failed; the file itself is
+            // checked above, so it is the device that had no room.
             tracing::warn!(
-                "the model did not load with {} layers on the GPU ({e}); loading it on the CPU instead. Fix: lower `[model] gpu_layers`, set it to \"auto\", or free GPU memory",
+                "the model did not load with {} layers on the GPU (the device could not hold its weights); loading it on the CPU instead. Fix: lower `[model] gpu_layers`, set it to \"auto\", set `[engine] gpu_memory_mb` below what the device can really give, or free GPU memory",
                 fit.gpu_layers
             );
             fit.gpu_layers = 0;
