@@ -114,7 +114,12 @@ pub struct SpeedReport {
 }
 
 pub async fn run(config: &Config, json: &Path, speed_only: bool) -> anyhow::Result<ExitCode> {
-    let base = crate::engine_setup::engine_settings(config)?;
+    // Plain decoding, as llama-bench and llama-server measure it;
+    // `--speculative` measures drafts.
+    let base = EngineSettings {
+        speculation: crate::engine::Speculation::Off,
+        ..crate::engine_setup::engine_settings(config)?
+    };
     if speed_only {
         let scratch = std::env::temp_dir().join(format!("hearth-bench-{}", std::process::id()));
         let engine = start(EngineSettings {

@@ -56,6 +56,8 @@ pub async fn run(config: &Config, slots: Option<u32>) -> anyhow::Result<ExitCode
     let scratch = std::env::temp_dir().join(format!("hearth-bench-{}", std::process::id()));
     let engine = start(EngineSettings {
         slots: slots.unwrap_or(base.slots),
+        // Plain decoding, as llama-server's by default.
+        speculation: crate::engine::Speculation::Off,
         kv_dir: Some(scratch.clone()),
         ..base
     })

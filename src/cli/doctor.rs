@@ -145,8 +145,11 @@ fn backend_lines(report: &mut Report, hw: &Hardware, config: &Config) {
             report.warn("rpc", w);
         }
     }
+    for line in &backends.idle {
+        report.info("gpu", line);
+    }
     if backends.gpus().next().is_none() {
-        if hw.gpus.is_empty() {
+        if hw.gpus.is_empty() && backends.idle.is_empty() {
             report.info("gpu", "no GPU present; hearth runs on the CPU");
         }
         for gpu in &hw.gpus {

@@ -50,6 +50,8 @@ pub struct Backend {
     /// What the backend reports of itself (`AVX2`, `CUDA_ARCHS`, …), as
     /// `NAME` or `NAME=value`.
     pub features: Vec<String>,
+    /// How many devices it offers.
+    pub devices: usize,
 }
 
 /// What [`load`] found.
@@ -61,6 +63,8 @@ pub struct Backends {
     pub devices: Vec<Device>,
     /// The configured RPC servers and whether their devices joined.
     pub rpc: Vec<super::rpc::RpcServer>,
+    /// Why GPU modules that are there give no device, a line each.
+    pub idle: Vec<String>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -135,15 +139,22 @@ fn load_now(extra_dir: Option<&Path>, rpc_servers: &[String]) -> Result<Backends
         return Err(BackendError::NoCpu { searched });
     };
     load_folder(&folder);
-    if let Some(extra) = extra_dir.filter(|d| *d != folder) {
+    let extra = extra_dir.filter(|d| *d != folder);
+    if let Some(extra) = extra {
         load_extra(extra);
     }
     let rpc = add_rpc(rpc_servers);
+    let backends = registered();
+    let idle = idle_modules(std::iter::once(folder.as_path()).chain(extra), &backends);
+    for line in &idle {
+        tracing::warn!("{line}");
+    }
     Ok(Backends {
         folder: Some(folder),
-        backends: registered(),
+        backends,
         devices: devices(),
         rpc,
+        idle,
     })
 }
 
@@ -155,6 +166,7 @@ fn load_now(_extra_dir: Option<&Path>, rpc_servers: &[String]) -> Result<Backend
         backends: registered(),
         devices: devices(),
         rpc,
+        idle: Vec::new(),
     })
 }
 
@@ -210,13 +222,44 @@ fn load_extra(dir: &Path) {
             continue;
         }
         if let Some(path) = c_path(&file) {
-            // SAFETY: a valid C string; a null result means it did not load.
-            let reg = unsafe { sys::ggml_backend_load(path.as_ptr()) };
-            if reg.is_null() {
-                tracing::warn!("backend module {} did not load", file.display());
-            }
+            // SAFETY: a valid C string; a null result means it did not load
+            // (`idle_modules` says why).
+            unsafe { sys::ggml_backend_load(path.as_ptr()) };
         }
     }
+}
+
+/// Why the GPU modules in `folders` (not the CPU's, not RPC's, whose
+/// devices come from servers) give no device.
+#[cfg(feature = "dynamic-backends")]
+fn idle_modules<'a>(folders: impl Iterator<Item = &'a Path>, loaded: &[Backend]) -> Vec<String> {
+    use super::idle_modules::{Module, explain};
+    let mut lines = Vec::new();
+    for folder in folders {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for file in files {
+            let Some(name) = file.file_name().and_then(|f| module_backend(&f.to_string_lossy()))
+            else {
+                continue;
+            };
+            if name == "cpu" || name == "rpc" {
+                continue;
+            }
+            let module = match loaded.iter().find(|b| b.name.eq_ignore_ascii_case(&name)) {
+                Some(b) => Module::Loaded {
+                    backend: &b.name,
+                    devices: b.devices,
+                },
+                None => Module::NotLoaded { file: &file },
+            };
+            lines.extend(explain(module));
+        }
+    }
+    lines
 }
 
 fn c_path(path: &Path) -> Option<CString> {
@@ -249,6 +292,7 @@ fn registered() -> Vec<Backend> {
                     file: module_file(getter),
                     name,
                     features,
+                    devices: sys::ggml_backend_reg_dev_count(reg),
                 }
             })
             .collect()

@@ -28,6 +28,8 @@ pub mod formats;
 mod generate;
 pub mod gguf;
 pub mod hardware;
+#[cfg(feature = "dynamic-backends")]
+mod idle_modules;
 mod image_size;
 mod log;
 pub mod model_file;
