@@ -14,6 +14,8 @@
 #                second machine's GPU (or CPU) to hearth: target/rpc/server
 #                goes to that machine, target/rpc/client is [engine]
 #                backends_dir here. The tests run their device on it.
+#   make vulkan  llama.cpp's Vulkan backend into target/vulkan (Vulkan headers
+#                from Debian 13, see gpu/vulkan.sh); make test uses it on lavapipe
 #   make cuda-toolkit
 #                NVIDIA's compiler and cuBLAS from PyPI into target/cuda-pypi,
 #                for `make gpu` where no CUDA toolkit is installed
@@ -28,7 +30,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit rpc-server
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -48,7 +50,7 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients test-mcp test-projector test-speech cuda-compiler rpc-server
+test: prereqs test-models test-clients test-mcp test-projector test-speech cuda-compiler rpc-server vulkan
 	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
@@ -273,6 +275,20 @@ $(RPC_DEST)/server/hearth-rpc-server: gpu/rpc-server.c Cargo.lock
 	  -L"$(RPC_DEST)/server" -lggml -lggml-base -Wl,-rpath,'$$ORIGIN'
 	@echo "built $@ (serve with it on the second machine) and $(RPC_DEST)/client/libggml-rpc.so ([engine] backends_dir here)"
 
+# llama.cpp's Vulkan backend, for GPUs of any maker (and Mesa's lavapipe, a
+# Vulkan device on the CPU, which the tests use): gpu/vulkan.sh says how the
+# headers it needs come from Debian 13. About 6 minutes on 2 cores.
+VULKAN_BUILD ?= target/vulkan-build
+VULKAN_DEST ?= target/vulkan
+vulkan: $(VULKAN_DEST)/libggml-vulkan.so
+$(VULKAN_DEST)/libggml-vulkan.so: gpu/vulkan.sh Cargo.lock
+	@src="$(LLAMA_SRC)"; \
+	if [ ! -f "$$src/CMakeLists.txt" ]; then \
+	  $(CARGO) fetch --locked >/dev/null && \
+	  src="$$(ls -d $(CARGO_HOME)/registry/src/*/llama-cpp-sys-2-$(LLAMA_SYS_VERSION)/llama.cpp 2>/dev/null | head -n 1)"; \
+	fi; \
+	bash gpu/vulkan.sh "$$src" "$(VULKAN_BUILD)" "$(VULKAN_DEST)"
+
 # Configures from llama.cpp's top level (its own switches leave out
 # everything but the libraries); configuring ggml alone would make it a
 # standalone project, which needs files the crate does not ship.
@@ -285,7 +301,7 @@ gpu-configure:
 	command -v $(CMAKE) >/dev/null 2>&1 || missing="$$missing\n  cmake: apt-get install cmake"; \
 	[ -f "$(LLAMA_SRC)/CMakeLists.txt" ] && [ -f "$(LLAMA_SRC)/ggml/CMakeLists.txt" ] || missing="$$missing\n  the llama.cpp sources of llama-cpp-sys-2 $(LLAMA_SYS_VERSION): run cargo fetch, or set LLAMA_SRC=/path/to/llama.cpp"; \
 	if [ -n "$$missing" ]; then printf "make gpu: cannot build the CUDA backend; missing:$$missing\n" >&2; exit 1; fi; \
-	root="$$(cd "$$(dirname "$$nvcc")/.." && pwd)"; nvcc="$$root/bin/$$(basename "$$nvcc")"; \
+	bindir="$$(cd "$${nvcc%/*}" && pwd)"; nvcc="$$bindir/$${nvcc##*/}"; root="$${bindir%/*}"; \
 	driver=""; \
 	for d in "$$root/lib64/stubs/libcuda.so" "$$root/lib/stubs/libcuda.so" /usr/lib/x86_64-linux-gnu/libcuda.so /usr/lib/x86_64-linux-gnu/libcuda.so.1 /usr/lib64/libcuda.so.1; do \
 	  [ -e "$$d" ] && { driver="-DCUDA_cuda_driver_LIBRARY=$$d"; break; }; \

@@ -62,6 +62,7 @@ mod trust;
 mod two_people;
 mod vision;
 mod voice;
+mod vulkan_device;
 mod ways_in;
 mod websocket;
 mod xml_parser;

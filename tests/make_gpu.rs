@@ -160,10 +160,13 @@ fn with_the_toolkit_it_builds_the_vendored_ggml_as_a_loadable_cuda_backend() {
     ] {
         assert!(configure.contains(flag), "{flag} missing: {configure}");
     }
-    assert!(configure.contains(&format!(
-        "-DCMAKE_CUDA_COMPILER={}",
-        bin.join("nvcc").display()
-    )));
+    assert!(
+        configure.contains(&format!(
+            "-DCMAKE_CUDA_COMPILER={}",
+            bin.join("nvcc").display()
+        )),
+        "{configure}"
+    );
     assert!(
         calls.lines().nth(1).unwrap().contains("--target ggml-cuda"),
         "{calls}"

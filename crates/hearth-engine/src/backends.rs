@@ -242,7 +242,9 @@ fn idle_modules<'a>(folders: impl Iterator<Item = &'a Path>, loaded: &[Backend])
         let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         files.sort();
         for file in files {
-            let Some(name) = file.file_name().and_then(|f| module_backend(&f.to_string_lossy()))
+            let Some(name) = file
+                .file_name()
+                .and_then(|f| module_backend(&f.to_string_lossy()))
             else {
                 continue;
             };

@@ -47,7 +47,9 @@ fn no_device(backend: &str, can_open: impl Fn(&str) -> bool) -> String {
         Some((what, _)) => format!(
             "the {backend} backend is installed and the {what} is there, but it found no GPU; hearth runs on the CPU"
         ),
-        None => format!("the {backend} backend is installed but found no device; hearth runs on the CPU"),
+        None => format!(
+            "the {backend} backend is installed but found no device; hearth runs on the CPU"
+        ),
     }
 }
 
@@ -90,12 +92,18 @@ mod tests {
     #[test]
     fn a_missing_driver_is_named_and_a_present_one_without_a_gpu_too() {
         let without = no_device("CUDA", |_| false);
-        assert!(without.contains("no NVIDIA driver (libcuda.so.1 not found)"), "{without}");
+        assert!(
+            without.contains("no NVIDIA driver (libcuda.so.1 not found)"),
+            "{without}"
+        );
         assert!(without.contains("runs on the CPU"));
         let with = no_device("CUDA", |lib| lib == CUDA_DRIVER);
         assert!(with.contains("found no GPU"), "{with}");
         let vulkan = no_device("Vulkan", |_| false);
-        assert!(vulkan.contains("no Vulkan loader (libvulkan.so.1"), "{vulkan}");
+        assert!(
+            vulkan.contains("no Vulkan loader (libvulkan.so.1"),
+            "{vulkan}"
+        );
         assert!(no_device("SYCL", |_| true).contains("found no device"));
     }
 
@@ -106,9 +114,24 @@ mod tests {
         std::fs::write(&file, b"not an ELF file").unwrap();
         let line = explain(Module::NotLoaded { file: &file }).unwrap();
         assert!(line.contains("libggml-cuda.so did not load ("), "{line}");
-        assert!(line.contains("runs on the CPU") && line.contains("Fix:"), "{line}");
+        assert!(
+            line.contains("runs on the CPU") && line.contains("Fix:"),
+            "{line}"
+        );
         // Positive control: a module with a device says nothing.
-        assert!(explain(Module::Loaded { backend: "CUDA", devices: 1 }).is_none());
-        assert!(explain(Module::Loaded { backend: "CUDA", devices: 0 }).is_some());
+        assert!(
+            explain(Module::Loaded {
+                backend: "CUDA",
+                devices: 1
+            })
+            .is_none()
+        );
+        assert!(
+            explain(Module::Loaded {
+                backend: "CUDA",
+                devices: 0
+            })
+            .is_some()
+        );
     }
 }

@@ -1,0 +1,241 @@
+//! The device tests again on a real Vulkan device: Mesa's lavapipe, which
+//! runs Vulkan on the CPU, through llama.cpp's Vulkan backend as `make
+//! vulkan` builds it. ggml lists a CPU-type Vulkan device only when asked
+//! (`GGML_VK_VISIBLE_DEVICES`), which these tests do; without it, hearth
+//! says the backend found no GPU and runs on the CPU (the positive control).
+//!
+//! lavapipe is slow (well under a token per second on 2 cores, most of it
+//! compiling ggml's shaders on first use), so replies here are short.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::Sandbox;
+
+fn vulkan_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/vulkan");
+    assert!(
+        dir.join("libggml-vulkan.so").is_file(),
+        "no Vulkan backend: run `make vulkan` (make test does)"
+    );
+    dir
+}
+
+/// A config for SmolLM2 with the Vulkan backend, written to `name`.
+fn config(s: &Sandbox, name: &str, model_extra: &str, engine_extra: &str) -> PathBuf {
+    let path = s.path(name);
+    std::fs::write(
+        &path,
+        format!(
+            "[model]\npath = \"{}\"\ncontext_size = 512\n{model_extra}\n\
+             [generation]\ntemperature = 0.0\nmax_tokens = 16\n\
+             [engine]\nslots = 2\nspeculative = \"off\"\nbackends_dir = \"{}\"\n{engine_extra}\n",
+            common::model(common::SMOLLM2).display(),
+            vulkan_dir().display(),
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `hearth` with lavapipe listed (`visible`) or not.
+fn run(s: &Sandbox, config: &Path, visible: bool, args: &[&str]) -> (bool, String, String) {
+    let mut cmd = s.hearth();
+    cmd.env("RUST_LOG", "warn,hearth::cli::ask=info")
+        .env("VK_ICD_FILENAMES", lavapipe_icd());
+    if visible {
+        cmd.env("GGML_VK_VISIBLE_DEVICES", "0");
+    } else {
+        cmd.env_remove("GGML_VK_VISIBLE_DEVICES");
+    }
+    let out = cmd.arg("--config").arg(config).args(args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    common::assert_no_panic(&stderr);
+    (out.status.success(), stdout, stderr)
+}
+
+/// Mesa's lavapipe driver manifest, so device 0 is lavapipe on any machine.
+fn lavapipe_icd() -> String {
+    let found = std::fs::read_dir("/usr/share/vulkan/icd.d")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("lvp_icd")
+        });
+    found
+        .expect("no lavapipe: apt-get install mesa-vulkan-drivers (make vulkan does)")
+        .display()
+        .to_string()
+}
+
+/// "N of M layers on the GPU" from doctor's load line.
+fn offloaded(doctor: &str) -> (u32, u32) {
+    let line = doctor
+        .lines()
+        .find(|l| l.contains("layers on the GPU"))
+        .unwrap_or_else(|| panic!("no load line: {doctor}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "layers").unwrap();
+    (
+        words[at - 3].parse().unwrap(),
+        words[at - 1].parse().unwrap(),
+    )
+}
+
+fn shared(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
+#[test]
+fn doctor_names_lavapipe_and_offloads_every_layer_and_says_why_not_without_it() {
+    let _engine = common::engine_lock();
+    let s = Sandbox::new();
+    let config = config(&s, "vk.toml", "", "");
+    let (_, out, err) = run(&s, &config, true, &["doctor"]);
+    let gpu = out
+        .lines()
+        .find(|l| l.contains("gpu ") && l.contains("Vulkan0"))
+        .unwrap_or_else(|| panic!("{out}\n{err}"));
+    assert!(
+        gpu.starts_with("ok") && gpu.contains("llvmpipe") && gpu.contains("MiB free of"),
+        "{gpu}"
+    );
+    assert_eq!(offloaded(&out), (31, 31), "{out}");
+    // Positive control: the same backend with no GPU it will use says so.
+    let (_, out, _) = run(&s, &config, false, &["doctor"]);
+    assert!(
+        out.contains("the Vulkan backend is installed") && out.contains("found no GPU"),
+        "{out}"
+    );
+    assert_eq!(offloaded(&out), (0, 31), "{out}");
+}
+
+#[test]
+fn on_lavapipe_greedy_replies_match_the_cpu_and_a_cap_offloads_part() {
+    let _engine = common::engine_lock();
+    let s = Sandbox::new();
+    let question = ["ask", "What is the capital of France?"];
+    let (ok, on_device, err) = run(&s, &config(&s, "vk.toml", "", ""), true, &question);
+    assert!(ok && !on_device.trim().is_empty(), "{on_device}\n{err}");
+    let (ok, on_cpu, err) = run(
+        &s,
+        &config(&s, "cpu.toml", "gpu_layers = 0", ""),
+        true,
+        &question,
+    );
+    assert!(ok, "{err}");
+    eprintln!("lavapipe: {on_device}\nCPU: {on_cpu}");
+    assert!(
+        shared(&on_device, &on_cpu) >= 20,
+        "{on_device}\n---\n{on_cpu}"
+    );
+
+    // lavapipe reports 2 GiB; with 810 MiB planned for (768 of them the
+    // margin, about 23 for the KV cache of 2 × 512 tokens), part of the model.
+    let capped = config(&s, "capped.toml", "", "gpu_memory_mb = 810");
+    let (_, out, _) = run(&s, &capped, true, &["doctor"]);
+    let (n, total) = offloaded(&out);
+    assert!(
+        n > 0 && n < total,
+        "part of the model: {n} of {total}\n{out}"
+    );
+    let (ok, reply, err) = run(&s, &capped, true, &question);
+    assert!(ok && !reply.trim().is_empty(), "{reply}\n{err}");
+}
+
+#[test]
+fn on_lavapipe_the_cache_resumes_after_a_restart_and_batches_match() {
+    let _engine = common::engine_lock();
+    let s = Sandbox::new();
+    let config = config(&s, "vk.toml", "", "");
+    let (ok, _, err) = run(
+        &s,
+        &config,
+        true,
+        &["ask", "--session", "t", "My name is Ada."],
+    );
+    assert!(ok, "{err}");
+    let (ok, _, err) = run(
+        &s,
+        &config,
+        true,
+        &["ask", "--session", "t", "What is my name?"],
+    );
+    assert!(ok, "{err}");
+    let prompt = common::logged(&err, "prompt_tokens");
+    let cached = common::logged(&err, "cached_tokens");
+    assert!(
+        cached > 0 && prompt - cached < 40,
+        "only the new turn is read: {cached} of {prompt} cached\n{err}"
+    );
+
+    let json = s.path("parallel.json");
+    let (ok, out, err) = run(
+        &s,
+        &config,
+        true,
+        &[
+            "bench",
+            "--parallel",
+            "2",
+            "--rounds",
+            "1",
+            "--reply-tokens",
+            "16",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let common: Vec<u64> = report["rounds"][0]["common_prefix_chars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    eprintln!(
+        "batched against one at a time on lavapipe: {} of 2 identical, {common:?}",
+        report["identical_replies"]
+    );
+    assert!(common.iter().all(|&n| n >= 20), "{report}");
+}
+
+#[test]
+fn on_lavapipe_a_context_too_large_is_a_clear_error_or_fewer_layers() {
+    let _engine = common::engine_lock();
+    let s = Sandbox::new();
+    // 4 × 32,768 tokens of KV cache (about 3 GiB) with every layer forced
+    // onto a device of 2 GiB.
+    let forced = config(
+        &s,
+        "big.toml",
+        "gpu_layers = 99\ncontext_size = 32768",
+        "slots = 4",
+    );
+    let forced = {
+        let text = std::fs::read_to_string(&forced)
+            .unwrap()
+            .replace("context_size = 512\n", "")
+            .replace("slots = 2\n", "");
+        std::fs::write(&forced, text).unwrap();
+        forced
+    };
+    let (ok, reply, err) = run(&s, &forced, true, &["ask", "Say hello."]);
+    eprintln!("forced: ok={ok}\n{reply}\n{err}");
+    assert!(
+        !err.contains("ggml_abort") && !err.contains("backtrace"),
+        "{err}"
+    );
+    if !ok {
+        assert!(err.contains("fix:") && err.contains("gpu_layers"), "{err}");
+    }
+}
