@@ -209,33 +209,66 @@ fn on_lavapipe_the_cache_resumes_after_a_restart_and_batches_match() {
     assert!(common.iter().all(|&n| n >= 20), "{report}");
 }
 
+/// `hearth` on lavapipe with `limit_kb` of address space: lavapipe's
+/// "device memory" is this process's, so the limit is the device's.
+fn run_limited(s: &Sandbox, config: &Path, limit_kb: u32, args: &[&str]) -> (bool, String) {
+    let base = s.hearth_process();
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {limit_kb}; exec \"$0\" \"$@\""))
+        .arg(base.get_program());
+    for (key, value) in base.get_envs() {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    let out = cmd
+        .env("RUST_LOG", "warn")
+        .env("GGML_VK_VISIBLE_DEVICES", "0")
+        .env("VK_ICD_FILENAMES", lavapipe_icd())
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    common::assert_no_panic(&stderr);
+    (out.status.success(), stderr)
+}
+
 #[test]
-fn on_lavapipe_a_context_too_large_is_a_clear_error_or_fewer_layers() {
+fn on_lavapipe_a_cache_the_device_cannot_hold_is_a_clear_error_not_an_abort() {
     let _engine = common::engine_lock();
     let s = Sandbox::new();
-    // 4 × 32,768 tokens of KV cache (about 3 GiB) with every layer forced
-    // onto a device of 2 GiB.
-    let forced = config(
-        &s,
-        "big.toml",
-        "gpu_layers = 99\ncontext_size = 32768",
-        "slots = 4",
-    );
-    let forced = {
-        let text = std::fs::read_to_string(&forced)
-            .unwrap()
-            .replace("context_size = 512\n", "")
-            .replace("slots = 2\n", "");
-        std::fs::write(&forced, text).unwrap();
-        forced
+    // 16 × 8,192 tokens of KV cache (about 3 GiB) with every layer forced
+    // onto a device limited to 2.5 GB.
+    let forced = |slots: u32| {
+        let path = s.path(&format!("big-{slots}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[model]\npath = \"{}\"\ngpu_layers = 99\ncontext_size = 8192\n\
+                 [generation]\ntemperature = 0.0\nmax_tokens = 8\n\
+                 [engine]\nslots = {slots}\nspeculative = \"off\"\nbackends_dir = \"{}\"\n",
+                common::model(common::SMOLLM2).display(),
+                vulkan_dir().display(),
+            ),
+        )
+        .unwrap();
+        path
     };
-    let (ok, reply, err) = run(&s, &forced, true, &["ask", "Say hello."]);
-    eprintln!("forced: ok={ok}\n{reply}\n{err}");
+    let (ok, err) = run_limited(&s, &forced(16), 2_500_000, &["ask", "Say hello."]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("on the GPU") && err.contains("fix:") && err.contains("gpu_layers"),
+        "{err}"
+    );
     assert!(
         !err.contains("ggml_abort") && !err.contains("backtrace"),
         "{err}"
     );
-    if !ok {
-        assert!(err.contains("fix:") && err.contains("gpu_layers"), "{err}");
-    }
+    // Positive control: the same limit with a cache that fits answers.
+    let (ok, err) = run_limited(&s, &forced(2), 2_500_000, &["ask", "Say hello."]);
+    assert!(ok, "{err}");
 }
