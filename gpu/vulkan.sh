@@ -49,12 +49,16 @@ if [ ! -f "$sdk/.done" ]; then
   touch "$sdk/.done"
 fi
 
+# The loader's development link (libvulkan.so) is not installed; name the
+# library itself.
+loader=$(ls /usr/lib/x86_64-linux-gnu/libvulkan.so.1 /usr/lib64/libvulkan.so.1 /usr/lib/libvulkan.so.1 2>/dev/null | head -n 1)
 echo "configuring the Vulkan backend from $src"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_VULKAN=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
   -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF \
-  -DVulkan_INCLUDE_DIR="$PWD/$sdk/usr/include" -DCMAKE_PREFIX_PATH="$PWD/$sdk/usr" >/dev/null
+  -DVulkan_INCLUDE_DIR="$PWD/$sdk/usr/include" -DVulkan_LIBRARY="$loader" \
+  -DCMAKE_PREFIX_PATH="$PWD/$sdk/usr" >/dev/null
 cmake --build "$build" --config Release --target ggml-vulkan -j "$(nproc)" >/dev/null
 mkdir -p "$dest"
 install -m 0755 "$build/bin/libggml-vulkan.so" "$dest/libggml-vulkan.so"
