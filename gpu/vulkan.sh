@@ -20,7 +20,7 @@ spirv-headers=1.6.1+1.4.309.0-1 dc18db866d63680351c40ac6b6bece34cb52da64a7799ce1
 
 missing=""
 command -v glslc >/dev/null 2>&1 || missing="$missing glslc"
-[ -e /usr/lib/x86_64-linux-gnu/libvulkan.so.1 ] || [ -e /usr/lib/libvulkan.so.1 ] || missing="$missing libvulkan1"
+[ -e /usr/lib/x86_64-linux-gnu/libvulkan.so.1 ] || [ -e /usr/lib64/libvulkan.so.1 ] || [ -e /usr/lib/libvulkan.so.1 ] || missing="$missing libvulkan1"
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing="$missing mesa-vulkan-drivers"
 if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -51,7 +51,10 @@ fi
 
 # The loader's development link (libvulkan.so) is not installed; name the
 # library itself.
-loader=$(ls /usr/lib/x86_64-linux-gnu/libvulkan.so.1 /usr/lib64/libvulkan.so.1 /usr/lib/libvulkan.so.1 2>/dev/null | head -n 1)
+loader=""
+for lib in /usr/lib/x86_64-linux-gnu/libvulkan.so.1 /usr/lib64/libvulkan.so.1 /usr/lib/libvulkan.so.1; do
+  [ -e "$lib" ] && { loader=$lib; break; }
+done
 echo "configuring the Vulkan backend from $src"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_VULKAN=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
