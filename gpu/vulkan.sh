@@ -13,6 +13,7 @@
 # own loader (libvulkan1), shader compiler (glslc) and drivers (Mesa, with
 # lavapipe, a Vulkan device on the CPU), installed with apt.
 set -euo pipefail
+trap 'echo "make vulkan: stopped at gpu/vulkan.sh line $LINENO: $BASH_COMMAND" >&2' ERR
 src=$1 build=$2 dest=$3
 sdk=target/vulkan-sdk
 pins="libvulkan-dev=1.4.309.0-1 8d329d465e16168afff58b1bd0dd6db46aac2cc3f56054a481b25a04e90b345a
