@@ -334,7 +334,7 @@ fn stand_ins(digest: &[u8; 32], n: usize) -> Vec<LlamaToken> {
 }
 
 /// Whether `token` stands in for part of an image.
-pub(super) fn is_stand_in(token: LlamaToken) -> bool {
+pub(crate) fn is_stand_in(token: LlamaToken) -> bool {
     token.0 < 0
 }
 

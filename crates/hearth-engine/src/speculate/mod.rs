@@ -23,6 +23,8 @@ use llama_cpp_2::token::LlamaToken;
 
 pub(crate) use draft_model::DraftModel;
 
+use crate::vision::is_stand_in;
+
 /// How replies are drafted (`[engine] speculative`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Speculation {
@@ -79,8 +81,45 @@ impl Drafter<'_> {
         history.extend_from_slice(pending);
         match self {
             Drafter::Off => Vec::new(),
-            Drafter::Lookup { .. } => lookup::draft(&history, most),
+            Drafter::Lookup { .. } => tokens_only(lookup::draft(&history, most)),
+            // A picture's stand-ins are no tokens a draft model can read.
+            Drafter::Model { .. } if history.iter().any(|&t| is_stand_in(t)) => Vec::new(),
             Drafter::Model { model, .. } => model.draft(seq, &history, most),
         }
+    }
+}
+
+/// The draft up to the first stand-in for part of a picture: copied from a
+/// prompt with an image, it is no token, and fed to llama.cpp it would be
+/// read past the vocabulary.
+fn tokens_only(mut draft: Vec<LlamaToken>) -> Vec<LlamaToken> {
+    if let Some(at) = draft.iter().position(|&t| is_stand_in(t)) {
+        draft.truncate(at);
+    }
+    draft
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_picture_in_the_history_is_never_drafted() {
+        // The run after "1 2 3" held a picture's stand-ins (negative ids).
+        let cached: Vec<LlamaToken> = [1, 2, 3, 7, -1, -2, 9, 1, 2]
+            .into_iter()
+            .map(LlamaToken)
+            .collect();
+        let mut lookup = Drafter::Lookup { most: 8 };
+        let draft = lookup.draft(0, &cached, &[LlamaToken(3)], 8);
+        assert_eq!(draft, vec![LlamaToken(7)], "cut before the stand-ins");
+        // Positive control: without the picture the run goes on.
+        let plain: Vec<LlamaToken> = [1, 2, 3, 7, 8, 9, 1, 2]
+            .into_iter()
+            .map(LlamaToken)
+            .collect();
+        let draft = lookup.draft(0, &plain, &[LlamaToken(3)], 8);
+        assert_eq!(draft.len(), 6, "{draft:?}");
+        assert!(tokens_only(vec![LlamaToken(-5)]).is_empty());
     }
 }
