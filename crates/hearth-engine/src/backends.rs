@@ -201,19 +201,11 @@ fn load_folder(folder: &Path) {
 /// module installed apart from the CPU ones).
 #[cfg(feature = "dynamic-backends")]
 fn load_extra(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Some(modules) = modules(dir) else {
         tracing::warn!("[engine] backends_dir {} cannot be read", dir.display());
         return;
     };
-    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    files.sort();
-    for file in files {
-        let Some(name) = file
-            .file_name()
-            .and_then(|f| module_backend(&f.to_string_lossy()))
-        else {
-            continue;
-        };
+    for (file, name) in modules {
         if name == "cpu"
             || registered()
                 .iter()
@@ -229,6 +221,27 @@ fn load_extra(dir: &Path) {
     }
 }
 
+/// The backend modules in `dir`, in name order, with the backend each is
+/// for; `None` when it cannot be read.
+#[cfg(feature = "dynamic-backends")]
+fn modules(dir: &Path) -> Option<Vec<(PathBuf, String)>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    Some(
+        files
+            .into_iter()
+            .filter_map(|f| {
+                let name = module_backend(&f.file_name()?.to_string_lossy())?;
+                Some((f, name))
+            })
+            .collect(),
+    )
+}
+
 /// Why the GPU modules in `folders` (not the CPU's, not RPC's, whose
 /// devices come from servers) give no device.
 #[cfg(feature = "dynamic-backends")]
@@ -236,18 +249,7 @@ fn idle_modules<'a>(folders: impl Iterator<Item = &'a Path>, loaded: &[Backend])
     use super::idle_modules::{Module, explain};
     let mut lines = Vec::new();
     for folder in folders {
-        let Ok(entries) = std::fs::read_dir(folder) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        files.sort();
-        for file in files {
-            let Some(name) = file
-                .file_name()
-                .and_then(|f| module_backend(&f.to_string_lossy()))
-            else {
-                continue;
-            };
+        for (file, name) in modules(folder).unwrap_or_default() {
             if name == "cpu" || name == "rpc" {
                 continue;
             }
