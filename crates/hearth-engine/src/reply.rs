@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::coalesce::{Gone, Outbox};
 use super::formats::{Format, Ids, Piece, Splitter};
+use super::speculate::DraftGate;
 use super::utf8::Utf8Stream;
 use super::vision::Picture;
 use super::{repetition, sampling::Picker};
@@ -95,8 +96,8 @@ pub(super) struct Reply<'m> {
     reasoning_budget: usize,
     reasoned: usize,
     started: Instant,
-    /// Most tokens to draft next (see [`Self::draft_checked`]).
-    draft_limit: usize,
+    /// What its drafts have earned (see [`DraftGate`]).
+    drafts: DraftGate,
 }
 
 impl<'m> Reply<'m> {
@@ -130,7 +131,7 @@ impl<'m> Reply<'m> {
             reasoning_budget,
             reasoned: 0,
             started: a.started,
-            draft_limit: usize::MAX,
+            drafts: DraftGate::default(),
         }
     }
 
@@ -193,9 +194,11 @@ impl<'m> Reply<'m> {
     }
 
     /// Most tokens to draft for this reply now: what its drafts have earned
-    /// (see [`Self::draft_checked`]), within what it may still generate.
+    /// (see [`DraftGate`]), within what it may still generate.
     pub(super) fn draft_room(&self) -> usize {
-        self.draft_limit.min(self.tokens_left())
+        self.drafts
+            .room(self.generated.len())
+            .min(self.tokens_left())
     }
 
     /// `n` drafted tokens were put in the batch after the pending ones.
@@ -203,16 +206,9 @@ impl<'m> Reply<'m> {
         self.usage.drafted_tokens += n as u32;
     }
 
-    /// Of `drafted` tokens, `accepted` were kept: a draft kept whole may be
-    /// twice as long next time; one cut short, as long as the part kept
-    /// (one at least). A wrong guess costs a batch position, not a decode,
-    /// but on a CPU a position costs most of a decode of its own.
+    /// Of `drafted` tokens, `accepted` were kept.
     pub(super) fn draft_checked(&mut self, drafted: usize, accepted: usize) {
-        self.draft_limit = if accepted == drafted {
-            drafted.saturating_mul(2).max(2)
-        } else {
-            accepted.max(1)
-        };
+        self.drafts.checked(drafted, accepted, self.generated.len());
     }
 
     /// A drafted token was what the reply picked: it is in the sequence,

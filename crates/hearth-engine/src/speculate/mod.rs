@@ -16,12 +16,14 @@
 //! - [`draft_model`]: a small model with the same vocabulary.
 
 pub(crate) mod draft_model;
+mod gate;
 mod lookup;
 pub(crate) mod setup;
 
 use llama_cpp_2::token::LlamaToken;
 
 pub(crate) use draft_model::DraftModel;
+pub(crate) use gate::DraftGate;
 
 use crate::vision::is_stand_in;
 
@@ -105,8 +107,9 @@ mod tests {
 
     #[test]
     fn a_picture_in_the_history_is_never_drafted() {
-        // The run after "1 2 3" held a picture's stand-ins (negative ids).
-        let cached: Vec<LlamaToken> = [1, 2, 3, 7, -1, -2, 9, 1, 2]
+        // The run after "4 5 6 1 2 3" held a picture's stand-ins (negative
+        // ids).
+        let cached: Vec<LlamaToken> = [4, 5, 6, 1, 2, 3, 7, -1, -2, 9, 4, 5, 6, 1, 2]
             .into_iter()
             .map(LlamaToken)
             .collect();
@@ -114,12 +117,12 @@ mod tests {
         let draft = lookup.draft(0, &cached, &[LlamaToken(3)], 8);
         assert_eq!(draft, vec![LlamaToken(7)], "cut before the stand-ins");
         // Positive control: without the picture the run goes on.
-        let plain: Vec<LlamaToken> = [1, 2, 3, 7, 8, 9, 1, 2]
+        let plain: Vec<LlamaToken> = [4, 5, 6, 1, 2, 3, 7, 8, 9, 10, 4, 5, 6, 1, 2]
             .into_iter()
             .map(LlamaToken)
             .collect();
         let draft = lookup.draft(0, &plain, &[LlamaToken(3)], 8);
-        assert_eq!(draft.len(), 6, "{draft:?}");
+        assert_eq!(draft.len(), 8, "{draft:?}");
         assert!(tokens_only(vec![LlamaToken(-5)]).is_empty());
     }
 }
