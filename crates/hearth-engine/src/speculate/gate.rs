@@ -13,10 +13,10 @@
 const SAMPLE: usize = 8;
 /// Below this share of drafted tokens kept (half), the reply pauses.
 const KEPT_SHARE: (usize, usize) = (1, 2);
-/// Generated tokens of the first pause; each pause after it is twice as
-/// long, up to `LONGEST_PAUSE`.
-const FIRST_PAUSE: usize = 16;
-const LONGEST_PAUSE: usize = 256;
+/// Generated tokens of each pause in turn; the last repeats.
+const PAUSES: [usize; 5] = [16, 32, 64, 128, 256];
+#[cfg(test)]
+const FIRST_PAUSE: usize = PAUSES[0];
 
 /// One reply's draft allowance.
 #[derive(Debug, Clone)]
@@ -28,8 +28,11 @@ pub(crate) struct DraftGate {
     kept: usize,
     /// No drafts until the reply has generated this many tokens.
     resume_at: usize,
-    /// Length of the next pause.
-    pause: usize,
+    /// Pauses taken so far.
+    pauses: usize,
+    /// Just back from a pause: the first draft must be kept whole, or the
+    /// next, longer pause starts at once.
+    probation: bool,
 }
 
 impl Default for DraftGate {
@@ -39,7 +42,8 @@ impl Default for DraftGate {
             drafted: 0,
             kept: 0,
             resume_at: 0,
-            pause: FIRST_PAUSE,
+            pauses: 0,
+            probation: false,
         }
     }
 }
@@ -58,7 +62,8 @@ impl DraftGate {
     /// the reply. A draft kept whole may be twice as long next time; one
     /// cut short, as long as the part kept (one at least). Once `SAMPLE`
     /// tokens are judged and fewer than half were kept, the reply
-    /// drafts nothing for a pause, then starts again from one token.
+    /// drafts nothing for a pause, then starts again from one token; if
+    /// that first draft is wrong, a pause twice as long starts at once.
     pub(crate) fn checked(&mut self, drafted: usize, kept: usize, generated: usize) {
         self.drafted += drafted;
         self.kept += kept;
@@ -67,12 +72,17 @@ impl DraftGate {
         } else {
             kept.max(1)
         };
-        if self.drafted >= SAMPLE && self.kept * KEPT_SHARE.1 < self.drafted * KEPT_SHARE.0 {
-            self.resume_at = generated + self.pause;
-            self.pause = (self.pause * 2).min(LONGEST_PAUSE);
+        let failed_probation = self.probation && kept < drafted;
+        self.probation = false;
+        let mostly_wrong =
+            self.drafted >= SAMPLE && self.kept * KEPT_SHARE.1 < self.drafted * KEPT_SHARE.0;
+        if failed_probation || mostly_wrong {
+            self.resume_at = generated + PAUSES[self.pauses.min(PAUSES.len() - 1)];
+            self.pauses += 1;
             self.limit = 1;
             self.drafted = 0;
             self.kept = 0;
+            self.probation = true;
         }
     }
 }
@@ -103,12 +113,15 @@ mod tests {
         assert_eq!(chat.room(7), 0, "9 judged, a third kept: paused");
         assert_eq!(chat.room(6 + FIRST_PAUSE - 1), 0);
         assert_eq!(chat.room(6 + FIRST_PAUSE), 1, "resumes with one token");
-        // Wrong again: the next pause is twice as long.
-        for g in 30..38 {
-            chat.checked(1, 0, g);
-        }
-        assert_eq!(chat.room(37 + 2 * FIRST_PAUSE - 1), 0);
-        assert_eq!(chat.room(37 + 2 * FIRST_PAUSE), 1);
+        // The first draft after the pause is wrong: the next pause, twice
+        // as long, starts at once.
+        chat.checked(1, 0, 30);
+        assert_eq!(chat.room(30 + 2 * FIRST_PAUSE - 1), 0);
+        assert_eq!(chat.room(30 + 2 * FIRST_PAUSE), 1);
+        // Positive control: kept whole after a pause, drafting goes on
+        // and grows.
+        chat.checked(1, 1, 30 + 2 * FIRST_PAUSE);
+        assert_eq!(chat.room(30 + 2 * FIRST_PAUSE + 2), 2);
     }
 
     #[test]
