@@ -35,6 +35,7 @@
 //! - [`workspace`]: one workspace folder per conversation.
 
 pub mod agent;
+pub mod backup;
 pub mod channels;
 pub mod cli;
 pub mod config;

@@ -454,7 +454,7 @@ async fn copies_of_the_data_dir_taken_mid_write_start_sound_or_are_refused_never
         }
         tokio::time::sleep(Duration::from_millis(150 + 40 * round)).await;
         let copy = sandbox.path(&format!("copy{round}"));
-        copy_dir(&data, &copy);
+        common::copy_dir(&data, &copy);
         copies.push(copy);
     }
     let log = daemon.term().1;
@@ -504,21 +504,6 @@ async fn copies_of_the_data_dir_taken_mid_write_start_sound_or_are_refused_never
         }
     }
     assert!(started > 0, "no copy was sound");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            // A file may vanish between the listing and the copy (a -shm or
-            // a temporary file): as a crash would leave it, it is not there.
-            let _ = std::fs::copy(entry.path(), &target);
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

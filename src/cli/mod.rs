@@ -2,6 +2,7 @@
 
 mod acp;
 mod ask;
+mod backup_cmd;
 pub mod bench;
 mod bench_parallel;
 mod bench_speculative;
@@ -168,6 +169,19 @@ pub enum Command {
         #[command(subcommand)]
         command: cron_cmd::CronCommand,
     },
+    /// Copy the data folder (databases, config, optionally KV caches) while the daemon runs.
+    Backup {
+        /// A new or empty folder for the copy.
+        path: PathBuf,
+        /// Also copy the saved KV caches (large; they are rebuilt when missing).
+        #[arg(long)]
+        kv: bool,
+    },
+    /// Put a backup back, with the daemon stopped; what was there is kept aside.
+    Restore {
+        /// The folder `hearth backup` wrote.
+        path: PathBuf,
+    },
     /// Configuration tools.
     Config {
         #[command(subcommand)]
@@ -265,6 +279,8 @@ async fn with_config(
         Command::Memory { command } => memory_cmd::run(&config, command),
         Command::Models { command } => models_cmd::run(&config, env, command).await,
         Command::Cron { command } => cron_cmd::run(&config, command),
+        Command::Backup { path, kv } => backup_cmd::backup(&config, &path, kv),
+        Command::Restore { path } => backup_cmd::run_restore(&config, &path),
         Command::Chat { session } => chat::run(&config, env, session).await,
         Command::Bench {
             json,

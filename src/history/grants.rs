@@ -8,7 +8,7 @@ use rusqlite::{Connection, params};
 
 use super::HistoryError;
 
-const SCHEMA: &str = "
+pub(super) const SCHEMA: &str = "
                  CREATE TABLE IF NOT EXISTS grants (
                      channel TEXT NOT NULL,
                      chat TEXT NOT NULL,
@@ -35,7 +35,7 @@ impl Grants {
     /// Opens the grants table in the history database at `path`.
     pub fn open(path: &Path) -> Result<Self, HistoryError> {
         Ok(Self {
-            conn: Mutex::new(crate::storage::open(path, SCHEMA)?),
+            conn: Mutex::new(crate::storage::open(path, &super::FILE)?),
             path: path.to_path_buf(),
         })
     }

@@ -6,15 +6,15 @@
 //! person allowed for good in a chat ([`Grants`]), and the pictures
 //! the turns showed (`pictures`).
 
+mod file;
 mod grants;
 mod pictures;
 mod store;
 
-/// The history table's schema, for a store that shares its file (the inbox).
-pub const SCHEMA: &str = store::SCHEMA;
+pub use file::FILE;
 
 pub use grants::{Grantee, Grants};
-pub use store::{HistoryError, HistoryStore, append_rows, prepare};
+pub use store::{HistoryError, HistoryStore, append_rows};
 
 /// How many messages of a conversation are loaded back (DESIGN.md: 50).
 pub const HISTORY_LIMIT: usize = 50;

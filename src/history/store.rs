@@ -17,8 +17,8 @@ pub enum HistoryError {
     Open(#[from] crate::storage::OpenError),
 }
 
-pub(super) const SCHEMA: &str = "
-                 PRAGMA synchronous = NORMAL;
+/// The turns' table (see [`super::FILE`]).
+pub(super) const TABLES: &str = "
                  CREATE TABLE IF NOT EXISTS messages (
                      id INTEGER PRIMARY KEY AUTOINCREMENT,
                      conversation TEXT NOT NULL,
@@ -27,12 +27,6 @@ pub(super) const SCHEMA: &str = "
                      created INTEGER NOT NULL DEFAULT (unixepoch())
                  );
                  CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation, id);";
-
-/// Everything the history's file needs: its tables, brought up to date.
-pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(super::pictures::SCHEMA)?;
-    super::pictures::migrate(conn)
-}
 
 pub struct HistoryStore {
     conn: Connection,
@@ -47,8 +41,7 @@ impl HistoryStore {
     /// the file. (FULL syncs every turn to disk: 12× slower per message in
     /// `benches/pipeline.rs`.)
     pub fn open(path: &Path) -> Result<Self, HistoryError> {
-        let conn = crate::storage::open(path, SCHEMA)?;
-        prepare(&conn).map_err(|e| err_at(path, e))?;
+        let conn = crate::storage::open(path, &super::FILE)?;
         Ok(Self {
             conn,
             path: path.to_path_buf(),

@@ -108,16 +108,12 @@ impl Inbox {
     /// file first: a damaged store is refused, never used.
     pub fn open(data_dir: &Path) -> Result<Self, InboxError> {
         let path = crate::history::HistoryStore::path_in(data_dir);
-        let conn = crate::storage::open(
-            &path,
-            &format!("{}\n{}", crate::history::SCHEMA, store::SCHEMA),
-        )?;
+        let conn = crate::storage::open(&path, &crate::history::FILE)?;
         let sqlite = |source| InboxError::Sqlite {
             path: path.clone(),
             source,
         };
         check(&conn, &path)?;
-        crate::history::prepare(&conn).map_err(sqlite)?;
         let pruned = store::prune(&conn).map_err(sqlite)?;
         if pruned > 0 {
             tracing::info!(

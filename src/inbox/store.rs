@@ -8,34 +8,6 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::channels::ChannelMessage;
 
-pub(super) const SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS inbox (
-        id INTEGER PRIMARY KEY,
-        channel TEXT NOT NULL,
-        message_id TEXT NOT NULL,
-        message TEXT NOT NULL,
-        state TEXT NOT NULL DEFAULT 'received',
-        attempts INTEGER NOT NULL DEFAULT 0,
-        reply TEXT,
-        draft TEXT,
-        send_tries INTEGER NOT NULL DEFAULT 0,
-        next_try INTEGER,
-        first_failure INTEGER,
-        error TEXT,
-        received INTEGER NOT NULL DEFAULT (unixepoch()),
-        updated INTEGER NOT NULL DEFAULT (unixepoch()),
-        UNIQUE (channel, message_id)
-    );
-    DROP INDEX IF EXISTS inbox_by_state;
-    CREATE INDEX IF NOT EXISTS inbox_retries ON inbox (next_try) WHERE next_try IS NOT NULL;
-    CREATE TABLE IF NOT EXISTS inbox_parts (
-        channel TEXT NOT NULL,
-        message_id TEXT NOT NULL,
-        part INTEGER NOT NULL,
-        platform_id TEXT NOT NULL,
-        PRIMARY KEY (channel, message_id, part)
-    ) WITHOUT ROWID;";
-
 /// Finished records are kept this long (a retried gateway request finds
 /// its answer), then deleted at the next start.
 pub const KEEP_FINISHED_DAYS: i64 = 30;

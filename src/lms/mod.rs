@@ -40,6 +40,6 @@ pub use notice::{Notice, NoticeError, NoticeKind, NoticeSink, format_due};
 pub use notifier::{MAX_BACKOFF, Notifier, PollReport, SourceReport};
 pub use recent::LmsRecent;
 pub use source::{LmsSource, from_config};
-pub use store::{Pending, Recorded, SeenStore};
+pub use store::{FILE, Pending, Recorded, SeenStore};
 pub use summary::summarise;
 pub use tool::LmsUpcoming;

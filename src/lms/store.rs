@@ -32,6 +32,18 @@ pub struct Pending {
     pub previous: Option<LmsItem>,
 }
 
+/// `lms.sqlite3`'s schema.
+pub const FILE: crate::storage::Schema = crate::storage::Schema {
+    name: "LMS",
+    pragmas: "",
+    steps: &[v1],
+};
+
+/// The tables as of the first release that kept versions (idempotent).
+fn v1(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch(SCHEMA)
+}
+
 const SCHEMA: &str = "
              CREATE TABLE IF NOT EXISTS items (
                  source TEXT NOT NULL,
@@ -80,7 +92,7 @@ impl SeenStore {
     }
 
     pub fn open(path: &Path) -> Result<Self, LmsError> {
-        let conn = crate::storage::open(path, SCHEMA).map_err(|e| LmsError::Store {
+        let conn = crate::storage::open(path, &FILE).map_err(|e| LmsError::Store {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;

@@ -26,7 +26,7 @@ mod turn;
 pub use entry::{Category, MemoryEntry, Recalled};
 pub use message::Said;
 pub use scope::{LOCAL_SCOPE, Scopes};
-pub use store::{MemoryError, MemoryStore, relevance};
+pub use store::{FILE, MemoryError, MemoryStore, relevance};
 pub use tools::{MemoryForgetTool, MemoryRecallTool, MemoryStoreTool, memory_tools};
 pub use turn::StoreMemory;
 

@@ -28,6 +28,18 @@ pub enum MemoryError {
     Invalid(String),
 }
 
+/// `memory.sqlite3`'s schema.
+pub const FILE: crate::storage::Schema = crate::storage::Schema {
+    name: "memory",
+    pragmas: "",
+    steps: &[v1],
+};
+
+/// The tables as of the first release that kept versions (idempotent).
+fn v1(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch(SCHEMA)
+}
+
 const SCHEMA: &str = "
                  CREATE TABLE IF NOT EXISTS memories (
                      id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -72,7 +84,7 @@ impl MemoryStore {
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Self, MemoryError> {
         Ok(Self {
-            conn: Mutex::new(crate::storage::open(path, SCHEMA)?),
+            conn: Mutex::new(crate::storage::open(path, &FILE)?),
             path: path.to_path_buf(),
         })
     }

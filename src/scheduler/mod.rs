@@ -17,7 +17,7 @@ mod tools;
 pub use crate::clock::{Clock, SystemClock, TestClock};
 pub use job::{Delivery, Job, NewJob, Payload, Schedule, ScheduleError};
 pub use runner::{FireError, JobSink, Scheduler, SchedulerError};
-pub use store::{JobStore, StoreError};
+pub use store::{FILE, JobStore, StoreError};
 pub use tools::{CronAdd, CronList, CronRemove, cron_tools};
 
 #[cfg(test)]

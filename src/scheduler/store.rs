@@ -24,6 +24,28 @@ pub enum StoreError {
     Open(#[from] crate::storage::OpenError),
 }
 
+/// `scheduler.sqlite3`'s schema.
+pub const FILE: crate::storage::Schema = crate::storage::Schema {
+    name: "scheduler",
+    pragmas: "",
+    steps: &[v1],
+};
+
+/// The tables as of the first release that kept versions. Idempotent: it
+/// also brings files from before jobs had owners up.
+fn v1(c: &Connection) -> rusqlite::Result<()> {
+    let has_jobs = c
+        .prepare("SELECT 1 FROM sqlite_master WHERE name = 'jobs'")?
+        .exists([])?;
+    let has_owner = c
+        .prepare("SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'owner'")?
+        .exists([])?;
+    if has_jobs && !has_owner {
+        c.execute_batch("ALTER TABLE jobs ADD COLUMN owner TEXT")?;
+    }
+    c.execute_batch(SCHEMA)
+}
+
 const SCHEMA: &str = "
                  CREATE TABLE IF NOT EXISTS jobs (
                      id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -56,20 +78,10 @@ impl JobStore {
     }
 
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = crate::storage::open(path, SCHEMA)?;
-        let store = Self {
-            conn: Mutex::new(conn),
+        Ok(Self {
+            conn: Mutex::new(crate::storage::open(path, &FILE)?),
             path: path.to_path_buf(),
-        };
-        // Files from before jobs had owners.
-        store.with(|c| {
-            let has_owner = c.prepare("SELECT owner FROM jobs LIMIT 0").is_ok();
-            if !has_owner {
-                c.execute_batch("ALTER TABLE jobs ADD COLUMN owner TEXT")?;
-            }
-            Ok(())
-        })?;
-        Ok(store)
+        })
     }
 
     /// Stores a job that first runs at `next_run`; its id.

@@ -148,3 +148,19 @@ pub fn engine_lock() -> std::sync::MutexGuard<'static, ()> {
     static ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     ENGINE.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Copies the folder `from` into `to`, as it is now.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            // A file may vanish between the listing and the copy (a -shm or
+            // a temporary file): as a crash would leave it, it is not there.
+            let _ = std::fs::copy(entry.path(), &target);
+        }
+    }
+}

@@ -87,7 +87,12 @@ pub async fn daemon_with(model_keys: &str, extra: &str) -> Running {
 impl Running {
     /// Stops the daemon as a service manager would (SIGTERM: it saves its
     /// conversations' KV cache) and starts it again on the same data.
-    pub async fn restart(mut self) -> Self {
+    pub async fn restart(self) -> Self {
+        self.restart_after(|_| {}).await
+    }
+
+    /// [`Self::restart`], running `between` while the daemon is stopped.
+    pub async fn restart_after(mut self, between: impl FnOnce(&Self)) -> Self {
         let pid = self.daemon.id().unwrap() as i32;
         // SAFETY: a signal to our own child.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
@@ -96,12 +101,24 @@ impl Running {
             .expect("the daemon stops on SIGTERM")
             .unwrap();
         assert!(status.success(), "{status:?}");
+        between(&self);
         let (daemon, log) = launch(&self.sandbox, &self.config, &self.base).await;
         Self {
             daemon,
             log,
             ..self
         }
+    }
+
+    /// `hearth ARGS` with the daemon's config and data folder.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        self.sandbox
+            .hearth_process()
+            .arg("--config")
+            .arg(&self.config)
+            .args(args)
+            .output()
+            .unwrap()
     }
 }
 

@@ -1,0 +1,133 @@
+//! `hearth restore PATH`: puts a backup back, with the daemon stopped.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::manifest::{Manifest, digest};
+use super::{BackupError, CONFIG, DATABASES, KV_DIR, io};
+use crate::lock::DataLock;
+
+/// What a restore did.
+#[derive(Debug)]
+pub struct Restored {
+    pub manifest: Manifest,
+    /// Where what the data folder held before went.
+    pub set_aside: PathBuf,
+    /// Where the config in use went, when the backup's replaced it.
+    pub config_set_aside: Option<PathBuf>,
+}
+
+/// Checks the backup at `from` whole, then, holding `data_dir` as a daemon
+/// would, moves its databases and KV caches aside and puts the backup's in
+/// their place. With `config` (the file in use), the backup's config
+/// replaces it, and the old one is kept beside it.
+pub fn restore(
+    from: &Path,
+    data_dir: &Path,
+    config: Option<&Path>,
+) -> Result<Restored, BackupError> {
+    let manifest = Manifest::read(from)?;
+    check(from, &manifest)?;
+    let _lock = DataLock::acquire(data_dir, "hearth restore")?;
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let aside = data_dir.join(format!("replaced-by-restore-{stamp}"));
+    crate::file_modes::make_private_dir(&aside).map_err(io(&aside))?;
+    for (name, _) in DATABASES {
+        for suffix in ["", "-wal", "-shm"] {
+            move_if_there(&data_dir.join(format!("{name}{suffix}")), &aside)?;
+        }
+    }
+    move_if_there(&data_dir.join(KV_DIR), &aside)?;
+    let mut config_set_aside = None;
+    for entry in &manifest.files {
+        let source = from.join(&entry.path);
+        if entry.path == CONFIG {
+            if let Some(config) = config {
+                let mut old = config.as_os_str().to_os_string();
+                old.push(format!(".replaced-by-restore-{stamp}"));
+                let old = PathBuf::from(old);
+                if config.exists() {
+                    std::fs::copy(config, &old).map_err(io(config))?;
+                    config_set_aside = Some(old);
+                }
+                install(&source, config)?;
+            }
+            continue;
+        }
+        let target = data_dir.join(&entry.path);
+        if let Some(dir) = target.parent() {
+            crate::file_modes::make_private_dir(dir).map_err(io(dir))?;
+        }
+        install(&source, &target)?;
+    }
+    // Each database opens as the daemon will open it (an older one is
+    // brought forward here, with its copy taken first).
+    for (name, schema) in DATABASES {
+        let path = data_dir.join(name);
+        if path.exists() {
+            crate::storage::open(&path, schema)?;
+        }
+    }
+    Ok(Restored {
+        manifest,
+        set_aside: aside,
+        config_set_aside,
+    })
+}
+
+/// Every file there with the size and checksum the manifest gives; every
+/// database whole by SQLite's own check and of a schema this hearth opens.
+fn check(from: &Path, manifest: &Manifest) -> Result<(), BackupError> {
+    for entry in &manifest.files {
+        let file = from.join(&entry.path);
+        let damaged = |reason: String| BackupError::Damaged {
+            file: entry.path.clone(),
+            reason,
+        };
+        let (bytes, sha256) = digest(&file).map_err(|e| damaged(e.to_string()))?;
+        if bytes != entry.bytes || sha256 != entry.sha256 {
+            return Err(damaged(format!(
+                "{bytes} bytes with SHA-256 {sha256}; the manifest says {} bytes, {}",
+                entry.bytes, entry.sha256
+            )));
+        }
+        let Some((_, schema)) = DATABASES.iter().find(|(n, _)| *n == entry.path) else {
+            continue;
+        };
+        let conn = Connection::open_with_flags(&file, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| damaged(e.to_string()))?;
+        let verdict: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| damaged(e.to_string()))?;
+        if verdict != "ok" {
+            return Err(damaged(format!("SQLite's integrity check: {verdict}")));
+        }
+        let found: u32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| damaged(e.to_string()))?;
+        if found > schema.version() {
+            return Err(BackupError::Newer {
+                file: entry.path.clone(),
+                found,
+                known: schema.version(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn move_if_there(path: &Path, into: &Path) -> Result<(), BackupError> {
+    let Some(name) = path.file_name() else {
+        return Ok(());
+    };
+    match std::fs::rename(path, into.join(name)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e)),
+        _ => Ok(()),
+    }
+}
+
+fn install(from: &Path, to: &Path) -> Result<(), BackupError> {
+    let bytes = std::fs::read(from).map_err(io(from))?;
+    crate::file_modes::replace_file(to, &bytes, 0o600).map_err(io(to))
+}
