@@ -111,20 +111,6 @@ fn run(s: &Sandbox, config: &Path, args: &[&str]) -> (bool, String, String) {
     (out.status.success(), stdout, stderr)
 }
 
-/// "N of M layers on the GPU" from doctor's load line.
-fn offloaded(doctor: &str) -> (u32, u32) {
-    let line = doctor
-        .lines()
-        .find(|l| l.contains("layers on the GPU"))
-        .unwrap_or_else(|| panic!("no load line: {doctor}"));
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let at = words.iter().position(|w| *w == "layers").unwrap();
-    (
-        words[at - 3].parse().unwrap(),
-        words[at - 1].parse().unwrap(),
-    )
-}
-
 #[test]
 fn doctor_names_the_device_its_memory_and_offloads_every_layer() {
     let _engine = common::engine_lock();
@@ -144,11 +130,11 @@ fn doctor_names_the_device_its_memory_and_offloads_every_layer() {
             .any(|l| l.starts_with("ok") && l.contains("rpc") && l.contains(&server.endpoint)),
         "{out}"
     );
-    assert_eq!(offloaded(&out), (31, 31), "{out}");
+    assert_eq!(common::offloaded(&out), (31, 31), "{out}");
 
     // Positive control: without the server, nothing is offloaded.
     let (_, cpu, _) = run(&s, &config(&s, &[], "", ""), &["doctor"]);
-    assert_eq!(offloaded(&cpu), (0, 31), "{cpu}");
+    assert_eq!(common::offloaded(&cpu), (0, 31), "{cpu}");
 }
 
 #[test]
@@ -160,7 +146,7 @@ fn a_memory_cap_offloads_part_of_the_model_and_says_so() {
     // 900 MiB leaves room for some of the 3.2 MiB layers, not all.
     let capped = config(&s, &[&server.endpoint], "", "gpu_memory_mb = 900");
     let (ok, out, err) = run(&s, &capped, &["doctor"]);
-    let (n, total) = offloaded(&out);
+    let (n, total) = common::offloaded(&out);
     assert!(
         n > 0 && n < total,
         "part of the model: {n} of {total}\n{out}\n{err}"
@@ -301,7 +287,7 @@ fn a_server_that_does_not_answer_is_named_with_its_fix_and_the_cpu_answers() {
         "{line}"
     );
     assert!(!ok, "doctor fails: {out}");
-    assert_eq!(offloaded(&out), (0, 31), "{out}");
+    assert_eq!(common::offloaded(&out), (0, 31), "{out}");
     let (ok, reply, err) = run(&s, &config, &["ask", "Say hello."]);
     assert!(
         ok && !reply.trim().is_empty(),
@@ -356,7 +342,7 @@ fn a_device_without_room_for_the_weights_leaves_the_model_on_the_cpu_with_a_warn
     );
     assert!(!err.contains("corrupt"), "the file is not blamed: {err}");
     let (_, out, _) = run(&s, &config, &["doctor"]);
-    assert_eq!(offloaded(&out), (0, 31), "{out}");
+    assert_eq!(common::offloaded(&out), (0, 31), "{out}");
 }
 
 #[test]
@@ -380,7 +366,7 @@ fn gemma_offloaded_to_the_device_answers_like_the_cpu_and_resumes_after_a_restar
     };
     let device = gemma(&[&server.endpoint]);
     let (_, out, err) = run(&s, &device, &["doctor"]);
-    let (n, total) = offloaded(&out);
+    let (n, total) = common::offloaded(&out);
     assert!(
         n == total && n > 0,
         "every layer: {n} of {total}\n{out}\n{err}"
@@ -393,11 +379,7 @@ fn gemma_offloaded_to_the_device_answers_like_the_cpu_and_resumes_after_a_restar
     assert!(ok, "{err}");
     // Gemma's sliding-window layers run on the device too; rounding differs
     // from hearth's own CPU code, so the replies agree for a while.
-    let shared = on_device
-        .chars()
-        .zip(on_cpu.chars())
-        .take_while(|(a, b)| a == b)
-        .count();
+    let shared = common::shared(&on_device, &on_cpu);
     eprintln!("gemma, device against CPU: {shared} characters equal\n{on_device}\n---\n{on_cpu}");
     assert!(shared >= 20, "{on_device}\n---\n{on_cpu}");
 

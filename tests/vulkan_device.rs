@@ -43,8 +43,17 @@ fn config(s: &Sandbox, name: &str, model_extra: &str, engine_extra: &str) -> Pat
 /// `hearth` with lavapipe listed (`visible`) or not.
 fn run(s: &Sandbox, config: &Path, visible: bool, args: &[&str]) -> (bool, String, String) {
     let mut cmd = s.hearth();
-    cmd.env("RUST_LOG", "warn,hearth::cli::ask=info")
-        .env("VK_ICD_FILENAMES", lavapipe_icd());
+    // lavapipe compiles a model's shaders on first use: minutes on a busy
+    // 2-core machine.
+    cmd.timeout(std::time::Duration::from_secs(900))
+        .env("RUST_LOG", "warn,hearth::cli::ask=info")
+        .env("VK_ICD_FILENAMES", lavapipe_icd())
+        // Mesa keeps compiled shaders under the (sandboxed, empty) home:
+        // one folder for every run saves compiling them in each process.
+        .env(
+            "MESA_SHADER_CACHE_DIR",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mesa-shader-cache"),
+        );
     if visible {
         cmd.env("GGML_VK_VISIBLE_DEVICES", "0");
     } else {
@@ -75,24 +84,6 @@ fn lavapipe_icd() -> String {
         .to_string()
 }
 
-/// "N of M layers on the GPU" from doctor's load line.
-fn offloaded(doctor: &str) -> (u32, u32) {
-    let line = doctor
-        .lines()
-        .find(|l| l.contains("layers on the GPU"))
-        .unwrap_or_else(|| panic!("no load line: {doctor}"));
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let at = words.iter().position(|w| *w == "layers").unwrap();
-    (
-        words[at - 3].parse().unwrap(),
-        words[at - 1].parse().unwrap(),
-    )
-}
-
-fn shared(a: &str, b: &str) -> usize {
-    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
-}
-
 #[test]
 fn doctor_names_lavapipe_and_offloads_every_layer_and_says_why_not_without_it() {
     let _engine = common::engine_lock();
@@ -107,14 +98,14 @@ fn doctor_names_lavapipe_and_offloads_every_layer_and_says_why_not_without_it() 
         gpu.starts_with("ok") && gpu.contains("llvmpipe") && gpu.contains("MiB free of"),
         "{gpu}"
     );
-    assert_eq!(offloaded(&out), (31, 31), "{out}");
+    assert_eq!(common::offloaded(&out), (31, 31), "{out}");
     // Positive control: the same backend with no GPU it will use says so.
     let (_, out, _) = run(&s, &config, false, &["doctor"]);
     assert!(
         out.contains("the Vulkan backend is installed") && out.contains("found no GPU"),
         "{out}"
     );
-    assert_eq!(offloaded(&out), (0, 31), "{out}");
+    assert_eq!(common::offloaded(&out), (0, 31), "{out}");
 }
 
 #[test]
@@ -133,7 +124,7 @@ fn on_lavapipe_greedy_replies_match_the_cpu_and_a_cap_offloads_part() {
     assert!(ok, "{err}");
     eprintln!("lavapipe: {on_device}\nCPU: {on_cpu}");
     assert!(
-        shared(&on_device, &on_cpu) >= 20,
+        common::shared(&on_device, &on_cpu) >= 20,
         "{on_device}\n---\n{on_cpu}"
     );
 
@@ -141,7 +132,7 @@ fn on_lavapipe_greedy_replies_match_the_cpu_and_a_cap_offloads_part() {
     // margin, about 23 for the KV cache of 2 × 512 tokens), part of the model.
     let capped = config(&s, "capped.toml", "", "gpu_memory_mb = 810");
     let (_, out, _) = run(&s, &capped, true, &["doctor"]);
-    let (n, total) = offloaded(&out);
+    let (n, total) = common::offloaded(&out);
     assert!(
         n > 0 && n < total,
         "part of the model: {n} of {total}\n{out}"
@@ -271,4 +262,49 @@ fn on_lavapipe_a_cache_the_device_cannot_hold_is_a_clear_error_not_an_abort() {
     // Positive control: the same limit with a cache that fits answers.
     let (ok, err) = run_limited(&s, &forced(2), 2_500_000, &["ask", "Say hello."]);
     assert!(ok, "{err}");
+}
+
+#[test]
+fn on_lavapipe_gemma_answers_like_the_cpu_and_resumes_after_a_restart() {
+    let _engine = common::engine_lock();
+    let s = Sandbox::new();
+    let path = s.path("gemma.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[model]\npath = \"{}\"\nchat_template = \"gemma\"\ncontext_size = 512\n\
+             [generation]\ntemperature = 0.0\nmax_tokens = 16\n\
+             [engine]\nslots = 1\nspeculative = \"off\"\nbackends_dir = \"{}\"\n",
+            common::model(common::GEMMA3).display(),
+            vulkan_dir().display(),
+        ),
+    )
+    .unwrap();
+    let (_, out, err) = run(&s, &path, true, &["doctor"]);
+    let (n, total) = common::offloaded(&out);
+    assert!(
+        n == total && n > 0,
+        "every layer: {n} of {total}\n{out}\n{err}"
+    );
+
+    let question = "Name three colours of the rainbow.";
+    let (ok, on_device, err) = run(&s, &path, true, &["ask", "--session", "g", question]);
+    assert!(ok && !on_device.trim().is_empty(), "{on_device}\n{err}");
+    // Positive control and reference: the same without lavapipe listed
+    // runs on the CPU.
+    let (ok, on_cpu, err) = run(&s, &path, false, &["ask", "--session", "c", question]);
+    assert!(ok, "{err}");
+    let shared = common::shared(&on_device, &on_cpu);
+    eprintln!("gemma, lavapipe against CPU: {shared} characters equal\n{on_device}\n---\n{on_cpu}");
+    assert!(shared >= 20, "{on_device}\n---\n{on_cpu}");
+
+    // A new process: the conversation's cache comes back onto the device.
+    let (ok, _, err) = run(&s, &path, true, &["ask", "--session", "g", "And two more?"]);
+    assert!(ok, "{err}");
+    let prompt = common::logged(&err, "prompt_tokens");
+    let cached = common::logged(&err, "cached_tokens");
+    assert!(
+        cached > 0 && prompt - cached < 40,
+        "only the new turn is read: {cached} of {prompt} cached\n{err}"
+    );
 }

@@ -164,3 +164,22 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// "N of M layers on the GPU" from `hearth doctor`'s load line.
+pub fn offloaded(doctor: &str) -> (u32, u32) {
+    let line = doctor
+        .lines()
+        .find(|l| l.contains("layers on the GPU"))
+        .unwrap_or_else(|| panic!("no load line: {doctor}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "layers").unwrap();
+    (
+        words[at - 3].parse().unwrap(),
+        words[at - 1].parse().unwrap(),
+    )
+}
+
+/// How many characters `a` and `b` share from the start.
+pub fn shared(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
