@@ -183,3 +183,14 @@ pub fn offloaded(doctor: &str) -> (u32, u32) {
 pub fn shared(a: &str, b: &str) -> usize {
     a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
+
+/// `hearth ask`'s log `err` (at info) shows a resumed conversation: its
+/// cache came back and only the new turn was read.
+pub fn assert_resumed(err: &str) {
+    let prompt = logged(err, "prompt_tokens");
+    let cached = logged(err, "cached_tokens");
+    assert!(
+        cached > 0 && prompt - cached < 40,
+        "only the new turn is read: {cached} of {prompt} cached\n{err}"
+    );
+}
