@@ -60,7 +60,7 @@ pub mod tools;
 pub mod workspace;
 
 // The floors below, under the names the rest of hearth uses.
-pub use hearth_core::{chat, clock, file_modes, retry};
+pub use hearth_core::{chat, clock, file_modes, hex, retry};
 pub use hearth_engine as engine;
 pub use hearth_engine::models;
 pub use hearth_sandbox as sandbox;

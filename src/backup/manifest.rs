@@ -6,7 +6,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::{BackupError, io};
+use super::{BackupError, CONFIG, DATABASES, KV_DIR, io};
 
 /// The manifest's name in a backup folder.
 pub const NAME: &str = "backup.json";
@@ -60,12 +60,7 @@ pub fn digest(file: &Path) -> Result<(u64, String), BackupError> {
         hasher.update(&buf[..n]);
         bytes += n as u64;
     }
-    let sha256 = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok((bytes, sha256))
+    Ok((bytes, crate::hex::hex(&hasher.finalize())))
 }
 
 impl Manifest {
@@ -89,17 +84,33 @@ impl Manifest {
         let manifest: Self =
             serde_json::from_str(&text).map_err(|e| not(format!("{NAME}: {e}")))?;
         for entry in &manifest.files {
-            let p = Path::new(&entry.path);
-            let plain = p
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)));
-            if !plain {
+            if !restorable(&entry.path) {
                 return Err(not(format!(
-                    "{NAME} names a path outside it: {}",
+                    "{NAME} names {}, which is none of the databases, {CONFIG} or {KV_DIR}/NAME.kv",
                     entry.path
                 )));
             }
         }
         Ok(manifest)
     }
+}
+
+/// Whether a backup may hold `path`: one of the databases, the config, or a
+/// saved cache directly under `kv/`. Nothing else is ever put into a data
+/// folder, whatever a manifest names.
+pub fn restorable(path: &str) -> bool {
+    if path == CONFIG || DATABASES.iter().any(|(name, _)| *name == path) {
+        return true;
+    }
+    let Some(name) = path
+        .strip_prefix(KV_DIR)
+        .and_then(|rest| rest.strip_prefix('/'))
+    else {
+        return false;
+    };
+    let stem = name.strip_suffix(".kv").unwrap_or("");
+    !stem.is_empty()
+        && stem
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }

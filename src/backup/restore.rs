@@ -85,6 +85,7 @@ fn check(from: &Path, manifest: &Manifest) -> Result<(), BackupError> {
             file: entry.path.clone(),
             reason,
         };
+        plain(from, &entry.path).map_err(&damaged)?;
         let (bytes, sha256) = digest(&file).map_err(|e| damaged(e.to_string()))?;
         if bytes != entry.bytes || sha256 != entry.sha256 {
             return Err(damaged(format!(
@@ -117,6 +118,28 @@ fn check(from: &Path, manifest: &Manifest) -> Result<(), BackupError> {
     Ok(())
 }
 
+/// Refuses a link (or anything but a file) at `path` inside `root` or at
+/// a folder on the way to it, so that a restore reads only the backup's own
+/// files.
+fn plain(root: &Path, path: &str) -> Result<(), String> {
+    let mut at = root.to_path_buf();
+    let parts: Vec<&str> = path.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let kind = std::fs::symlink_metadata(&at)
+            .map_err(|e| e.to_string())?
+            .file_type();
+        let last = i + 1 == parts.len();
+        if kind.is_symlink() || (last && !kind.is_file()) || (!last && !kind.is_dir()) {
+            return Err(format!(
+                "{} is a link or not a plain file; a backup holds only files",
+                at.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn move_if_there(path: &Path, into: &Path) -> Result<(), BackupError> {
     let Some(name) = path.file_name() else {
         return Ok(());
@@ -127,7 +150,16 @@ fn move_if_there(path: &Path, into: &Path) -> Result<(), BackupError> {
     }
 }
 
+/// Copies the backup's file `from` (never through a link) to `to`, private.
 fn install(from: &Path, to: &Path) -> Result<(), BackupError> {
-    let bytes = std::fs::read(from).map_err(io(from))?;
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut bytes = Vec::new();
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(from)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io(from))?;
     crate::file_modes::replace_file(to, &bytes, 0o600).map_err(io(to))
 }

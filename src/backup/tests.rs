@@ -139,3 +139,94 @@ fn a_damaged_or_foreign_backup_is_refused_and_nothing_changes() {
     restore(&copy, &live, None).unwrap();
     assert_eq!(turns(&live), 2);
 }
+
+/// A manifest may name only what a data folder holds: a name such as
+/// `.bashrc` or `kv/../x` is refused before anything moves.
+#[test]
+fn a_manifest_naming_other_files_is_refused() {
+    for (path, ok) in [
+        ("history.sqlite3", true),
+        ("config.toml", true),
+        ("kv/0123abcd.kv", true),
+        ("kv/a-b_c.kv", true),
+        (".bashrc", false),
+        ("history.sqlite3-wal", false),
+        ("kv/x.kv.tmp", false),
+        ("kv/.kv", false),
+        ("kv/sub/x.kv", false),
+        ("kv/../x.kv", false),
+        ("kv", false),
+        ("/etc/x.kv", false),
+        ("models/evil.gguf", false),
+        ("replaced-by-restore-1/history.sqlite3", false),
+    ] {
+        assert_eq!(super::manifest::restorable(path), ok, "{path}");
+    }
+    let root = tempfile::tempdir().unwrap();
+    let (live, copy) = (root.path().join("data"), root.path().join("copy"));
+    data(&live);
+    take(&live, None, &copy, true).unwrap();
+    let good = Manifest::read(&copy).unwrap();
+    std::fs::write(copy.join("autostart.sh"), "#!/bin/sh\n").unwrap();
+    let mut manifest = good.clone();
+    manifest
+        .files
+        .push(super::Entry::of(&copy, "autostart.sh", None).unwrap());
+    manifest.write(&copy).unwrap();
+    let e = restore(&copy, &live, None).unwrap_err();
+    assert!(matches!(e, BackupError::NotABackup { .. }), "{e}");
+    assert!(e.to_string().contains("autostart.sh"), "{e}");
+    assert!(!live.join("autostart.sh").exists());
+    // Positive control: the manifest as written restores.
+    good.write(&copy).unwrap();
+    restore(&copy, &live, None).unwrap();
+    assert_eq!(std::fs::read(live.join("kv/abc.kv")).unwrap(), b"state");
+}
+
+/// A backup whose file, or whose `kv` folder, is a link to a file elsewhere
+/// (the user's SSH key, say) is refused: a restore reads only the backup's
+/// own files, and the link's target never lands in the data folder.
+#[test]
+fn links_in_a_backup_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let (live, copy) = (root.path().join("data"), root.path().join("copy"));
+    data(&live);
+    take(&live, None, &copy, true).unwrap();
+    let good = Manifest::read(&copy).unwrap();
+    let secret = root.path().join("id_ed25519");
+    std::fs::write(&secret, b"PRIVATE KEY").unwrap();
+
+    // The cache file itself a link, its manifest entry made to match.
+    let kv = copy.join("kv/abc.kv");
+    let saved = std::fs::read(&kv).unwrap();
+    std::fs::remove_file(&kv).unwrap();
+    std::os::unix::fs::symlink(&secret, &kv).unwrap();
+    let mut manifest = good.clone();
+    let at = manifest.files.iter().position(|f| f.path == "kv/abc.kv");
+    manifest.files[at.unwrap()] = super::Entry::of(&copy, "kv/abc.kv", None).unwrap();
+    manifest.write(&copy).unwrap();
+    let e = restore(&copy, &live, None).unwrap_err();
+    assert!(matches!(e, BackupError::Damaged { .. }), "{e}");
+    assert!(e.to_string().contains("link"), "{e}");
+    assert_eq!(std::fs::read(live.join("kv/abc.kv")).unwrap(), b"state");
+
+    // The kv folder a link to a folder holding the key under a cache's name.
+    let elsewhere = root.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::copy(&secret, elsewhere.join("abc.kv")).unwrap();
+    std::fs::remove_file(&kv).unwrap();
+    std::fs::remove_dir(copy.join("kv")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, copy.join("kv")).unwrap();
+    let e = restore(&copy, &live, None).unwrap_err();
+    assert!(matches!(e, BackupError::Damaged { .. }), "{e}");
+    assert!(e.to_string().contains("link"), "the checksum matched: {e}");
+    assert_eq!(std::fs::read(live.join("kv/abc.kv")).unwrap(), b"state");
+
+    // Positive control: the real folder and file back, it restores.
+    std::fs::remove_file(copy.join("kv")).unwrap();
+    std::fs::create_dir(copy.join("kv")).unwrap();
+    std::fs::write(&kv, &saved).unwrap();
+    good.write(&copy).unwrap();
+    restore(&copy, &live, None).unwrap();
+    assert_eq!(std::fs::read(live.join("kv/abc.kv")).unwrap(), b"state");
+}

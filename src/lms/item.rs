@@ -106,7 +106,7 @@ impl LmsItem {
             h.update(part.as_bytes());
             h.update([0u8]);
         }
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        crate::hex::hex(&h.finalize())
     }
 }
 

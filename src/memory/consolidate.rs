@@ -132,8 +132,7 @@ pub fn grounded(fact: &str, user_text: &str) -> bool {
 pub fn fact_key(fact: &str) -> String {
     let normal = query::words(fact).join(" ");
     let digest = Sha256::digest(normal.as_bytes());
-    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
-    format!("core_{hex}")
+    format!("core_{}", crate::hex::hex(&digest[..6]))
 }
 
 #[cfg(test)]

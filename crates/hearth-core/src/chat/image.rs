@@ -31,10 +31,7 @@ impl Image {
     /// The SHA-256 of the bytes, in hex: the picture's name in the history.
     pub fn digest(&self) -> String {
         use sha2::Digest as _;
-        sha2::Sha256::digest(&self.bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::hex::hex(&sha2::Sha256::digest(&self.bytes))
     }
 
     /// The media type its first bytes announce (for cloud image parts);

@@ -10,6 +10,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
+use hearth_core::hex::hex;
 use llama_cpp_2::token::LlamaToken;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -66,7 +67,7 @@ pub enum LoadError {
 /// The file a conversation's state is saved in.
 pub fn path_for(dir: &Path, conversation: &str) -> PathBuf {
     let digest = Sha256::digest(conversation.as_bytes());
-    let name: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    let name = hex(&digest[..12]);
     dir.join(format!("{name}.kv"))
 }
 
@@ -151,10 +152,6 @@ pub fn load(
         tokens,
         state: state.to_vec(),
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

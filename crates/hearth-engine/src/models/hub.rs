@@ -443,9 +443,7 @@ pub(super) fn git_blob_hasher(size: u64) -> sha1::Sha1 {
     hasher
 }
 
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(super) use hearth_core::hex::hex;
 
 /// An error's message with its causes, e.g. `error sending request: connection refused`.
 pub(super) fn reason(e: &(dyn std::error::Error + 'static)) -> String {

@@ -64,8 +64,7 @@ fn conversation(headers: &HeaderMap, key: Option<&str>, messages: &[ChatMessage]
         }
     }
     let digest = hash.finalize();
-    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-    format!("api-{hex}")
+    format!("api-{}", crate::hex::hex(&digest[..12]))
 }
 
 /// Starts the reply; it runs until it ends, `wait` passes, or the client
