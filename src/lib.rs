@@ -25,6 +25,8 @@
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`lock`]: one daemon per data folder.
 //! - [`storage`]: opening the SQLite files (WAL, busy timeout, schema).
+//! - [`retention`]: every store kept within `[retention]`; how full each is.
+//! - [`backup`]: `hearth backup` and `hearth restore`.
 //! - [`file_modes`]: files and folders only hearth's user may read.
 //! - [`providers`]: the [`providers::Provider`] seam replies come from.
 //! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
@@ -52,6 +54,7 @@ pub mod metrics;
 pub mod paths;
 pub mod pipeline;
 pub mod providers;
+pub mod retention;
 pub mod scheduler;
 pub mod security;
 pub mod speech;
@@ -60,7 +63,7 @@ pub mod tools;
 pub mod workspace;
 
 // The floors below, under the names the rest of hearth uses.
-pub use hearth_core::{chat, clock, file_modes, hex, retry};
+pub use hearth_core::{chat, clock, disk, file_modes, hex, retry};
 pub use hearth_engine as engine;
 pub use hearth_engine::models;
 pub use hearth_sandbox as sandbox;

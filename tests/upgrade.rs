@@ -107,7 +107,9 @@ fn this_releases_data_folder_opens_keeps_every_record_and_serves_the_next_turn()
         );
     }
 
-    // The config with every key reads without a warning.
+    // The config with every key of this release reads; the keys renamed
+    // since are read under their new names, each with a warning naming it,
+    // and nothing else is warned about.
     let config = work.path().join("config.toml");
     let text = std::fs::read_to_string(fixture().join("config.toml"))
         .unwrap()
@@ -131,10 +133,29 @@ fn this_releases_data_folder_opens_keeps_every_record_and_serves_the_next_turn()
     );
     assert!(out.status.success(), "{said}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("WARN") && !stderr.contains("unknown"),
-        "{stderr}"
-    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (old, new, value) in [
+        (
+            "voice.max_seconds",
+            "voice.audio_max_seconds",
+            "audio_max_seconds = 900",
+        ),
+        ("voice.max_mb", "voice.audio_max_mb", "audio_max_mb = 32"),
+    ] {
+        assert!(
+            stderr.contains(&format!("warning: config: `{old}` is now `{new}`")),
+            "{stderr}"
+        );
+        assert!(
+            stdout.contains(value),
+            "the old key's value is kept: {stdout}"
+        );
+    }
+    let warnings = stderr
+        .lines()
+        .filter(|l| l.contains("warning") || l.contains("WARN"));
+    assert_eq!(warnings.count(), 2, "{stderr}");
+    assert!(!stderr.contains("unknown"), "{stderr}");
     common::assert_no_panic(&said);
 
     // Every store opens with this code.

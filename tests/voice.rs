@@ -96,18 +96,18 @@ fn hearth_transcribe_hears_a_voice_note_and_refuses_what_is_not_one() {
     let long = dir.join("long.ogg");
     std::fs::write(&long, silent_note(&dir, 7200)).unwrap();
     let started = std::time::Instant::now();
-    let (ok, _, stderr) = transcribe(&s, "max_seconds = 60\n", &long);
+    let (ok, _, stderr) = transcribe(&s, "audio_max_seconds = 60\n", &long);
     assert!(!ok);
-    assert!(stderr.contains("`[voice] max_seconds`"), "{stderr}");
+    assert!(stderr.contains("`[voice] audio_max_seconds`"), "{stderr}");
     assert!(
         started.elapsed().as_secs() < 60,
         "refused as soon as it passed the limit, not decoded whole"
     );
 
-    let (ok, _, stderr) = transcribe(&s, "max_mb = 1\n", &long);
-    assert!(!ok && stderr.contains("`[voice] max_mb`"), "{stderr}");
+    let (ok, _, stderr) = transcribe(&s, "audio_max_mb = 1\n", &long);
+    assert!(!ok && stderr.contains("`[voice] audio_max_mb`"), "{stderr}");
     // The positive control, with the same limits: the short note is heard.
-    let (ok, heard, stderr) = transcribe(&s, "max_seconds = 60\nmax_mb = 1\n", &note);
+    let (ok, heard, stderr) = transcribe(&s, "audio_max_seconds = 60\naudio_max_mb = 1\n", &note);
     assert!(
         ok && share_heard(SENTENCE, &heard) >= 0.8,
         "{heard} {stderr}"
@@ -245,13 +245,13 @@ async fn hostile_recordings_get_a_clear_reply_while_another_chat_is_heard() {
             "a two-hour voice note",
             silent_note(dir.path(), 10),
             7200,
-            "[voice] max_seconds",
+            "[voice] audio_max_seconds",
         ),
         (
             "a note that lies about its length",
             silent_note(dir.path(), 130),
             5,
-            "[voice] max_seconds",
+            "[voice] audio_max_seconds",
         ),
     ];
     for (case, bytes, seconds, why) in cases {

@@ -8,6 +8,9 @@ use crate::config::{Config, Environment};
 pub fn run(path: Option<&Path>, env: &Environment) -> anyhow::Result<ExitCode> {
     let config = Config::load(path, env)?;
     print!("{}", config.render());
+    for notice in &config.notices {
+        eprintln!("hearth: warning: config: {notice}");
+    }
     // The model is part of a working config: a path to nothing fails here,
     // not at the first message.
     if let Err(e) = crate::engine::model_file::locate(&config.model.path, &config.data_dir) {

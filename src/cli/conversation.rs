@@ -6,7 +6,7 @@ use crate::chat::{
     ChatMessage, ChatReply, ChatRequest, FinishReason, ProviderError, Role, SamplingParams,
 };
 use crate::config::Config;
-use crate::history::{HISTORY_LIMIT, HistoryError, HistoryStore};
+use crate::history::{HistoryError, HistoryStore};
 use crate::providers::Provider;
 
 pub struct Conversation {
@@ -32,8 +32,9 @@ impl Conversation {
         let key = format!("cli_{}", session.unwrap_or("default"));
         let (store, turns) = match session {
             Some(_) => {
-                let store = HistoryStore::open(&HistoryStore::path_in(&config.data_dir))?;
-                let turns = store.load(&key, HISTORY_LIMIT)?;
+                let store = HistoryStore::open(&HistoryStore::path_in(&config.data_dir))?
+                    .keeping(config.retention.history_messages as usize);
+                let turns = store.load(&key, store.keep())?;
                 (Some(store), turns)
             }
             None => (None, Vec::new()),

@@ -25,6 +25,7 @@ mod one_channel;
 mod service;
 mod signals;
 mod startup;
+mod status_cmd;
 pub mod tools_cmd;
 mod transcribe;
 
@@ -145,7 +146,7 @@ pub enum Command {
     },
     /// Messages not answered yet, replies waiting to be sent, and failures.
     Inbox {
-        /// Also list answered, superseded and cancelled messages (kept 30 days).
+        /// Also list answered, superseded and cancelled messages (kept `[retention] inbox_days`).
         #[arg(long)]
         all: bool,
     },
@@ -169,6 +170,8 @@ pub enum Command {
         #[command(subcommand)]
         command: cron_cmd::CronCommand,
     },
+    /// Each store of the data folder: its size, what it holds, and the limit that bounds it.
+    Status,
     /// Copy the data folder (databases, config, optionally KV caches) while the daemon runs.
     Backup {
         /// A new or empty folder for the copy.
@@ -255,6 +258,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         command => {
             let config = Config::load(path, &env)?;
             logging::init(cli.verbose, &config.log_level);
+            for notice in &config.notices {
+                tracing::warn!("config: {notice}");
+            }
             with_config(command, config, &env).await
         }
     }
@@ -279,6 +285,7 @@ async fn with_config(
         Command::Memory { command } => memory_cmd::run(&config, command),
         Command::Models { command } => models_cmd::run(&config, env, command).await,
         Command::Cron { command } => cron_cmd::run(&config, command),
+        Command::Status => status_cmd::run(&config),
         Command::Backup { path, kv } => backup_cmd::backup(&config, &path, kv),
         Command::Restore { path } => backup_cmd::run_restore(&config, &path),
         Command::Chat { session } => chat::run(&config, env, session).await,

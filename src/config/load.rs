@@ -42,6 +42,11 @@ impl Config {
                     path: path.to_path_buf(),
                     message: one_line(&e.to_string()),
                 })?;
+        let notices = super::renamed::carry_forward(
+            &mut table,
+            super::renamed::RENAMED,
+            super::renamed::RETIRED,
+        );
         let mut problems: Vec<ConfigError> = Vec::new();
         loop {
             let read = parse_raw(&table, path).and_then(|raw| {
@@ -57,7 +62,7 @@ impl Config {
                 )
             });
             let error = match read {
-                Ok(config) if problems.is_empty() => return Ok(config),
+                Ok(config) if problems.is_empty() => return Ok(Config { notices, ..config }),
                 Ok(_) => break,
                 Err(e) => e,
             };

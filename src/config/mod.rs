@@ -20,7 +20,9 @@ mod memory;
 mod models;
 mod providers;
 mod raw;
+mod renamed;
 mod render;
+mod retention;
 mod scheduler;
 mod secret;
 mod sections;
@@ -46,6 +48,7 @@ pub use mcp::{
 pub use memory::MemoryConfig;
 pub use models::ModelsConfig;
 pub use providers::{ANTHROPIC_DEFAULT_URL, AnthropicConfig, OPENAI_DEFAULT_URL, OpenAiConfig};
+pub use retention::RetentionConfig;
 pub use scheduler::SchedulerConfig;
 pub use secret::{Secret, mask_url};
 pub use speculative::{Speculation, Speculative};
@@ -77,6 +80,8 @@ pub struct Config {
     /// The LMS notifier.
     pub lms: LmsConfig,
     pub memory: MemoryConfig,
+    /// How much of each store is kept.
+    pub retention: RetentionConfig,
     pub models: ModelsConfig,
     pub scheduler: SchedulerConfig,
     pub voice: VoiceConfig,
@@ -84,6 +89,10 @@ pub struct Config {
     pub mcp: McpConfig,
     pub daemon: DaemonConfig,
     pub routing: RoutingConfig,
+    /// What the file said that this hearth reads differently: a renamed
+    /// key read under its new name, a retired one set aside. Logged at
+    /// start and printed by `hearth config check`.
+    pub notices: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -312,6 +321,7 @@ impl Config {
         let anthropic = AnthropicConfig::from_raw(raw_anthropic, env)?;
 
         let memory = MemoryConfig::from_raw(raw.memory)?;
+        let retention = RetentionConfig::from_raw(raw.retention)?;
         let models = ModelsConfig::from_raw(raw.models)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
         let voice = VoiceConfig::from_raw(raw.voice)?;
@@ -333,12 +343,14 @@ impl Config {
             anthropic,
             lms,
             memory,
+            retention,
             models,
             scheduler,
             voice,
             mcp,
             daemon,
             routing,
+            notices: Vec::new(),
         })
     }
 }

@@ -22,6 +22,7 @@ pub struct RawConfig {
     pub providers: Option<RawProviders>,
     pub lms: Option<super::lms::RawLms>,
     pub memory: Option<super::memory::RawMemory>,
+    pub retention: Option<super::retention::RawRetention>,
     pub models: Option<super::models::RawModels>,
     pub scheduler: Option<super::scheduler::RawScheduler>,
     pub voice: Option<super::voice::RawVoice>,

@@ -25,6 +25,7 @@ impl Config {
         );
         let _ = writeln!(out, "[log]\nlevel = {}\n", quote(&self.log_level));
         self.memory.render(&mut out);
+        self.retention.render(&mut out);
         self.models.render(&mut out);
         self.scheduler.render(&mut out);
         self.voice.render(&mut out);

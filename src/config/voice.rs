@@ -14,8 +14,8 @@ use super::render::quote;
 pub struct RawVoice {
     pub model: Option<String>,
     pub language: Option<String>,
-    pub max_seconds: Option<u64>,
-    pub max_mb: Option<u32>,
+    pub audio_max_seconds: Option<u64>,
+    pub audio_max_mb: Option<u32>,
     pub show_transcript: Option<bool>,
     pub threads: Option<usize>,
     pub voice: Option<String>,
@@ -107,8 +107,8 @@ impl VoiceConfig {
         let c = Self {
             model: r.model.map(|m| m.trim().to_string()),
             language,
-            max_seconds: r.max_seconds.unwrap_or(d.max_seconds),
-            max_mb: r.max_mb.unwrap_or(d.max_mb),
+            max_seconds: r.audio_max_seconds.unwrap_or(d.max_seconds),
+            max_mb: r.audio_max_mb.unwrap_or(d.max_mb),
             show_transcript: r.show_transcript.unwrap_or(d.show_transcript),
             threads: r.threads.unwrap_or(d.threads),
             voice: r.voice.map(|v| v.trim().to_string()),
@@ -128,13 +128,13 @@ impl VoiceConfig {
         };
         if !(1..=4 * 3600).contains(&c.max_seconds) {
             return Err(ConfigError::invalid(
-                "voice.max_seconds",
+                "voice.audio_max_seconds",
                 "must be between 1 and 14400",
             ));
         }
         if !(1..=2048).contains(&c.max_mb) {
             return Err(ConfigError::invalid(
-                "voice.max_mb",
+                "voice.audio_max_mb",
                 "must be between 1 and 2048",
             ));
         }
@@ -186,7 +186,7 @@ impl VoiceConfig {
         }
         let _ = writeln!(
             out,
-            "reply_with_voice = \"{}\"\nmax_seconds = {}\nmax_mb = {}\nshow_transcript = {}\nthreads = {}\n",
+            "reply_with_voice = \"{}\"\naudio_max_seconds = {}\naudio_max_mb = {}\nshow_transcript = {}\nthreads = {}\n",
             self.reply_with_voice.as_str(),
             self.max_seconds,
             self.max_mb,
@@ -224,10 +224,10 @@ mod tests {
             ),
             (
                 RawVoice {
-                    max_seconds: Some(0),
+                    audio_max_seconds: Some(0),
                     ..RawVoice::default()
                 },
-                "voice.max_seconds",
+                "voice.audio_max_seconds",
             ),
         ] {
             let e = VoiceConfig::from_raw(Some(raw)).unwrap_err().to_string();

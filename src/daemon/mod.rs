@@ -14,6 +14,7 @@ pub mod providers;
 pub mod served;
 mod served_tools;
 pub mod services;
+mod sweeper;
 
 use std::sync::Arc;
 
@@ -40,11 +41,13 @@ pub struct Daemon {
     dispatcher: JoinHandle<()>,
     listeners: Vec<JoinHandle<()>>,
     resend: JoinHandle<()>,
+    sweeper: JoinHandle<()>,
 }
 
 impl Daemon {
     /// Starts the dispatch loop, takes up what the inbox holds, then
-    /// starts a supervised listener per channel and the resend loop.
+    /// starts a supervised listener per channel, the resend loop and the
+    /// retention sweeps.
     pub fn start(runtime: Arc<Runtime>, reports: Option<mpsc::UnboundedSender<Report>>) -> Self {
         let (tx, rx) = bus();
         let shutdown = CancellationToken::new();
@@ -92,10 +95,13 @@ impl Daemon {
                 })
             })
             .collect();
-        let resend = if owns_inbox {
-            tokio::spawn(recovery::resend_loop(runtime.clone(), shutdown.clone()))
+        let (resend, sweeper) = if owns_inbox {
+            (
+                tokio::spawn(recovery::resend_loop(runtime.clone(), shutdown.clone())),
+                tokio::spawn(sweeper::sweep_loop(runtime.clone(), shutdown.clone())),
+            )
         } else {
-            tokio::spawn(async {})
+            (tokio::spawn(async {}), tokio::spawn(async {}))
         };
         Self {
             delivery: Delivery::new(runtime.clone(), intake),
@@ -104,6 +110,7 @@ impl Daemon {
             dispatcher,
             listeners,
             resend,
+            sweeper,
         }
     }
 
@@ -126,6 +133,7 @@ impl Daemon {
             let _ = listener.await;
         }
         let _ = self.resend.await;
+        let _ = self.sweeper.await;
         if let Err(e) = self.runtime.inbox().flush().await {
             tracing::error!(error = %e, "cannot write the inbox's last records");
         }

@@ -7,11 +7,13 @@
 //! the turns showed (`pictures`).
 
 mod file;
+mod forget;
 mod grants;
 mod pictures;
 mod store;
 
 pub use file::FILE;
+pub use forget::forget;
 
 pub use grants::{Grantee, Grants};
 pub use store::{HistoryError, HistoryStore, append_rows};

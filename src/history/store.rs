@@ -31,6 +31,8 @@ pub(super) const TABLES: &str = "
 pub struct HistoryStore {
     conn: Connection,
     path: PathBuf,
+    /// Messages kept per conversation (`[retention] history_messages`).
+    keep: usize,
 }
 
 impl HistoryStore {
@@ -45,7 +47,20 @@ impl HistoryStore {
         Ok(Self {
             conn,
             path: path.to_path_buf(),
+            keep: super::HISTORY_LIMIT,
         })
+    }
+
+    /// Keeps the newest `messages` of each conversation (at least 2)
+    /// instead of [`HISTORY_LIMIT`](super::HISTORY_LIMIT).
+    pub fn keeping(mut self, messages: usize) -> Self {
+        self.keep = messages.max(2);
+        self
+    }
+
+    /// Messages kept per conversation.
+    pub fn keep(&self) -> usize {
+        self.keep
     }
 
     /// The database file inside a data dir.
@@ -93,14 +108,14 @@ impl HistoryStore {
     }
 
     /// Appends messages in one transaction, then keeps only the newest
-    /// [`HISTORY_LIMIT`](super::HISTORY_LIMIT) of the conversation.
+    /// [`keep`](Self::keep) of the conversation.
     pub fn append(
         &mut self,
         conversation: &str,
         messages: &[ChatMessage],
     ) -> Result<(), HistoryError> {
         let tx = self.conn.transaction().map_err(|e| err_at(&self.path, e))?;
-        append_rows(&tx, conversation, messages).map_err(|e| err_at(&self.path, e))?;
+        append_rows(&tx, conversation, messages, self.keep).map_err(|e| err_at(&self.path, e))?;
         tx.commit().map_err(|e| err_at(&self.path, e))
     }
 
@@ -117,7 +132,7 @@ impl HistoryStore {
             params![conversation],
         )
         .map_err(|e| err_at(&self.path, e))?;
-        append_rows(&tx, conversation, messages).map_err(|e| err_at(&self.path, e))?;
+        append_rows(&tx, conversation, messages, self.keep).map_err(|e| err_at(&self.path, e))?;
         super::pictures::forget_unshown(&tx).map_err(|e| err_at(&self.path, e))?;
         tx.commit().map_err(|e| err_at(&self.path, e))
     }
@@ -175,11 +190,12 @@ impl HistoryStore {
 
 /// Appends `messages` to a conversation through `conn`, which may be in
 /// another store's transaction (the inbox records a reply and its turn
-/// together), then keeps only the newest [`HISTORY_LIMIT`](super::HISTORY_LIMIT).
+/// together), then keeps only the newest `keep` of it.
 pub fn append_rows(
     conn: &Connection,
     conversation: &str,
     messages: &[ChatMessage],
+    keep: usize,
 ) -> rusqlite::Result<()> {
     let mut insert = conn.prepare_cached(
         "INSERT INTO messages (conversation, role, content, images) VALUES (?1, ?2, ?3, ?4)",
@@ -188,21 +204,19 @@ pub fn append_rows(
         let images = super::pictures::store(conn, m)?;
         insert.execute(params![conversation, m.role.as_str(), m.content, images])?;
     }
-    prune(conn, conversation)
+    prune(conn, conversation, keep)
 }
 
-/// Deletes all but the newest `HISTORY_LIMIT` messages of a conversation,
-/// and the pictures only the deleted ones showed.
-fn prune(conn: &Connection, conversation: &str) -> rusqlite::Result<()> {
+/// Deletes all but the newest `keep` messages of a conversation, and the
+/// pictures only the deleted ones showed.
+fn prune(conn: &Connection, conversation: &str, keep: usize) -> rusqlite::Result<()> {
     let with_pictures = conn
         .prepare_cached(
             "DELETE FROM messages WHERE conversation = ?1 AND id NOT IN
                  (SELECT id FROM messages WHERE conversation = ?1 ORDER BY id DESC LIMIT ?2)
              RETURNING images IS NOT NULL",
         )?
-        .query_map(params![conversation, super::HISTORY_LIMIT as i64], |r| {
-            r.get::<_, bool>(0)
-        })?
+        .query_map(params![conversation, keep as i64], |r| r.get::<_, bool>(0))?
         .collect::<rusqlite::Result<Vec<bool>>>()?;
     if with_pictures.contains(&true) {
         super::pictures::forget_unshown(conn)?;

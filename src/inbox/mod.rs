@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 pub use entry_journal::EntryJournal;
-pub use store::{Entry, KEEP_FINISHED_DAYS, State};
+pub use store::{Entry, State, forget_finished};
 
 use crate::channels::ChannelMessage;
 use crate::chat::ChatMessage;
@@ -89,6 +89,8 @@ pub struct Inbox {
     path: PathBuf,
     /// Every recorded message, by channel and id.
     known: Arc<Mutex<HashSet<(String, String)>>>,
+    /// Messages kept per conversation when a turn is appended.
+    keep: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -114,20 +116,21 @@ impl Inbox {
             source,
         };
         check(&conn, &path)?;
-        let pruned = store::prune(&conn).map_err(sqlite)?;
-        if pruned > 0 {
-            tracing::info!(
-                pruned,
-                "inbox: forgot finished messages older than {KEEP_FINISHED_DAYS} days"
-            );
-        }
         let known = store::keys(&conn).map_err(sqlite)?;
         let writer = writer::Writer::start(conn, path.clone())?;
         Ok(Self {
             writer,
             path,
             known: Arc::new(Mutex::new(known)),
+            keep: crate::history::HISTORY_LIMIT,
         })
+    }
+
+    /// Keeps the newest `messages` of a conversation when a turn is
+    /// appended (`[retention] history_messages`).
+    pub fn keeping(mut self, messages: usize) -> Self {
+        self.keep = messages.max(2);
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -171,13 +174,13 @@ impl Inbox {
         message: &ChannelMessage,
         turn: Option<Turn>,
     ) -> impl Future<Output = Result<(), InboxError>> + use<> {
-        let message = message.clone();
+        let (message, keep) = (message.clone(), self.keep);
         let queued = self.writer.submit(false, move |conn| {
             let attempts = store::set_state(conn, &message, State::Started, None)?;
             if attempts <= 1
                 && let Some((key, messages)) = &turn
             {
-                crate::history::append_rows(conn, key, messages)?;
+                crate::history::append_rows(conn, key, messages, keep)?;
             }
             Ok(())
         });
@@ -192,11 +195,11 @@ impl Inbox {
         text: &str,
         turn: Option<Turn>,
     ) -> Result<(), InboxError> {
-        let (message, text) = (message.clone(), text.to_string());
+        let (message, text, keep) = (message.clone(), text.to_string(), self.keep);
         self.call(false, move |conn| {
             store::set_reply(conn, &message, &text)?;
             if let Some((key, messages)) = &turn {
-                crate::history::append_rows(conn, key, messages)?;
+                crate::history::append_rows(conn, key, messages, keep)?;
             }
             Ok(())
         })

@@ -8,10 +8,6 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::channels::ChannelMessage;
 
-/// Finished records are kept this long (a retried gateway request finds
-/// its answer), then deleted at the next start.
-pub const KEEP_FINISHED_DAYS: i64 = 30;
-
 /// Where a recorded message stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum State {
@@ -278,17 +274,18 @@ pub fn set_retry(
     .map(|_| ())
 }
 
-/// Deletes finished entries older than [`KEEP_FINISHED_DAYS`].
-pub fn prune(conn: &Connection) -> rusqlite::Result<usize> {
+/// Deletes finished entries (and the parts of their replies) last
+/// changed more than `days` before `now`; how many.
+pub fn forget_finished(conn: &Connection, days: u32, now: i64) -> rusqlite::Result<usize> {
+    let before = now - i64::from(days) * 86_400;
     conn.execute(
         "DELETE FROM inbox_parts WHERE (channel, message_id) IN (SELECT channel, message_id FROM inbox
-           WHERE state IN ('answered', 'superseded', 'cancelled', 'failed')
-             AND updated < unixepoch() - ?1 * 86400)",
-        params![KEEP_FINISHED_DAYS],
+           WHERE state IN ('answered', 'superseded', 'cancelled', 'failed') AND updated < ?1)",
+        params![before],
     )?;
     conn.execute(
         "DELETE FROM inbox WHERE state IN ('answered', 'superseded', 'cancelled', 'failed')
-           AND updated < unixepoch() - ?1 * 86400",
-        params![KEEP_FINISHED_DAYS],
+           AND updated < ?1",
+        params![before],
     )
 }

@@ -36,12 +36,22 @@ pub struct Pending {
 pub const FILE: crate::storage::Schema = crate::storage::Schema {
     name: "LMS",
     pragmas: "",
-    steps: &[v1],
+    steps: &[v1, v2],
 };
 
 /// The tables as of the first release that kept versions (idempotent).
 fn v1(c: &Connection) -> rusqlite::Result<()> {
     c.execute_batch(SCHEMA)
+}
+
+/// When each item was last on its site, so that one gone for
+/// `[retention] lms_days` is forgotten; an item present now counts as
+/// seen at the upgrade (unknown before it).
+fn v2(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch(
+        "ALTER TABLE items ADD COLUMN last_seen INTEGER;
+         UPDATE items SET last_seen = CASE WHEN present THEN unixepoch() ELSE first_seen END;",
+    )
 }
 
 const SCHEMA: &str = "
@@ -146,10 +156,11 @@ impl SeenStore {
                 first && silence_past && item.due.or(item.updated).is_some_and(|d| d < now);
             silenced += usize::from(silent);
             tx.execute(
-                "INSERT INTO items (source, id, hash, item, due, present, first_seen, notified_hash, notified_item)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8)
+                "INSERT INTO items (source, id, hash, item, due, present, first_seen, last_seen, notified_hash, notified_item)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7, ?8)
                  ON CONFLICT (source, id) DO UPDATE SET
-                     hash = excluded.hash, item = excluded.item, due = excluded.due, present = 1",
+                     hash = excluded.hash, item = excluded.item, due = excluded.due, present = 1,
+                     last_seen = excluded.last_seen",
                 params![
                     source,
                     item.id,

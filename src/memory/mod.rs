@@ -16,6 +16,7 @@
 pub mod consolidate;
 pub mod context;
 mod entry;
+mod forget;
 mod message;
 pub mod query;
 pub mod scope;
@@ -24,6 +25,7 @@ mod tools;
 mod turn;
 
 pub use entry::{Category, MemoryEntry, Recalled};
+pub use forget::forget_beyond;
 pub use message::Said;
 pub use scope::{LOCAL_SCOPE, Scopes};
 pub use store::{FILE, MemoryError, MemoryStore, relevance};

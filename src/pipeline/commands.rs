@@ -85,7 +85,8 @@ impl Runtime {
         format!("Models:\n{}", marked.join("\n"))
     }
 
-    /// `/status`: the daemon, the inbox and this chat.
+    /// `/status`: the daemon, the inbox, this chat and the data folder's
+    /// stores against their limits.
     async fn status_of(
         &self,
         config: &crate::config::Config,
@@ -102,11 +103,20 @@ impl Runtime {
             Ok(counts) => crate::inbox::summary(&counts),
             Err(e) => format!("inbox: cannot be read ({e})"),
         };
+        let stores = {
+            let config = config.clone();
+            tokio::task::spawn_blocking(move || {
+                crate::retention::render(&config.data_dir, &crate::retention::usage(&config))
+            })
+            .await
+            .unwrap_or_else(|e| format!("data folder: cannot be read ({e})\n"))
+        };
         format!(
-            "{}\n{inbox}\nprovider: {}; model for this chat: {model}; {messages} messages in this conversation (channel {}).",
+            "{}\n{inbox}\nprovider: {}; model for this chat: {model}; {messages} messages in this conversation (channel {}).\n{}",
             self.status.render(),
             config.routing.default_provider,
-            message.channel
+            message.channel,
+            stores.trim_end()
         )
     }
 }

@@ -162,9 +162,10 @@ impl RuntimeBuilder {
     /// Opens the history store under the config's data dir.
     pub fn build(self) -> Result<Arc<Runtime>, RuntimeError> {
         let history = HistoryStore::path_in(&self.config.data_dir);
-        let store = HistoryStore::open(&history)?;
+        let keep = self.config.retention.history_messages as usize;
+        let store = HistoryStore::open(&history)?.keeping(keep);
         let approvals = Arc::new(approvals::Approvals::open(&history)?);
-        let inbox = Arc::new(Inbox::open(&self.config.data_dir)?);
+        let inbox = Arc::new(Inbox::open(&self.config.data_dir)?.keeping(keep));
         let mut channels = BTreeMap::new();
         for channel in self.channels {
             let name = channel.name().to_string();

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use crate::channels::{ChannelMessage, Initiator};
 use crate::chat::ChatMessage;
-use crate::history::{HISTORY_LIMIT, HistoryError, HistoryStore};
+use crate::history::{HistoryError, HistoryStore};
 
 /// Messages kept when a conversation overflows the context window.
 pub const OVERFLOW_KEEP_MESSAGES: usize = 12;
@@ -48,7 +48,8 @@ impl Sessions {
     }
 
     pub fn load(&self, key: &str) -> Result<Vec<ChatMessage>, HistoryError> {
-        self.lock().load(key, HISTORY_LIMIT)
+        let store = self.lock();
+        store.load(key, store.keep())
     }
 
     pub fn append(&self, key: &str, messages: &[ChatMessage]) -> Result<(), HistoryError> {
@@ -80,7 +81,7 @@ impl Sessions {
     /// Keeps the last 12 messages, each cut to 600 characters.
     pub fn compact(&self, key: &str) -> Result<usize, HistoryError> {
         let mut store = self.lock();
-        let all = store.load(key, HISTORY_LIMIT)?;
+        let all = store.load(key, store.keep())?;
         let kept: Vec<ChatMessage> = all
             .iter()
             .skip(all.len().saturating_sub(OVERFLOW_KEEP_MESSAGES))

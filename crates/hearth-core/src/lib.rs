@@ -7,10 +7,12 @@
 //! - [`retry`]: the one retry policy: a wait that doubles up to a ceiling.
 //! - [`clock`]: wall-clock time behind a trait.
 //! - [`file_modes`]: files and folders only hearth's user may read.
+//! - [`disk`]: the room left on a filesystem.
 //! - [`hex`]: checksums as hexadecimal text.
 
 pub mod chat;
 pub mod clock;
+pub mod disk;
 pub mod file_modes;
 pub mod hex;
 pub mod model;

@@ -206,10 +206,10 @@ mod tests {
         assert!(matches!(fake_ogg, VoiceError::Unreadable(_)), "{fake_ogg}");
         let long = wav(&vec![100; 16_000 * 3], 16_000, 1);
         let e = decode(&long, &limits).unwrap_err();
-        assert!(e.to_string().contains("`[voice] max_seconds`"), "{e}");
+        assert!(e.to_string().contains("`[voice] audio_max_seconds`"), "{e}");
         let big = vec![0u8; (1 << 20) + 1];
         let e = decode(&big, &limits).unwrap_err();
-        assert!(e.to_string().contains("`[voice] max_mb`"), "{e}");
+        assert!(e.to_string().contains("`[voice] audio_max_mb`"), "{e}");
         // The positive control: within the limits, the same kind of file reads.
         let short = wav(&vec![100; 16_000], 16_000, 1);
         assert!((decode(&short, &limits).unwrap().seconds() - 1.0).abs() < 1e-3);

@@ -10,10 +10,10 @@ pub enum VoiceError {
     )]
     Unreadable(String),
     /// Longer than the configured limit.
-    #[error("the audio is longer than {limit} s, the limit (`[voice] max_seconds`)")]
+    #[error("the audio is longer than {limit} s, the limit (`[voice] audio_max_seconds`)")]
     TooLong { limit: u64 },
     /// Larger than the configured limit.
-    #[error("the audio file is {mb} MB, over the limit of {limit} MB (`[voice] max_mb`)")]
+    #[error("the audio file is {mb} MB, over the limit of {limit} MB (`[voice] audio_max_mb`)")]
     TooLarge { mb: u64, limit: u64 },
     /// No speech model where one was looked for.
     #[error("no speech-to-text model: {0}")]

@@ -110,7 +110,7 @@ fn plausible(model: &Model, piece: &Piece, announced: u64) -> Result<u64, RoomEr
 
 /// Refuses when `dir`'s disk cannot take `needed` more bytes and the margin.
 pub fn room_for(dir: &Path, needed: u64) -> Result<(), RoomError> {
-    let free = free_bytes(dir).map_err(|source| RoomError::Statvfs {
+    let free = hearth_core::disk::free_bytes(dir).map_err(|source| RoomError::Statvfs {
         dir: dir.to_path_buf(),
         source,
     })?;
@@ -122,19 +122,6 @@ pub fn room_for(dir: &Path, needed: u64) -> Result<(), RoomError> {
         needed,
         free,
     })
-}
-
-/// Bytes an unprivileged user may still write on `dir`'s filesystem.
-fn free_bytes(dir: &Path) -> std::io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL in the path"))?;
-    // SAFETY: statvfs fills a zeroed plain struct through a valid pointer.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
 }
 
 #[cfg(test)]
@@ -248,7 +235,7 @@ mod tests {
     #[test]
     fn a_disk_without_room_is_refused_before_the_download() {
         let dir = tempfile::tempdir().unwrap();
-        let free = free_bytes(dir.path()).unwrap();
+        let free = hearth_core::disk::free_bytes(dir.path()).unwrap();
         let e = room_for(dir.path(), free).unwrap_err();
         assert!(matches!(e, RoomError::NoRoom { .. }), "{e}");
         assert!(e.to_string().contains("[data] dir"), "{e}");

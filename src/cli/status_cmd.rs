@@ -1,0 +1,20 @@
+//! `hearth status`: every store of the data folder beside the limit that
+//! bounds it, and the room left on its disk. Reads without writing, so it
+//! works while the daemon runs.
+
+use std::process::ExitCode;
+
+use crate::config::Config;
+
+pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
+    let lines = crate::retention::usage(config);
+    print!("{}", crate::retention::render(&config.data_dir, &lines));
+    match crate::disk::free_bytes(&config.data_dir) {
+        Ok(free) => println!(
+            "  free on its disk: {:.1} GiB",
+            free as f64 / (1u64 << 30) as f64
+        ),
+        Err(e) => println!("  free on its disk: cannot tell ({e})"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
