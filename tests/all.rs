@@ -24,6 +24,7 @@ mod dispatch;
 mod engine;
 mod file_tools;
 mod formats;
+mod full_disk;
 mod gateway;
 mod gateway_people;
 mod http_tool;

@@ -11,138 +11,16 @@
 use crate::common;
 use crate::support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Sandbox, assert_no_panic};
+use support::daemon_process::{Daemon, answers, config, send, until};
 use support::slow_model::{SlowModel, reply_to};
-use support::telegram_fake::{FakeTelegram, Hold, Incoming, TOKEN};
+use support::telegram_fake::{FakeTelegram, Hold};
 
 const LATE: &str = "Sorry for the delay: hearth restarted";
-
-/// A `hearth daemon` child process and its log.
-struct Daemon {
-    child: Child,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Daemon {
-    fn start(sandbox: &Sandbox, config: &Path) -> Self {
-        let child = sandbox
-            .hearth_process()
-            .args(["--config", config.to_str().unwrap(), "daemon"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let daemon = Self::watch(child);
-        daemon.wait_log("listening on", Duration::from_secs(60));
-        daemon
-    }
-
-    /// Collects the log of a started daemon.
-    fn watch(mut child: Child) -> Self {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let lines = log.clone();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                lines.lock().unwrap().push(line);
-            }
-        });
-        Self { child, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    fn wait_log(&self, needle: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        while !self.log().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "no `{needle}` in the log:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn kill9(mut self) -> String {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-        self.log()
-    }
-
-    /// SIGTERM; the exit code and the log.
-    fn term(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().to_string();
-        // It may have ended already (a refused start).
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let status = self.child.wait().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-        (status.code(), self.log())
-    }
-}
-
-/// The config of a daemon that talks to `fake` and `model`.
-/// `telegram`: more lines for `[channels.telegram]`; `extra`: more tables.
-fn config(
-    sandbox: &Sandbox,
-    fake: &FakeTelegram,
-    model: &SlowModel,
-    telegram: &str,
-    extra: &str,
-) -> std::path::PathBuf {
-    sandbox.config(&format!(
-        r#"[model]
-path = "/nonexistent/none.gguf"
-[memory]
-enabled = false
-[channels.telegram]
-bot_token = "{TOKEN}"
-api_url = "{}"
-allowed_users = ["*"]
-interrupt_on_new_message = false
-ack_reactions = false
-draft_update_interval_ms = 100
-{telegram}
-[providers.openai]
-base_url = "{}"
-model = "slow"
-[routing]
-default_provider = "openai"
-[log]
-level = "info"
-{extra}
-"#,
-        fake.url, model.base_url
-    ))
-}
-
-/// Waits until `check` holds (polling), or fails with `what`.
-async fn until(what: &str, within: Duration, check: impl Fn() -> bool) {
-    let deadline = Instant::now() + within;
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-/// How many of the chat's messages carry the reply to `asked`.
-fn answers(fake: &FakeTelegram, chat: i64, asked: &str) -> usize {
-    let reply = reply_to(asked);
-    let head: String = reply.chars().take(40).collect();
-    fake.chat(chat).iter().filter(|m| m.contains(&head)).count()
-}
-
-fn send(fake: &FakeTelegram, user: i64, text: &str) -> i64 {
-    fake.inject(Incoming::text(user, text)).0
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_while_one_reply_runs_and_one_waits_both_are_answered_once_after_restart() {

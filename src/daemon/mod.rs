@@ -53,7 +53,7 @@ impl Daemon {
         let shutdown = CancellationToken::new();
         let intake = Intake::new(Arc::new(InboxSink::new(
             runtime.inbox().clone(),
-            runtime.durable_channels(),
+            runtime.channels().filter(|c| c.durable()).cloned(),
             tx.clone(),
         )));
         let mut dispatcher = Dispatcher::new(runtime.clone());

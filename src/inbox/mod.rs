@@ -74,6 +74,8 @@ pub enum InboxError {
     Corrupt { path: PathBuf, detail: String },
     #[error("the inbox is closed")]
     Gone,
+    #[error("the message has no record in the inbox (it could not be written)")]
+    NotRecorded,
     #[error(transparent)]
     Open(#[from] crate::storage::OpenError),
     #[error("the inbox needs a tokio runtime to write from")]
@@ -137,6 +139,13 @@ impl Inbox {
         &self.path
     }
 
+    /// Whether `message` has a record on disk: one whose record could not
+    /// be written (a full disk) has none, and its listener offers it again
+    /// once it can be. A store that cannot be read counts as holding it.
+    pub async fn holds(&self, message: &ChannelMessage) -> bool {
+        !matches!(self.find(message).await, Ok(None))
+    }
+
     /// Records `message`, or finds the record the inbox already holds of
     /// it (known by channel and id, kept in memory, so a new message waits
     /// for nothing); `synced` tells when the new record reached the disk.
@@ -177,14 +186,19 @@ impl Inbox {
         let (message, keep) = (message.clone(), self.keep);
         let queued = self.writer.submit(false, move |conn| {
             let attempts = store::set_state(conn, &message, State::Started, None)?;
-            if attempts <= 1
+            if attempts == 1
                 && let Some((key, messages)) = &turn
             {
                 crate::history::append_rows(conn, key, messages, keep)?;
             }
-            Ok(())
+            Ok(attempts)
         });
-        async move { queued.await.unwrap_or(Err(InboxError::Gone)) }
+        async move {
+            match queued.await.unwrap_or(Err(InboxError::Gone))? {
+                0 => Err(InboxError::NotRecorded),
+                _ => Ok(()),
+            }
+        }
     }
 
     /// The reply is made: records it (and its turn in the history) before

@@ -27,6 +27,9 @@ pub enum Outcome {
     TimedOut,
     /// The reply could not be delivered.
     Undelivered(String),
+    /// The message's record could not be written (a full disk): nothing
+    /// was sent, and its listener offers it again once it can be.
+    Unrecorded,
 }
 
 impl Outcome {
@@ -41,6 +44,7 @@ impl Outcome {
         "failed",
         "timed_out",
         "undelivered",
+        "unrecorded",
     ];
 
     /// A short name, for counting outcomes.
@@ -55,6 +59,7 @@ impl Outcome {
             Self::Failed => "failed",
             Self::TimedOut => "timed_out",
             Self::Undelivered(_) => "undelivered",
+            Self::Unrecorded => "unrecorded",
         }
     }
 

@@ -155,6 +155,16 @@ impl Runtime {
         if let Some(started) = started
             && let Err(e) = started.await
         {
+            if !self.inbox.holds(message).await {
+                // Its record could not be written (a full disk): the
+                // listener offers it again once it can, and it is answered
+                // then, with its turn kept.
+                tracing::warn!(error = %e, "a message without a record is answered once it has one");
+                if let (Some(id), Some(drafts)) = (draft, channel.drafts()) {
+                    let _ = drafts.cancel_draft(&message.reply_target, &id).await;
+                }
+                return Outcome::Unrecorded;
+            }
             tracing::error!(error = %e, "cannot save the user's message");
         }
         let ended = Ended {

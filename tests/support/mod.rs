@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod api_daemon;
+pub mod daemon_process;
 pub mod hub_fake;
 pub mod lms_fake;
 pub mod mcp;
