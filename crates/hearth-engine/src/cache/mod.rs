@@ -259,19 +259,36 @@ fn read_state(ctx: &LlamaContext<'_>, seq: usize) -> Option<Vec<u8>> {
     (written == size).then_some(buf)
 }
 
-/// Deletes the oldest state files until the folder fits `budget` bytes.
+/// A `.kv.tmp` older than this is left from a save that never finished
+/// (a crash): deleted. A younger one may be another process's save.
+const STALE_SAVE: std::time::Duration = std::time::Duration::from_secs(3_600);
+
+/// Deletes the oldest state files until the folder fits `budget` bytes,
+/// and saves a crash left half-written.
 fn prune(dir: &std::path::Path, budget: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "kv"))
-        .filter_map(|e| {
-            let meta = e.metadata().ok()?;
-            Some((meta.modified().ok()?, meta.len(), e.path()))
-        })
-        .collect();
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let Some((modified, len)) = entry
+            .metadata()
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())))
+        else {
+            continue;
+        };
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.ends_with(".kv.tmp") {
+            if modified.elapsed().is_ok_and(|age| age > STALE_SAVE) {
+                tracing::info!(path = %path.display(), "deleting a KV save a crash left unfinished");
+                let _ = std::fs::remove_file(&path);
+            }
+        } else if name.ends_with(".kv") {
+            files.push((modified, len, path));
+        }
+    }
     let mut total: u64 = files.iter().map(|f| f.1).sum();
     files.sort();
     for (_, len, path) in files {
@@ -281,5 +298,55 @@ fn prune(dir: &std::path::Path, budget: u64) {
         tracing::info!(path = %path.display(), "KV disk budget reached; deleting the oldest saved state");
         let _ = std::fs::remove_file(&path);
         total -= len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    fn file(dir: &std::path::Path, name: &str, bytes: usize, age_secs: u64) {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![0u8; bytes]).unwrap();
+        let when = SystemTime::now() - Duration::from_secs(age_secs);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+
+    fn names(dir: &std::path::Path) -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    }
+
+    #[test]
+    fn the_disk_tier_keeps_the_newest_within_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, age) in [500, 400, 300, 200, 100].iter().enumerate() {
+            file(dir.path(), &format!("c{i}.kv"), 1_000, *age);
+        }
+        file(dir.path(), "old.kv.tmp", 5_000, 7_200);
+        file(dir.path(), "young.kv.tmp", 5_000, 10);
+        file(dir.path(), "notes.txt", 9_000, 9_000);
+        // Positive control: within the budget, every cache stays.
+        super::prune(dir.path(), 5_000);
+        assert!(names(dir.path()).contains(&"c0.kv".to_string()));
+        assert!(
+            !names(dir.path()).contains(&"old.kv.tmp".to_string()),
+            "a crash's half save goes"
+        );
+        super::prune(dir.path(), 2_500);
+        assert_eq!(
+            names(dir.path()),
+            ["c3.kv", "c4.kv", "notes.txt", "young.kv.tmp"],
+            "the oldest go first; a save under way and other files stay"
+        );
     }
 }
