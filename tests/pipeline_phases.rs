@@ -548,6 +548,22 @@ async fn status_models_and_help_need_no_model_call() {
     }
     let sent = texts(&channel, "ada");
     assert!(sent[0].contains("channel mem: running"), "{}", sent[0]);
+    // Every store of the data folder beside its limit.
+    for store in [
+        "history ",
+        "inbox ",
+        "memory ",
+        "lms ",
+        "scheduler ",
+        "kv caches ",
+    ] {
+        assert!(sent[0].contains(store), "{store}: {}", sent[0]);
+    }
+    assert!(
+        sent[0].contains("limit: 50 per conversation; forgotten after 365 quiet days"),
+        "{}",
+        sent[0]
+    );
     assert!(
         sent[0].contains("model for this chat: default"),
         "{}",

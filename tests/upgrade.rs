@@ -158,6 +158,20 @@ fn this_releases_data_folder_opens_keeps_every_record_and_serves_the_next_turn()
     assert!(!stderr.contains("unknown"), "{stderr}");
     common::assert_no_panic(&said);
 
+    // `hearth status` reads the old files without changing them.
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("hearth"))
+        .args(["--config", config.to_str().unwrap(), "status"])
+        .env("HA_TOKEN", "fixture-home-assistant-token")
+        .env_remove("HEARTH_CONFIG")
+        .env_remove("HEARTH_DATA_DIR")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("messages in 2 conversations"), "{shown}");
+    assert!(shown.contains("1 saved conversations"), "{shown}");
+    assert_eq!(rows(&data.join("lms.sqlite3")), before["lms.sqlite3"]);
+
     // Every store opens with this code.
     let mut history = hearth::history::HistoryStore::open(&data.join("history.sqlite3")).unwrap();
     hearth::history::Grants::open(&data.join("history.sqlite3")).unwrap();

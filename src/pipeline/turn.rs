@@ -152,21 +152,10 @@ impl Runtime {
         let shown = result.as_ref().ok().map(|done| sanitize::reply(&done.text));
         let draft = feedback.finish(shown.as_deref()).await;
         // Saved before anything below rewrites the history.
-        if let Some(started) = started
-            && let Err(e) = started.await
-        {
-            if !self.inbox.holds(message).await {
-                // Its record could not be written (a full disk): the
-                // listener offers it again once it can, and it is answered
-                // then, with its turn kept.
-                tracing::warn!(error = %e, "a message without a record is answered once it has one");
-                if let (Some(id), Some(drafts)) = (draft, channel.drafts()) {
-                    let _ = drafts.cancel_draft(&message.reply_target, &id).await;
-                }
-                return Outcome::Unrecorded;
-            }
-            tracing::error!(error = %e, "cannot save the user's message");
-        }
+        let draft = match self.saved(channel, message, started, draft).await {
+            Ok(draft) => draft,
+            Err(unrecorded) => return unrecorded,
+        };
         let ended = Ended {
             result,
             shown,
@@ -181,6 +170,34 @@ impl Runtime {
             (scheduled, &said),
         )
         .await
+    }
+
+    /// Waits for the user's turn to be saved with the message's record,
+    /// and gives the reply's draft back. A message with no record at all
+    /// (it could not be written: a full disk) gets no reply now: its draft
+    /// goes, and its listener offers it again once it can be recorded.
+    async fn saved(
+        &self,
+        channel: &Arc<dyn Channel>,
+        message: &ChannelMessage,
+        started: Option<Started>,
+        draft: Option<String>,
+    ) -> Result<Option<String>, Outcome> {
+        let Some(started) = started else {
+            return Ok(draft);
+        };
+        let Err(e) = started.await else {
+            return Ok(draft);
+        };
+        if self.inbox.holds(message).await {
+            tracing::error!(error = %e, "cannot save the user's message");
+            return Ok(draft);
+        }
+        tracing::warn!(error = %e, "a message without a record is answered once it has one");
+        if let (Some(id), Some(drafts)) = (draft, channel.drafts()) {
+            let _ = drafts.cancel_draft(&message.reply_target, &id).await;
+        }
+        Err(Outcome::Unrecorded)
     }
 
     /// Phases 5–6: memory, the tools this turn may use, the provider and
