@@ -288,7 +288,11 @@ fn main() {
             scheduler.tick(&sink);
 
             age(&data);
-            hearth::retention::sweep(&data, &config.retention, Utc::now().timestamp()).unwrap();
+            let swept =
+                hearth::retention::sweep(&data, &config.retention, Utc::now().timestamp()).unwrap();
+            // As the daemon's sweeper does.
+            let (running, _, _) = daemon.as_ref().unwrap();
+            running.runtime().inbox().forget_known(&swept.inbox_keys);
             let usage = hearth::retention::usage(&config);
             rows.push((day + 1, rss_mib(), usage));
         }

@@ -17,6 +17,9 @@ pub async fn sweep_loop(runtime: Arc<Runtime>, stop: CancellationToken) {
         let now = chrono::Utc::now().timestamp();
         let swept =
             tokio::task::spawn_blocking(move || crate::retention::sweep(&dir, &limits, now)).await;
+        if let Ok(Ok(s)) = &swept {
+            runtime.inbox().forget_known(&s.inbox_keys);
+        }
         match swept {
             Ok(Ok(s)) if s.total() > 0 => tracing::info!(
                 history = s.history,

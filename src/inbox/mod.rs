@@ -139,6 +139,17 @@ impl Inbox {
         &self.path
     }
 
+    /// Forgets the ids of records a retention sweep deleted, so that the
+    /// set of known messages stays as bounded as the records. Only
+    /// finished records older than `[retention] inbox_days` are deleted,
+    /// long after any platform offers a message again.
+    pub fn forget_known(&self, keys: &[(String, String)]) {
+        let mut known = lock(&self.known);
+        for key in keys {
+            known.remove(key);
+        }
+    }
+
     /// Whether `message` has a record on disk: one whose record could not
     /// be written (a full disk) has none, and its listener offers it again
     /// once it can be. A store that cannot be read counts as holding it.

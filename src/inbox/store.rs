@@ -275,17 +275,22 @@ pub fn set_retry(
 }
 
 /// Deletes finished entries (and the parts of their replies) last
-/// changed more than `days` before `now`; how many.
-pub fn forget_finished(conn: &Connection, days: u32, now: i64) -> rusqlite::Result<usize> {
+/// changed more than `days` before `now`; their channels and ids.
+pub fn forget_finished(
+    conn: &Connection,
+    days: u32,
+    now: i64,
+) -> rusqlite::Result<Vec<(String, String)>> {
     let before = now - i64::from(days) * 86_400;
     conn.execute(
         "DELETE FROM inbox_parts WHERE (channel, message_id) IN (SELECT channel, message_id FROM inbox
            WHERE state IN ('answered', 'superseded', 'cancelled', 'failed') AND updated < ?1)",
         params![before],
     )?;
-    conn.execute(
+    conn.prepare(
         "DELETE FROM inbox WHERE state IN ('answered', 'superseded', 'cancelled', 'failed')
-           AND updated < ?1",
-        params![before],
-    )
+           AND updated < ?1 RETURNING channel, message_id",
+    )?
+    .query_map(params![before], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
 }

@@ -184,3 +184,38 @@ async fn a_picture_waits_in_the_record_until_its_turn_is_in_the_history() {
             .unwrap();
     assert_eq!(history[0].images, m.images, "the history has it");
 }
+
+/// What a retention sweep deleted leaves the running inbox's set of known
+/// messages too, so a daemon that never restarts holds no more ids than
+/// records; a message still recorded stays known.
+#[tokio::test]
+async fn ids_a_sweep_deleted_are_forgotten_and_the_rest_stay_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let inbox = Inbox::open(dir.path()).unwrap();
+    let (old, recent) = (message("7:1"), message("7:2"));
+    for m in [&old, &recent] {
+        assert!(admitted(&inbox, m).await.is_none());
+        inbox.finish(m, State::Answered, None);
+    }
+    inbox.flush().await.unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("history.sqlite3")).unwrap();
+    conn.execute(
+        "UPDATE inbox SET updated = updated - 40 * 86400 WHERE message_id = '7:1'",
+        [],
+    )
+    .unwrap();
+    let limits = crate::config::RetentionConfig::default();
+    let now = chrono::Utc::now().timestamp();
+    let swept = crate::retention::sweep(dir.path(), &limits, now).unwrap();
+    assert_eq!(
+        swept.inbox_keys,
+        [("telegram".to_string(), "7:1".to_string())]
+    );
+    inbox.forget_known(&swept.inbox_keys);
+    assert!(
+        lock(&inbox.known).len() == 1,
+        "only the recorded one is known"
+    );
+    // Positive control: the recent one is still recognised as a repeat.
+    assert!(admitted(&inbox, &recent).await.is_some());
+}

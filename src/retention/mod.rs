@@ -2,7 +2,8 @@
 //!
 //! - [`sweep`]: forgets what is past its limit in every database of a data
 //!   folder, each in one transaction; the daemon sweeps when it starts and
-//!   every [`SWEEP_EVERY`] after. Free pages are reused by later writes,
+//!   every [`SWEEP_EVERY`] after, and its inbox forgets the ids of the
+//!   records deleted, so nothing it holds in memory grows either. Free pages are reused by later writes,
 //!   so a file stops growing once forgetting keeps pace with writing.
 //! - [`usage`]: each store's size on disk and what it holds, beside its
 //!   limit, for `hearth status` and `/status`.
@@ -42,12 +43,15 @@ impl From<OpenError> for RetentionError {
 }
 
 /// What one sweep forgot, in rows, by store.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Swept {
     pub history: usize,
     pub memory: usize,
     pub inbox: usize,
     pub lms: usize,
+    /// The inbox records forgotten, by channel and id (a running inbox
+    /// forgets them too: [`Inbox::forget_known`](crate::inbox::Inbox::forget_known)).
+    pub inbox_keys: Vec<(String, String)>,
 }
 
 impl Swept {
@@ -67,7 +71,8 @@ pub fn sweep(data_dir: &Path, limits: &RetentionConfig, now: i64) -> Result<Swep
             limits.history_days,
             now,
         )?;
-        swept.inbox = crate::inbox::forget_finished(c, limits.inbox_days, now)?;
+        swept.inbox_keys = crate::inbox::forget_finished(c, limits.inbox_days, now)?;
+        swept.inbox = swept.inbox_keys.len();
         Ok(())
     })?;
     in_file(data_dir, "memory.sqlite3", &crate::memory::FILE, |c| {

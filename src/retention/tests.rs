@@ -110,6 +110,7 @@ fn a_sweep_forgets_what_is_past_each_limit_and_nothing_else() {
             memory: 10,
             inbox: 1,
             lms: 1,
+            inbox_keys: vec![("t".to_string(), "1".to_string())],
         }
     );
     // A second sweep finds nothing more.
