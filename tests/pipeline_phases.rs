@@ -564,6 +564,9 @@ async fn status_models_and_help_need_no_model_call() {
         "{}",
         sent[0]
     );
+    // Hostile: a chat never learns where the data lives on the server.
+    let home_path = home.path().display().to_string();
+    assert!(!sent[0].contains(&home_path), "{}", sent[0]);
     assert!(
         sent[0].contains("model for this chat: default"),
         "{}",

@@ -8,7 +8,13 @@ use crate::config::Config;
 
 pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
     let lines = crate::retention::usage(config);
-    print!("{}", crate::retention::render(&config.data_dir, &lines));
+    print!(
+        "{}",
+        crate::retention::render(
+            &format!("data folder {}", config.data_dir.display()),
+            &lines
+        )
+    );
     match crate::disk::free_bytes(&config.data_dir) {
         Ok(free) => println!(
             "  free on its disk: {:.1} GiB",

@@ -105,8 +105,10 @@ impl Runtime {
         };
         let stores = {
             let config = config.clone();
+            // Without the folder's path: whoever may chat need not learn
+            // where on the server (or under whose home) hearth keeps data.
             tokio::task::spawn_blocking(move || {
-                crate::retention::render(&config.data_dir, &crate::retention::usage(&config))
+                crate::retention::render("data folder", &crate::retention::usage(&config))
             })
             .await
             .unwrap_or_else(|e| format!("data folder: cannot be read ({e})\n"))

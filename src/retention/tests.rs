@@ -145,7 +145,7 @@ fn a_sweep_forgets_what_is_past_each_limit_and_nothing_else() {
         holds("lms").starts_with("1 items on their sites, 0 gone"),
         "{lines:?}"
     );
-    let shown = super::render(&tight.data_dir, &lines);
+    let shown = super::render("data folder", &lines);
     assert!(
         shown.contains("limit: 10 per conversation; forgotten after 365 quiet days"),
         "{shown}"

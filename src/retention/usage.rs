@@ -119,9 +119,10 @@ fn rows(dir: &Path) -> [Vec<i64>; 5] {
     ]
 }
 
-/// The lines as a table, sizes in MiB, with the data folder's total.
-pub fn render(dir: &Path, lines: &[Usage]) -> String {
-    let mut out = format!("data folder {}\n", dir.display());
+/// The lines as a table under `heading`, sizes in MiB, with the data
+/// folder's total.
+pub fn render(heading: &str, lines: &[Usage]) -> String {
+    let mut out = format!("{heading}\n");
     let total: u64 = lines.iter().filter_map(|u| u.bytes).sum();
     for u in lines {
         let size = match u.bytes {
