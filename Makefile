@@ -30,7 +30,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech clean gpu gpu-configure cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech test-browser clean gpu gpu-configure cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -50,7 +50,7 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients test-mcp test-projector test-speech cuda-compiler rpc-server vulkan
+test: prereqs test-models test-clients test-mcp test-projector test-speech test-browser cuda-compiler rpc-server vulkan
 	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
@@ -191,6 +191,16 @@ voice-tools:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng opus-tools lame >/dev/null; \
 	  else \
 	    echo "the voice tests need espeak-ng, opus-tools and lame: sudo apt-get install -y espeak-ng opus-tools lame"; exit 1; \
+	  fi; }
+
+# Chromium and its driver, for the web page's tests (Selenium, from
+# tests/clients/requirements.txt, drives them headless).
+test-browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "the web page's tests need Chromium: sudo apt-get install -y chromium chromium-driver"; exit 1; \
 	  fi; }
 
 prereqs:

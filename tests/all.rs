@@ -67,5 +67,6 @@ mod vision;
 mod voice;
 mod vulkan_device;
 mod ways_in;
+mod web_page;
 mod websocket;
 mod xml_parser;

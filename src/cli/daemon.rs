@@ -8,7 +8,8 @@ use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
-    Daemon, LoadedModel, LocalModels, Providers, ServedLocal, Services, build_channels, signalled,
+    Daemon, DaemonDesk, LoadedModel, LocalModels, Providers, ServedLocal, Services, build_channels,
+    signalled,
 };
 use crate::lock::DataLock;
 use crate::metrics::{Known, Metrics};
@@ -21,7 +22,8 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     let metrics = Arc::new(Metrics::new());
     let models = Arc::new(LocalModels::new(config.clone()));
     let served = Arc::new(ServedLocal::new(&config, models.clone()));
-    let channels = build_channels(&config, &metrics, Some(served))?;
+    let built = build_channels(&config, &metrics, Some(served))?;
+    let channels = built.channels;
     if channels.is_empty() {
         eprintln!(
             "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform."
@@ -52,6 +54,9 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
         builder = builder.watch(ConfigWatcher::new(PathBuf::from(path), env.clone()));
     }
     let runtime = builder.build().context("cannot start the daemon")?;
+    if let Some(gateway) = &built.gateway {
+        gateway.attach_desk(Arc::new(DaemonDesk::new(&runtime)));
+    }
     // Load the model now, so the first message does not wait for it.
     let preload = models.clone();
     let model_file = config.model.path.clone();

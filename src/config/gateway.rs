@@ -26,6 +26,7 @@ pub struct RawGateway {
     pub max_connections: Option<usize>,
     pub request_timeout_secs: Option<u64>,
     pub ws_ping_secs: Option<u64>,
+    pub session_minutes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +56,9 @@ pub struct GatewayConfig {
     /// even a pong, for three intervals is closed. Keep it below the idle
     /// timeout of any proxy in between (nginx's is 60 s).
     pub ws_ping_secs: u64,
+    /// How long a sign-in on the web page lasts: its session cookie
+    /// expires then, and the token must be entered again.
+    pub session_minutes: u64,
 }
 
 impl Default for GatewayConfig {
@@ -69,6 +73,7 @@ impl Default for GatewayConfig {
             max_connections: 128,
             request_timeout_secs: 10,
             ws_ping_secs: 20,
+            session_minutes: 12 * 60,
         }
     }
 }
@@ -107,6 +112,17 @@ impl GatewayConfig {
             "request_timeout_secs",
         )?;
         let ws_ping_secs = at_least_one(raw.ws_ping_secs, defaults.ws_ping_secs, "ws_ping_secs")?;
+        let session_minutes = at_least_one(
+            raw.session_minutes,
+            defaults.session_minutes,
+            "session_minutes",
+        )?;
+        if session_minutes > SESSION_MINUTES_MOST {
+            return Err(ConfigError::invalid(
+                "channels.gateway.session_minutes",
+                format!("must be at most {SESSION_MINUTES_MOST} (30 days)"),
+            ));
+        }
         let max_connections = at_least_one(
             raw.max_connections.map(|n| n as u64),
             defaults.max_connections as u64,
@@ -134,6 +150,7 @@ impl GatewayConfig {
             max_connections,
             request_timeout_secs,
             ws_ping_secs,
+            session_minutes,
         })
     }
 
@@ -154,7 +171,7 @@ impl GatewayConfig {
         };
         let _ = writeln!(
             out,
-            "{}\nallow_loopback_without_token = {}\nallowed_origins = [{}]\nallowed_hosts = [{}]\nreply_timeout_secs = {}\nrequest_timeout_secs = {}\nmax_connections = {}\nws_ping_secs = {}\n",
+            "{}\nallow_loopback_without_token = {}\nallowed_origins = [{}]\nallowed_hosts = [{}]\nreply_timeout_secs = {}\nrequest_timeout_secs = {}\nmax_connections = {}\nws_ping_secs = {}\nsession_minutes = {}\n",
             super::render::secret_line("token", &self.token),
             self.allow_loopback_without_token,
             list(&self.allowed_origins),
@@ -163,9 +180,13 @@ impl GatewayConfig {
             self.request_timeout_secs,
             self.max_connections,
             self.ws_ping_secs,
+            self.session_minutes,
         );
     }
 }
+
+/// The longest sign-in on the web page: 30 days.
+const SESSION_MINUTES_MOST: u64 = 30 * 24 * 60;
 
 /// A gateway that listens needs a token of 16 characters or more; without
 /// one it may listen on loopback only, and only when the config says so.

@@ -17,6 +17,13 @@ pub enum BuildError {
     Channel { channel: String, message: String },
 }
 
+/// The channels built, and the gateway among them (which is given its
+/// desk once the runtime exists).
+pub struct Built {
+    pub channels: Vec<Arc<dyn Channel>>,
+    pub gateway: Option<Arc<GatewayChannel>>,
+}
+
 /// Every channel the config turns on.
 /// The gateway serves `metrics` at `/metrics`, and `served` as itself on
 /// its OpenAI-compatible API.
@@ -24,8 +31,9 @@ pub fn build_channels(
     config: &Config,
     metrics: &Arc<Metrics>,
     served: Option<Arc<dyn ServedModel>>,
-) -> Result<Vec<Arc<dyn Channel>>, BuildError> {
+) -> Result<Built, BuildError> {
     let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
+    let mut built_gateway = None;
     if config.telegram.bot_token.is_some() {
         let telegram = TelegramSettings::from_config(config)
             .and_then(TelegramChannel::new)
@@ -44,12 +52,17 @@ pub fn build_channels(
         if let Some(served) = served {
             gateway = gateway.with_served_model(served);
         }
-        channels.push(Arc::new(gateway));
+        let gateway = Arc::new(gateway);
+        built_gateway = Some(gateway.clone());
+        channels.push(gateway);
     }
     if config.daemon.loopback_channel {
         channels.push(Arc::new(LoopbackChannel));
     }
-    Ok(channels)
+    Ok(Built {
+        channels,
+        gateway: built_gateway,
+    })
 }
 
 /// A channel that receives nothing and logs what it is sent: the daemon

@@ -9,6 +9,7 @@
 
 mod background;
 pub mod channels;
+mod desk;
 pub mod local_models;
 pub mod providers;
 pub mod served;
@@ -23,7 +24,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use background::LoadedModel;
-pub use channels::{BuildError, LoopbackChannel, build_channels};
+pub use channels::{BuildError, Built, LoopbackChannel, build_channels};
+pub use desk::DaemonDesk;
 pub use local_models::LocalModels;
 pub use providers::Providers;
 pub use served::ServedLocal;

@@ -9,6 +9,7 @@
 mod file;
 mod forget;
 mod grants;
+mod listing;
 mod pictures;
 mod store;
 
@@ -16,6 +17,7 @@ pub use file::FILE;
 pub use forget::forget;
 
 pub use grants::{Grantee, Grants};
+pub use listing::Listed;
 pub use store::{HistoryError, HistoryStore, append_rows};
 
 /// How many messages of a conversation are loaded back (DESIGN.md: 50).

@@ -29,7 +29,7 @@ pub(super) const TABLES: &str = "
                  CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation, id);";
 
 pub struct HistoryStore {
-    conn: Connection,
+    pub(super) conn: Connection,
     path: PathBuf,
     /// Messages kept per conversation (`[retention] history_messages`).
     keep: usize,
@@ -183,7 +183,7 @@ impl HistoryStore {
         tx.commit().map_err(|e| err_at(&self.path, e))
     }
 
-    fn err(&self, source: rusqlite::Error) -> HistoryError {
+    pub(super) fn err(&self, source: rusqlite::Error) -> HistoryError {
         err_at(&self.path, source)
     }
 }

@@ -202,6 +202,11 @@ impl Runtime {
             .clone()
     }
 
+    /// Every conversation's history.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
     /// What this runtime counts.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics

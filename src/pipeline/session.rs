@@ -66,6 +66,15 @@ impl Sessions {
         self.lock().forget_last_pictures(key)
     }
 
+    /// The conversations whose key starts with `prefix`, newest first.
+    pub fn conversations(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::history::Listed>, HistoryError> {
+        self.lock().conversations(prefix, limit)
+    }
+
     /// Stores `messages` as the whole history of `key`.
     pub fn replace(&self, key: &str, messages: &[ChatMessage]) -> Result<(), HistoryError> {
         self.lock().replace(key, messages)

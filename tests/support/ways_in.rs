@@ -81,6 +81,7 @@ pub async fn gateway_serving(
         .metrics(metrics.clone())
         .build()
         .unwrap();
+    channel.attach_desk(Arc::new(hearth::daemon::DaemonDesk::new(&runtime)));
     let daemon = Daemon::start(runtime, None);
     let addr = tokio::time::timeout(WAIT, channel.local_addr())
         .await

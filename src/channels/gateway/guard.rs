@@ -8,15 +8,20 @@
 //!    every address, `localhost` on loopback, or a configured name: a DNS
 //!    name an attacker controls (rebinding) is refused;
 //! 2. an `Origin` header (sent by browsers with cross-site requests) must be
-//!    an allowed origin;
-//! 3. the bearer token, compared in constant time;
-//! 4. a body must be declared `application/json`: a form or `text/plain`
-//!    post, which browsers send cross-site without asking, is refused.
+//!    an allowed origin, or the gateway's own (its web page);
+//! 3. a body must be declared `application/json`: a form or `text/plain`
+//!    post, which browsers send cross-site without asking, is refused;
+//! 4. the bearer token, compared in constant time, or the web page's
+//!    session cookie ([`super::page::session`]) with, on every request that
+//!    changes something (any method but GET and HEAD, and a WebSocket),
+//!    the session's CSRF token in `X-Hearth-CSRF`.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use axum::http::{HeaderMap, Method, StatusCode, header};
 
+use super::page::session::{CSRF_HEADER, Sessions};
 use crate::config::{GatewayConfig, Secret};
 
 /// Why a request is refused.
@@ -40,6 +45,7 @@ pub struct Guard {
     token: Option<Secret>,
     origins: Vec<String>,
     hosts: Vec<String>,
+    sessions: Arc<Sessions>,
 }
 
 impl Guard {
@@ -48,7 +54,27 @@ impl Guard {
             token: config.token.clone(),
             origins: config.allowed_origins.clone(),
             hosts: config.allowed_hosts.clone(),
+            sessions: Arc::new(Sessions::new(std::time::Duration::from_secs(
+                config.session_minutes * 60,
+            ))),
         }
+    }
+
+    /// The web page's sign-ins.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    /// Whether the gateway asks for a token at all.
+    pub fn needs_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Whether `given` is the gateway's token (compared in constant time).
+    pub fn is_token(&self, given: &str) -> bool {
+        self.token
+            .as_ref()
+            .is_some_and(|t| constant_time_eq(given.as_bytes(), t.expose().as_bytes()))
     }
 
     /// Checks a request that arrived on `local`.
@@ -58,28 +84,61 @@ impl Guard {
         headers: &HeaderMap,
         local: SocketAddr,
     ) -> Result<(), Refusal> {
+        self.check_site(method, headers, local)?;
+        self.check_person(method, headers)
+    }
+
+    /// The token, or a session with its CSRF token where one is due.
+    fn check_person(&self, method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
+        if self.token.is_none() {
+            return Ok(());
+        }
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if let Some(given) = given {
+            return if self.is_token(given) {
+                Ok(())
+            } else {
+                Err(wrong_token())
+            };
+        }
+        let Some(signed) = self.sessions.signed(headers) else {
+            return Err(wrong_token());
+        };
+        let changes =
+            !matches!(*method, Method::GET | Method::HEAD) || headers.contains_key(header::UPGRADE);
+        let csrf = headers
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if changes && !constant_time_eq(csrf.as_bytes(), signed.csrf.as_bytes()) {
+            return Err(Refusal::new(
+                StatusCode::FORBIDDEN,
+                "this request needs the page's CSRF token in `X-Hearth-CSRF`; reload the page",
+            ));
+        }
+        Ok(())
+    }
+
+    /// What every request passes, signing in included: the host, the
+    /// origin and the content type.
+    pub fn check_site(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+        local: SocketAddr,
+    ) -> Result<(), Refusal> {
         self.check_host(headers, local)?;
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("").to_ascii_lowercase();
-            if !self.origins.contains(&origin) {
+            if !self.origins.contains(&origin) && !same_origin(&origin, headers) {
                 return Err(Refusal::new(
                     StatusCode::FORBIDDEN,
                     format!(
                         "requests from the web page at `{origin}` are refused; list it in `[channels.gateway] allowed_origins` to allow it"
                     ),
-                ));
-            }
-        }
-        if let Some(token) = &self.token {
-            let given = headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .unwrap_or("");
-            if !constant_time_eq(given.as_bytes(), token.expose().as_bytes()) {
-                return Err(Refusal::new(
-                    StatusCode::UNAUTHORIZED,
-                    "missing or wrong token: send `Authorization: Bearer <[channels.gateway] token>`",
                 ));
             }
         }
@@ -134,6 +193,28 @@ impl Guard {
     }
 }
 
+fn wrong_token() -> Refusal {
+    Refusal::new(
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong token: send `Authorization: Bearer <[channels.gateway] token>`, or sign in on the gateway's page",
+    )
+}
+
+/// Whether `origin` is the gateway's own: the page it serves, at the host
+/// the request names (already checked to be this gateway).
+fn same_origin(origin: &str, headers: &HeaderMap) -> bool {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    !host.is_empty()
+        && ["http://", "https://"]
+            .iter()
+            .any(|scheme| origin.strip_prefix(scheme) == Some(host.as_str()))
+}
+
 /// `name:port`, `[v6]:port` or a bare name → the name (brackets off) and the port.
 fn split_host(host: &str) -> (&str, Option<u16>) {
     if let Some(rest) = host.strip_prefix('[') {
@@ -164,6 +245,7 @@ mod tests {
             token: Some(Secret::new("0123456789abcdef")),
             origins: origins.iter().map(|s| s.to_string()).collect(),
             hosts: hosts.iter().map(|s| s.to_string()).collect(),
+            sessions: Arc::new(Sessions::new(std::time::Duration::from_secs(60))),
         }
     }
 
@@ -254,5 +336,59 @@ mod tests {
             g.check(&Method::POST, &no_token, local).unwrap_err().status,
             401
         );
+    }
+
+    #[test]
+    fn the_page_s_own_origin_and_session_pass_and_nothing_else_does() {
+        let local: SocketAddr = "127.0.0.1:8787".parse().unwrap();
+        let g = guard(&[], &[]);
+        let (id, csrf) = g.sessions.open();
+        let page = |pairs: &[(&'static str, &str)]| {
+            let mut h = HeaderMap::new();
+            h.insert(header::HOST, "127.0.0.1:8787".parse().unwrap());
+            h.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+            for (k, v) in pairs {
+                h.insert(*k, v.parse().unwrap());
+            }
+            h
+        };
+        let cookie = format!("hearth_session={id}");
+        let check = |method: Method, h: HeaderMap| {
+            g.check(&method, &h, local).map_err(|r| r.status.as_u16())
+        };
+        let own = ("origin", "http://127.0.0.1:8787");
+        // Controls: the page's own reads, and its changes with the CSRF token.
+        assert_eq!(
+            check(Method::GET, page(&[own, ("cookie", &cookie)])),
+            Ok(())
+        );
+        let with_csrf = [own, ("cookie", &cookie), ("x-hearth-csrf", &csrf)];
+        assert_eq!(check(Method::POST, page(&with_csrf)), Ok(()));
+        // Hostile: a change without the CSRF token, a WebSocket without it,
+        // a look-alike origin, a forged cookie, a wrong bearer beside a good cookie.
+        assert_eq!(
+            check(Method::POST, page(&[own, ("cookie", &cookie)])),
+            Err(403)
+        );
+        let socket = [own, ("cookie", &cookie), ("upgrade", "websocket")];
+        assert_eq!(check(Method::GET, page(&socket)), Err(403));
+        let other = [
+            ("origin", "http://127.0.0.1:8788"),
+            ("cookie", &cookie),
+            ("x-hearth-csrf", &csrf),
+        ];
+        assert_eq!(check(Method::POST, page(&other)), Err(403));
+        let suffix = [("origin", "http://127.0.0.1:8787.evil.example")];
+        assert_eq!(check(Method::GET, page(&suffix)), Err(403));
+        assert_eq!(
+            check(
+                Method::GET,
+                page(&[own, ("cookie", "hearth_session=forged")])
+            ),
+            Err(401)
+        );
+        let both = [own, ("cookie", &cookie), ("authorization", "Bearer wrong")];
+        assert_eq!(check(Method::GET, page(&both)), Err(401));
+        assert_eq!(check(Method::GET, page(&[own])), Err(401));
     }
 }

@@ -99,15 +99,15 @@ pub(super) async fn serve(
         .route("/v1/models", get(super::openai::models))
         .route("/v1/models/{id}", get(super::openai::model))
         .route("/v1/{*rest}", axum::routing::any(super::openai::not_found))
-        .route("/metrics", get(metrics_text))
-        .with_state(App {
-            shared,
-            bus,
-            local,
-            started: chrono::Utc::now().timestamp(),
-            metrics,
-            served,
-        });
+        .route("/metrics", get(metrics_text));
+    let app = super::page::routes(app).with_state(App {
+        shared,
+        bus,
+        local,
+        started: chrono::Utc::now().timestamp(),
+        metrics,
+        served,
+    });
     connections::serve(listener, app, max, timeout, stop).await;
     Ok(())
 }

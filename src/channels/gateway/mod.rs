@@ -16,6 +16,7 @@
 //! whose response is the reply (or the next question), as the first
 //! request's would have been. No answer in time is Deny.
 //! `GET /ws/chat` streams a conversation over a WebSocket ([`ws`]);
+//! `GET /` is the web page ([`page`]), signed in with the token once;
 //! `POST /v1/chat/completions` and `GET /v1/models` are the
 //! OpenAI-compatible API ([`openai`]); `GET /metrics` is what hearth
 //! counts, in the OpenMetrics text format, when the daemon shares it.
@@ -32,9 +33,11 @@ mod connections;
 mod guard;
 mod http;
 mod openai;
+pub mod page;
 mod served;
 mod ws;
 
+pub use page::desk::{Conversation, Desk, DeskError, Shown};
 pub use served::{Embedded, ServedModel};
 
 use std::collections::HashMap;
@@ -105,6 +108,8 @@ struct Shared {
     questions: Questions,
     /// The address listened on, once bound.
     bound: watch::Sender<Option<SocketAddr>>,
+    /// What the web page reads, once the daemon attached it.
+    desk: std::sync::OnceLock<Arc<dyn Desk>>,
 }
 
 impl Shared {
@@ -204,6 +209,7 @@ impl GatewayChannel {
                 parked: Mutex::default(),
                 questions: Questions::default(),
                 bound: watch::Sender::new(None),
+                desk: std::sync::OnceLock::new(),
             }),
             metrics: None,
             served: None,
@@ -244,6 +250,14 @@ impl GatewayChannel {
     pub fn with_served_model(mut self, model: Arc<dyn ServedModel>) -> Self {
         self.served = Some(model);
         self
+    }
+
+    /// Gives the web page what it reads (conversations, the box); the
+    /// first desk attached stays.
+    pub fn attach_desk(&self, desk: Arc<dyn Desk>) {
+        if self.shared.desk.set(desk).is_err() {
+            tracing::warn!("the gateway's page already has a desk; keeping the first");
+        }
     }
 
     /// The address it listens on, once it does (port 0 picks a free one).

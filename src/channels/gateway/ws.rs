@@ -41,6 +41,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::connections::ConnectionHandle;
 use super::http::{App, guarded, name};
+use super::page::session::CSRF_HEADER;
 use super::{Event, question};
 use crate::channels::Accepted;
 use crate::channels::approval::{Answer, Delivered};
@@ -141,21 +142,26 @@ impl Drop for SocketSlot {
     }
 }
 
-/// `headers` with a `bearer.<token>` subprotocol as `Authorization`, when
-/// the request carries no `Authorization` of its own.
+/// `headers` with a `bearer.<token>` subprotocol as `Authorization`, and
+/// a `csrf.<token>` one (the web page's) as `X-Hearth-CSRF`, where the
+/// request carries no such header of its own.
 fn with_protocol_token(headers: &HeaderMap) -> HeaderMap {
     let mut headers = headers.clone();
-    if headers.contains_key(header::AUTHORIZATION) {
-        return headers;
-    }
-    let token = headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .find_map(|p| p.trim().strip_prefix("bearer.").map(str::to_string));
+    let offered = |prefix: &str| {
+        headers
+            .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .find_map(|p| p.trim().strip_prefix(prefix).map(str::to_string))
+    };
+    let token = offered("bearer.").filter(|_| !headers.contains_key(header::AUTHORIZATION));
+    let csrf = offered("csrf.").filter(|_| !headers.contains_key(CSRF_HEADER));
     if let Some(value) = token.and_then(|t| HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
         headers.insert(header::AUTHORIZATION, value);
+    }
+    if let Some(value) = csrf.and_then(|t| HeaderValue::from_str(&t).ok()) {
+        headers.insert(CSRF_HEADER, value);
     }
     headers
 }

@@ -1,0 +1,44 @@
+//! What the web page shows besides a live chat, as the gateway needs it:
+//! the conversations kept, one conversation's messages, and the state of
+//! the box. The daemon implements it over its stores once they are open
+//! ([`super::super::GatewayChannel::attach_desk`]); until then the page's
+//! JSON endpoints answer 503.
+
+use serde::Serialize;
+
+/// A gateway conversation as the page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conversation {
+    /// The chat name (`?chat=` of `/ws/chat`).
+    pub chat: String,
+    /// The first thing the person wrote in it, shortened.
+    pub title: String,
+    pub messages: usize,
+    /// When it last changed (Unix seconds).
+    pub updated: i64,
+}
+
+/// One message of a conversation, as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shown {
+    /// `user`, `assistant` or `tool`.
+    pub role: String,
+    pub text: String,
+}
+
+/// Why the desk could not answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DeskError(pub String);
+
+/// What the page reads.
+pub trait Desk: Send + Sync {
+    /// The gateway's conversations, the most recent first.
+    fn conversations(&self) -> Result<Vec<Conversation>, DeskError>;
+
+    /// The messages kept of gateway chat `chat`, oldest first.
+    fn messages(&self, chat: &str) -> Result<Vec<Shown>, DeskError>;
+
+    /// The state of the box: model, engine, queue, services.
+    fn overview(&self) -> serde_json::Value;
+}
