@@ -275,3 +275,142 @@ async fn the_session_cookie_needs_its_csrf_token_to_change_anything() {
     assert_eq!(read(Some(&cookie)).await.unwrap().status(), 401);
     run.daemon.stop().await;
 }
+
+/// A free port on 127.0.0.1 (taken, then let go for the daemon).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `hearth cron add` in `sandbox`; the new job's id.
+fn add_job(sandbox: &crate::common::Sandbox, config: &std::path::Path, prompt: &str) -> String {
+    let out = sandbox
+        .hearth_process()
+        .args(["--config", config.to_str().unwrap(), "cron", "add", prompt])
+        .args(["--every", "1h", "--channel", "gateway", "--to", "kitchen"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said.split('#')
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+#[allow(clippy::await_holding_lock)] // one engine at a time, the whole test
+async fn the_box_of_a_real_daemon_shows_its_engine_and_runs_its_jobs_and_memory() {
+    let _browser = browser_lock().await;
+    let fake = support::lms_fake::Fake::with(&[]);
+    let lms = support::lms_fake::canvas_server(fake).await;
+    let sandbox = crate::common::Sandbox::new();
+    let port = free_port();
+    let model = crate::common::model("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let config = sandbox.config(&format!(
+        r#"[model]
+path = "{}"
+[generation]
+max_tokens = 24
+[memory]
+enabled = true
+[scheduler]
+enabled = true
+[channels.gateway]
+listen = "127.0.0.1:{port}"
+token = "{TOKEN}"
+[lms]
+poll_interval_mins = 30
+[[lms.sources]]
+kind = "canvas"
+name = "school"
+url = "{lms}"
+token = "revoked"
+[log]
+level = "info"
+"#,
+        model.display()
+    ));
+    let keep = add_job(&sandbox, &config, "water the plants");
+    let drop = add_job(&sandbox, &config, "feed the cat");
+    let _engine = crate::common::engine_lock();
+    let daemon = {
+        let daemon = support::daemon_process::Daemon::start(&sandbox, &config);
+        // A reply, so the box has a speed, a cache and a memory to show.
+        let url = format!("http://127.0.0.1:{port}");
+        let reply = message(
+            &url,
+            "kitchen",
+            "My favourite jam is marmalade, please remember that.",
+        )
+        .await;
+        assert!(reply["reply"].is_string(), "{reply}");
+        daemon
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let jobs = format!("{keep},{drop}");
+    let seen = python(
+        "web_page.py",
+        &[&url, TOKEN, shots().to_str().unwrap(), "box", &jobs],
+        "",
+    )
+    .await;
+    let text = |key: &str| seen[key].as_str().unwrap().to_string();
+    assert!(
+        text("engine").contains("SmolLM2-135M-Instruct.Q4_1.gguf"),
+        "{seen}"
+    );
+    assert!(text("engine").contains("CPU"), "the backend: {seen}");
+    assert!(text("ram").contains("hearth uses"), "{seen}");
+    assert!(text("speed").contains("tokens/s"), "{seen}");
+    assert!(
+        text("cache").contains("kitchen"),
+        "the conversation's cache: {seen}"
+    );
+    let lms = text("lms");
+    assert!(
+        lms.contains("school")
+            && lms.contains("401")
+            && lms.contains("fix: renew the source's token"),
+        "the LMS error with its fix: {lms}"
+    );
+    assert!(
+        text("errors").contains("school"),
+        "the poll's failure among recent errors: {seen}"
+    );
+    assert!(text("paused").contains("Paused."));
+    assert!(text("resumed").contains("Next:"));
+    assert!(!text("jobs").contains("feed the cat") && text("jobs").contains("water the plants"));
+    assert!(text("memory_found").contains("marmalade"));
+    assert_eq!(seen["phone_fits"], true);
+    let (code, log) = daemon.term();
+    assert_eq!(code, Some(0), "{log}");
+    // What the page did is in the stores.
+    let listed = sandbox
+        .hearth()
+        .args(["--config", config.to_str().unwrap(), "cron", "list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains("water the plants") && !listed.contains("(paused)"),
+        "{listed}"
+    );
+    assert!(!listed.contains("feed the cat"), "{listed}");
+    let memories = sandbox
+        .hearth()
+        .args(["--config", config.to_str().unwrap(), "memory", "list"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&memories.stdout).contains("marmalade"));
+}

@@ -19,6 +19,11 @@ pub enum CronCommand {
     Add(Box<AddArgs>),
     /// Remove a job by id.
     Remove { id: i64 },
+    /// Pause a job by id: it stays, and never runs until resumed.
+    Pause { id: i64 },
+    /// Resume a paused job: it next runs at its first time from now (runs
+    /// missed while paused are skipped; a reminder whose time passed runs now).
+    Resume { id: i64 },
 }
 
 #[derive(Debug, Args)]
@@ -82,6 +87,20 @@ pub fn run(config: &Config, command: CronCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
             println!("removed job #{id}");
+        }
+        CronCommand::Pause { id } | CronCommand::Resume { id } => {
+            let pausing = matches!(command, CronCommand::Pause { .. });
+            let job = if pausing {
+                scheduler.pause(id)?
+            } else {
+                scheduler.resume(id)?
+            };
+            let Some(job) = job else {
+                eprintln!("no job #{id}");
+                return Ok(ExitCode::FAILURE);
+            };
+            let done = if pausing { "paused" } else { "resumed" };
+            println!("{done} {}", job.describe());
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -8,14 +8,19 @@ use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
-    Daemon, DaemonDesk, LoadedModel, LocalModels, Providers, ServedLocal, Services, build_channels,
-    signalled,
+    Daemon, DaemonDesk, DeskParts, LoadedModel, LocalModels, Providers, ServedLocal, Services,
+    build_channels, signalled,
 };
 use crate::lock::DataLock;
+use crate::metrics::errors::RecentErrors;
 use crate::metrics::{Known, Metrics};
 use crate::pipeline::{ConfigWatcher, Outcome, RuntimeBuilder};
 
-pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    config: Config,
+    env: &Environment,
+    errors: Arc<RecentErrors>,
+) -> anyhow::Result<ExitCode> {
     // Before anything binds a port or opens a store: a second daemon on
     // this folder would answer the first one's messages again.
     let _lock = DataLock::acquire(&config.data_dir, "hearth daemon")?;
@@ -55,7 +60,8 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     }
     let runtime = builder.build().context("cannot start the daemon")?;
     if let Some(gateway) = &built.gateway {
-        gateway.attach_desk(Arc::new(DaemonDesk::new(&runtime)));
+        let parts = desk_parts(&models, &services, errors);
+        gateway.attach_desk(Arc::new(DaemonDesk::new(&runtime, parts)));
     }
     // Load the model now, so the first message does not wait for it.
     let preload = models.clone();
@@ -86,4 +92,19 @@ pub async fn run(config: Config, env: &Environment) -> anyhow::Result<ExitCode> 
     daemon.stop().await;
     models.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the web page reads besides the runtime.
+fn desk_parts(
+    models: &Arc<LocalModels>,
+    services: &Services,
+    errors: Arc<RecentErrors>,
+) -> DeskParts {
+    DeskParts {
+        models: Some(models.clone()),
+        scheduler: services.scheduler.clone(),
+        notifier: services.notifier.clone(),
+        memory: services.memory.as_ref().map(|m| m.store().clone()),
+        errors: Some(errors),
+    }
 }

@@ -257,11 +257,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         command => {
             let config = Config::load(path, &env)?;
-            logging::init(cli.verbose, &config.log_level);
+            let recent = logging::init(cli.verbose, &config.log_level);
             for notice in &config.notices {
                 tracing::warn!("config: {notice}");
             }
-            with_config(command, config, &env).await
+            with_config(command, config, &env, recent).await
         }
     }
 }
@@ -271,6 +271,7 @@ async fn with_config(
     command: Command,
     config: Config,
     env: &Environment,
+    recent: std::sync::Arc<crate::metrics::errors::RecentErrors>,
 ) -> anyhow::Result<ExitCode> {
     match command {
         Command::Tools { command } => match command {
@@ -323,7 +324,7 @@ async fn with_config(
             }
         }
         Command::Acp => acp::run(&config, env).await,
-        Command::Daemon => daemon::run(config, env).await,
+        Command::Daemon => daemon::run(config, env, recent).await,
         Command::Ask {
             question,
             session,

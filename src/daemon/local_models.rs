@@ -10,7 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::chat::{Priority, ProviderError};
 use crate::config::Config;
-use crate::engine::{Engine, Waiting};
+use crate::engine::{CacheBoard, Engine, ModelInfo, Waiting};
 use crate::providers::LocalProvider;
 
 /// The provider name of the in-process engine.
@@ -22,6 +22,15 @@ pub struct LocalModels {
     loaded: Mutex<Option<(String, Arc<LocalProvider>)>>,
     /// The loaded engine's queue, for `/metrics`.
     waiting: std::sync::Mutex<Option<Arc<Waiting>>>,
+    /// The loaded model and what its KV cache holds, for the web page.
+    view: std::sync::Mutex<Option<EngineView>>,
+}
+
+/// What the web page shows of the loaded engine.
+#[derive(Clone)]
+pub struct EngineView {
+    pub info: ModelInfo,
+    pub cache: Arc<CacheBoard>,
 }
 
 impl LocalModels {
@@ -30,7 +39,13 @@ impl LocalModels {
             base: config,
             loaded: Mutex::new(None),
             waiting: std::sync::Mutex::new(None),
+            view: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The loaded model and its KV cache, once one is loaded.
+    pub fn view(&self) -> Option<EngineView> {
+        self.view.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Requests waiting for the loaded model, by priority (none before one
@@ -76,6 +91,10 @@ impl LocalModels {
             .map_err(|e| ProviderError::Failed(format!("loading the model failed: {e}")))?
             .map_err(|e| ProviderError::Failed(e.to_string()))?;
         *self.waiting.lock().unwrap_or_else(|e| e.into_inner()) = Some(engine.waiting());
+        *self.view.lock().unwrap_or_else(|e| e.into_inner()) = Some(EngineView {
+            info: engine.info().clone(),
+            cache: engine.cache_board(),
+        });
         let provider = Arc::new(LocalProvider::new(engine));
         *loaded = Some((model_file.to_string(), provider.clone()));
         Ok(provider)

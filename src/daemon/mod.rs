@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use background::LoadedModel;
 pub use channels::{BuildError, Built, LoopbackChannel, build_channels};
-pub use desk::DaemonDesk;
+pub use desk::{DaemonDesk, Parts as DeskParts};
 pub use local_models::LocalModels;
 pub use providers::Providers;
 pub use served::ServedLocal;

@@ -239,6 +239,21 @@ impl MemoryStore {
         Ok(rows.into_iter().flatten().collect())
     }
 
+    /// Entries of any scope whose text holds `text` (any case; all when
+    /// empty), newest first, at most `limit`.
+    pub fn find(&self, text: &str, limit: usize) -> Result<Vec<MemoryEntry>, MemoryError> {
+        let rows = self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT key, content, category, scope, created, updated FROM memories
+                 WHERE ?1 = '' OR instr(lower(content), lower(?1)) > 0
+                 ORDER BY updated DESC, id DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![text, limit as i64], entry_from_row)?;
+            rows.collect::<Result<Vec<_>, _>>()
+        })?;
+        Ok(rows.into_iter().flatten().collect())
+    }
+
     /// Every scope that holds an entry.
     pub fn scopes(&self) -> Result<Vec<String>, MemoryError> {
         self.with(|c| {
@@ -362,6 +377,24 @@ mod tests {
             assert!(m.recall(q, 5, "u").is_ok(), "{q}");
         }
         assert_eq!(m.recall("NEAR stars", 5, "u").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn find_looks_in_every_scope_by_plain_text() {
+        let (_dir, m) = open();
+        m.store("alice", "a", "Locker code 4411", Category::Core)
+            .unwrap();
+        m.store("bob", "b", "likes tea", Category::Core).unwrap();
+        let scopes = |q: &str| -> Vec<String> {
+            m.find(q, 10)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.scope)
+                .collect()
+        };
+        assert_eq!(scopes("locker"), ["alice"]);
+        assert_eq!(scopes("%"), Vec::<String>::new(), "not a pattern");
+        assert_eq!(scopes("").len(), 2);
     }
 
     #[test]

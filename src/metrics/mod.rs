@@ -25,6 +25,9 @@
 
 pub mod format;
 mod process;
+pub use process::resident_bytes;
+pub mod errors;
+pub mod recent;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -109,6 +112,7 @@ pub struct Metrics {
     lms_polls: Family<PollLabels, Counter>,
     lms_notices: Family<SourceLabels, Counter>,
     channel_errors: Family<ChannelErrorLabels, Counter>,
+    recent: recent::RecentSpeed,
 }
 
 impl Default for Metrics {
@@ -182,6 +186,7 @@ impl Metrics {
             lms_polls,
             lms_notices,
             channel_errors,
+            recent: recent::RecentSpeed::default(),
         }
     }
 
@@ -247,6 +252,12 @@ impl Metrics {
 
     pub fn first_token(&self, seconds: f64) {
         self.first_token.observe(seconds);
+        self.recent.first_token(seconds);
+    }
+
+    /// The latest replies' first-token times and decode speeds.
+    pub fn recent(&self) -> recent::Recent {
+        self.recent.read()
     }
 
     /// One model reply's token counts and speed.
@@ -273,8 +284,9 @@ impl Metrics {
             })
             .inc_by(decoded);
         if usage.completion_tokens > 0 && usage.generation_ms > 0.0 {
-            self.decode_rate
-                .set(f64::from(usage.completion_tokens) * 1000.0 / usage.generation_ms);
+            let rate = f64::from(usage.completion_tokens) * 1000.0 / usage.generation_ms;
+            self.decode_rate.set(rate);
+            self.recent.decode(rate);
         }
     }
 

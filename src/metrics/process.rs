@@ -57,12 +57,8 @@ impl ProcessMetrics {
 
     /// Reads `/proc/self` now; a value that cannot be read keeps its last.
     pub fn refresh(&self) {
-        let page = page_size();
-        if let Some(pages) = std::fs::read_to_string("/proc/self/statm")
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(1)?.parse::<i64>().ok())
-        {
-            self.resident.set(pages * page);
+        if let Some(bytes) = resident_bytes() {
+            self.resident.set(bytes);
         }
         if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
             self.open_fds.set(dir.count() as i64);
@@ -75,6 +71,17 @@ impl ProcessMetrics {
             }
         }
     }
+}
+
+/// This process's resident memory in bytes, from `/proc/self/statm`.
+pub fn resident_bytes() -> Option<i64> {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()?
+        .split_whitespace()
+        .nth(1)?
+        .parse::<i64>()
+        .ok()?;
+    Some(pages * page_size())
 }
 
 fn page_size() -> i64 {

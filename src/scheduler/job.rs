@@ -195,6 +195,8 @@ pub struct Job {
     pub last_run: Option<DateTime<Utc>>,
     /// Why the last run failed, if it did.
     pub last_error: Option<String>,
+    /// Paused: never due until resumed.
+    pub paused: bool,
 }
 
 impl Job {
@@ -212,6 +214,9 @@ impl Job {
         );
         if let Some(n) = &self.name {
             s.push_str(&format!(" [{n}]"));
+        }
+        if self.paused {
+            s.push_str(" (paused)");
         }
         s.push_str(&format!(" — {}", self.payload.describe()));
         if let Some(e) = &self.last_error {

@@ -159,6 +159,38 @@ impl Scheduler {
         Ok(self.store.get(id)?)
     }
 
+    /// Pauses job `id`: it stays, and never runs until resumed. The job as
+    /// it is now, or `None` when there is no such job.
+    pub fn pause(&self, id: i64) -> Result<Option<Job>, SchedulerError> {
+        let Some(job) = self.store.get(id)? else {
+            return Ok(None);
+        };
+        self.store.set_paused(id, true, job.next_run)?;
+        Ok(self.store.get(id)?)
+    }
+
+    /// Resumes job `id`. Runs missed while it was paused are skipped: it
+    /// next runs at its first time after now, and a one-shot whose time
+    /// passed runs now.
+    pub fn resume(&self, id: i64) -> Result<Option<Job>, SchedulerError> {
+        let Some(job) = self.store.get(id)? else {
+            return Ok(None);
+        };
+        let now = self.clock.now();
+        let next = if job.next_run >= now {
+            job.next_run
+        } else {
+            job.schedule
+                .next_after(now, job.timezone)
+                .ok()
+                .flatten()
+                .unwrap_or(now)
+        };
+        self.store.set_paused(id, false, next)?;
+        self.wake.notify_one();
+        Ok(self.store.get(id)?)
+    }
+
     pub fn remove(&self, id: i64) -> Result<bool, SchedulerError> {
         let removed = self.store.remove(id)?;
         self.wake.notify_one();

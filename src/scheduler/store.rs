@@ -28,7 +28,7 @@ pub enum StoreError {
 pub const FILE: crate::storage::Schema = crate::storage::Schema {
     name: "scheduler",
     pragmas: "",
-    steps: &[v1],
+    steps: &[v1, v2],
 };
 
 /// The tables as of the first release that kept versions. Idempotent: it
@@ -44,6 +44,12 @@ fn v1(c: &Connection) -> rusqlite::Result<()> {
         c.execute_batch("ALTER TABLE jobs ADD COLUMN owner TEXT")?;
     }
     c.execute_batch(SCHEMA)
+}
+
+/// Version 2: a job can be paused (the web page's pause and resume, and
+/// `hearth cron pause`); a paused job is never due.
+fn v2(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch("ALTER TABLE jobs ADD COLUMN paused INTEGER NOT NULL DEFAULT 0")
 }
 
 const SCHEMA: &str = "
@@ -70,7 +76,7 @@ pub struct JobStore {
     path: PathBuf,
 }
 
-const COLUMNS: &str = "id, name, kind, spec, timezone, payload, channel, recipient, thread, next_run, last_run, last_error, owner";
+const COLUMNS: &str = "id, name, kind, spec, timezone, payload, channel, recipient, thread, next_run, last_run, last_error, owner, paused";
 
 impl JobStore {
     pub fn path_in(data_dir: &Path) -> PathBuf {
@@ -128,10 +134,12 @@ impl JobStore {
         )
     }
 
-    /// Jobs due at `now`.
+    /// Jobs due at `now` (a paused job never is).
     pub fn due(&self, now: DateTime<Utc>) -> Result<Vec<Job>, StoreError> {
         self.select(
-            &format!("SELECT {COLUMNS} FROM jobs WHERE next_run <= ?1 ORDER BY next_run, id"),
+            &format!(
+                "SELECT {COLUMNS} FROM jobs WHERE next_run <= ?1 AND paused = 0 ORDER BY next_run, id"
+            ),
             params![now.timestamp()],
         )
     }
@@ -163,10 +171,10 @@ impl JobStore {
         .map(|n| n.max(0) as usize)
     }
 
-    /// The soonest next run of any job.
+    /// The soonest next run of any job not paused.
     pub fn earliest(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
         let secs = self.with(|c| {
-            c.query_row("SELECT MIN(next_run) FROM jobs", [], |r| {
+            c.query_row("SELECT MIN(next_run) FROM jobs WHERE paused = 0", [], |r| {
                 r.get::<_, Option<i64>>(0)
             })
             .optional()
@@ -199,6 +207,22 @@ impl JobStore {
             )
             .map(|_| ())
         })
+    }
+
+    /// Pauses or resumes a job, resuming at `next_run`; whether it exists.
+    pub fn set_paused(
+        &self,
+        id: i64,
+        paused: bool,
+        next_run: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        self.with(|c| {
+            c.execute(
+                "UPDATE jobs SET paused = ?2, next_run = ?3 WHERE id = ?1",
+                params![id, paused, next_run.timestamp()],
+            )
+        })
+        .map(|n| n > 0)
     }
 
     /// Removes a job; whether it existed.
@@ -267,5 +291,6 @@ fn job_from_row(row: &rusqlite::Row<'_>) -> Result<Option<Job>, rusqlite::Error>
         next_run,
         last_run: last_run.and_then(|s| DateTime::from_timestamp(s, 0)),
         last_error: row.get(11)?,
+        paused: row.get(13)?,
     }))
 }

@@ -16,6 +16,7 @@ import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -40,10 +41,17 @@ def browser(width=1280, height=860):
 
 def until(driver, check, what):
     try:
-        return WebDriverWait(driver, WAIT, poll_frequency=0.05).until(lambda d: check(d))
+        # The box refreshes itself: an element may be replaced while looked at.
+        return WebDriverWait(driver, WAIT, poll_frequency=0.05, ignored_exceptions=(
+            StaleElementReferenceException, NoSuchElementException, AttributeError)).until(lambda d: check(d))
     except Exception as e:
         raise AssertionError(f"waited {WAIT} s for {what}; the page shows: "
                              f"{driver.find_element(By.TAG_NAME, 'body').text[:2000]!r}") from e
+
+
+def press(driver, find, what):
+    """Clicks what `find` finds, again if the page replaced it meanwhile."""
+    until(driver, lambda d: find(d).click() or True, f"the {what} button")
 
 
 def visible(driver, element_id):
@@ -261,7 +269,7 @@ def full():
         seen["list"] = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#conversations li")]
         # The box.
         driver.find_element(By.ID, "tab-box").click()
-        until(driver, lambda d: d.find_element(By.ID, "box-facts").text, "the box")
+        until(driver, lambda d: d.find_element(By.ID, "box-engine").text, "the box")
         seen["box"] = driver.find_element(By.ID, "box").text
         shot(driver, "box")
         # A reload keeps the session (the cookie), and what it transfers.
@@ -282,7 +290,7 @@ def full():
         shot(driver, "phone-conversations")
         driver.find_element(By.CSS_SELECTOR, f'#conversations li[data-chat="{first_chat}"]').click()
         driver.find_element(By.ID, "tab-box").click()
-        until(driver, lambda d: d.find_element(By.ID, "box-facts").text, "the box on a phone")
+        until(driver, lambda d: d.find_element(By.ID, "box-engine").text, "the box on a phone")
         seen["phone"]["box_fits"] = wide_enough(driver)
         shot(driver, "phone-box")
         # Sign out: the cookie no longer opens anything.
@@ -322,4 +330,65 @@ def expiry():
     return seen
 
 
-print(json.dumps(expiry() if MODE == "expiry" else full()))
+def text_of(driver, element_id):
+    return driver.find_element(By.ID, element_id).text
+
+
+def job_item(driver, job_id):
+    found = driver.find_elements(By.CSS_SELECTOR, f'#box-jobs li[data-job="{job_id}"]')
+    return found[0] if found else None
+
+
+def box():
+    """The box of a real daemon: engine, LMS error, jobs paused and resumed,
+    memory searched and deleted. JOBS (comma-separated ids) come as argv[5]."""
+    keep, drop = sys.argv[5].split(",")
+    seen = {}
+    driver = browser()
+    try:
+        sign_in(driver, TOKEN)
+        until(driver, lambda d: visible(d, "app"), "the chat after signing in")
+        driver.find_element(By.ID, "tab-box").click()
+        until(driver, lambda d: "authentication failed" in text_of(d, "box-lms"), "the LMS source's error")
+        until(driver, lambda d: "decode" in text_of(d, "box").lower() and "tokens/s" in text_of(d, "chart-decode-last"),
+              "the speed of the reply")
+        seen["engine"] = text_of(driver, "box-engine")
+        seen["ram"] = text_of(driver, "box-ram")
+        seen["speed"] = text_of(driver, "chart-decode-last") + " | " + text_of(driver, "chart-ttft-last")
+        seen["cache"] = text_of(driver, "box-cache")
+        seen["lms"] = text_of(driver, "box-lms")
+        seen["errors"] = text_of(driver, "box-errors")
+        seen["channels"] = text_of(driver, "box-channels") + " | " + text_of(driver, "box-queue")
+        driver.set_window_size(1280, 2000)
+        time.sleep(0.3)
+        shot(driver, "box-daemon")
+        driver.set_window_size(1280, 860)
+        # Pause, then resume; delete the other.
+        press(driver, lambda d: job_item(d, keep).find_element(By.CSS_SELECTOR, "button[data-action=pause]"), "pause")
+        until(driver, lambda d: "Paused." in job_item(d, keep).text, "the job to show paused")
+        seen["paused"] = job_item(driver, keep).text
+        press(driver, lambda d: job_item(d, keep).find_element(By.CSS_SELECTOR, "button[data-action=resume]"), "resume")
+        until(driver, lambda d: "Next:" in job_item(d, keep).text, "the job to show resumed")
+        seen["resumed"] = job_item(driver, keep).text
+        press(driver, lambda d: job_item(d, drop).find_element(By.CSS_SELECTOR, "button[data-action=delete]"), "delete")
+        until(driver, lambda d: job_item(d, drop) is None, "the deleted job to go")
+        seen["jobs"] = text_of(driver, "box-jobs")
+        # Memory: search, delete.
+        field = driver.find_element(By.ID, "memory-q")
+        field.send_keys("marmalade")
+        driver.find_element(By.CSS_SELECTOR, "#memory-search button").click()
+        until(driver, lambda d: "marmalade" in text_of(d, "box-memories"), "the memory found")
+        seen["memory_found"] = text_of(driver, "box-memories")
+        driver.find_element(By.CSS_SELECTOR, "#box-memories button[data-action=forget]").click()
+        until(driver, lambda d: "Nothing found." in text_of(d, "box-memories"), "the memory deleted")
+        driver.set_window_size(390, 844)
+        time.sleep(0.3)
+        seen["phone_fits"] = wide_enough(driver)
+        shot(driver, "phone-box-daemon")
+    finally:
+        driver.quit()
+    return seen
+
+
+MODES = {"expiry": expiry, "box": box, "full": full}
+print(json.dumps(MODES[MODE]()))

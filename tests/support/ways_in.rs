@@ -81,7 +81,10 @@ pub async fn gateway_serving(
         .metrics(metrics.clone())
         .build()
         .unwrap();
-    channel.attach_desk(Arc::new(hearth::daemon::DaemonDesk::new(&runtime)));
+    channel.attach_desk(Arc::new(hearth::daemon::DaemonDesk::new(
+        &runtime,
+        hearth::daemon::DeskParts::default(),
+    )));
     let daemon = Daemon::start(runtime, None);
     let addr = tokio::time::timeout(WAIT, channel.local_addr())
         .await
@@ -163,6 +166,20 @@ pub fn chunks(frames: &[Value]) -> Vec<String> {
         .filter(|f| f["type"] == "chunk")
         .map(|f| f["text"].as_str().unwrap().to_string())
         .collect()
+}
+
+/// `POST {url}/v1/message` with the token: the JSON answer.
+pub async fn message(url: &str, chat: &str, text: &str) -> Value {
+    reqwest::Client::new()
+        .post(format!("{url}/v1/message"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({ "text": text, "chat": chat }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 /// Runs a script of `tests/clients/` with the pinned client packages. A

@@ -53,6 +53,14 @@ impl Hardware {
 }
 
 impl Hardware {
+    /// Available and total RAM in bytes, without probing anything else.
+    pub fn ram() -> (u64, u64) {
+        let sys = System::new_with_specifics(
+            RefreshKind::nothing().with_memory(MemoryRefreshKind::everything()),
+        );
+        (sys.available_memory(), sys.total_memory())
+    }
+
     /// Available RAM in bytes, without probing anything else.
     pub fn available_ram() -> u64 {
         let sys = System::new_with_specifics(

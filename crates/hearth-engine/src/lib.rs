@@ -56,6 +56,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::reuse;
+pub use cache::{CacheBoard, Cached, Tier};
 pub use error::EngineError;
 pub use queue::Waiting;
 pub use speculate::Speculation;
@@ -182,6 +183,8 @@ pub struct Engine {
     /// llama.cpp); released before the worker, which frees the backend.
     model: Option<Arc<LlamaModel>>,
     waiting: Arc<Waiting>,
+    /// What the KV cache holds, posted by the worker.
+    board: Arc<cache::CacheBoard>,
 }
 
 impl Engine {
@@ -194,10 +197,11 @@ impl Engine {
         let (jobs, job_rx) = std_mpsc::channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
         let waiting = Arc::new(Waiting::default());
-        let taken = waiting.clone();
+        let board = Arc::new(cache::CacheBoard::default());
+        let shared = (waiting.clone(), board.clone());
         let thread = std::thread::Builder::new()
             .name("hearth-engine".into())
-            .spawn(move || worker::run(settings, progress, ready_tx, job_rx, taken))
+            .spawn(move || worker::run(settings, progress, ready_tx, job_rx, shared))
             .map_err(|e| EngineError::Backend(format!("cannot start the engine thread: {e}")))?;
         match ready_rx.recv() {
             Ok(Ok((info, model))) => Ok(Self {
@@ -206,6 +210,7 @@ impl Engine {
                 info,
                 model: Some(model),
                 waiting,
+                board,
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -266,6 +271,11 @@ impl Engine {
     /// Requests submitted and not yet taken up, by priority.
     pub fn waiting(&self) -> Arc<Waiting> {
         self.waiting.clone()
+    }
+
+    /// What the KV cache holds: each conversation's tier and size.
+    pub fn cache_board(&self) -> Arc<cache::CacheBoard> {
+        self.board.clone()
     }
 
     pub fn submit(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {

@@ -36,7 +36,7 @@ pub(super) fn run(
     progress: Option<ProgressFn>,
     ready: std_mpsc::SyncSender<Result<(ModelInfo, Arc<LlamaModel>), EngineError>>,
     jobs: std_mpsc::Receiver<Work>,
-    waiting: Arc<Waiting>,
+    (waiting, board): (Arc<Waiting>, Arc<crate::cache::CacheBoard>),
 ) {
     super::log::route_to_tracing();
     let fail = |e: EngineError| {
@@ -85,7 +85,7 @@ pub(super) fn run(
         (&reuse, drafter.describe()),
     );
     tracing::info!(?info, "model loaded");
-    let mut cache = seq_cache(&settings, &model, n_ctx_seq, checkpoints);
+    let mut cache = seq_cache(&settings, &model, n_ctx_seq, checkpoints).with_board(board);
     if ready.send(Ok((info, Arc::clone(&model)))).is_err() {
         return;
     }
@@ -384,7 +384,12 @@ fn serve<'m>(
             queue.push(job.request.priority, job);
         }
         if !batcher.is_empty() {
+            let before = batcher.len();
             batcher.step(ctx, cache, work.vision.as_mut());
+            if batcher.len() < before {
+                // A reply ended: its sequence's size is final for now.
+                cache.post();
+            }
         } else if !queue.is_empty() {
             continue;
         } else if !open {

@@ -10,6 +10,7 @@
 //! checksum, is discarded with a log line and never handed to llama.cpp.
 
 mod arrange;
+mod board;
 mod checkpoint;
 pub mod reuse;
 mod saved;
@@ -24,6 +25,7 @@ use llama_cpp_2::context::session::LlamaStateSeqFlags;
 use llama_cpp_2::token::LlamaToken;
 
 pub use arrange::arrange;
+pub use board::{CacheBoard, Cached, Tier};
 pub use checkpoint::EVERY as CHECKPOINT_EVERY;
 pub use hearth_core::chat::CacheOrigin as Origin;
 pub use saved::Fingerprint;
@@ -50,6 +52,8 @@ pub struct SeqCache {
     ram_bytes: usize,
     settings: CacheSettings,
     fingerprint: Fingerprint,
+    /// Where what it holds is posted for readers.
+    board: std::sync::Arc<CacheBoard>,
 }
 
 impl SeqCache {
@@ -60,7 +64,36 @@ impl SeqCache {
             ram_bytes: 0,
             settings,
             fingerprint,
+            board: std::sync::Arc::default(),
         }
+    }
+
+    /// Posts what it holds on `board` from now on.
+    pub fn with_board(mut self, board: std::sync::Arc<CacheBoard>) -> Self {
+        self.board = board;
+        self.post();
+        self
+    }
+
+    /// Posts the sequences and the RAM states as they are now.
+    pub fn post(&self) {
+        let slots = self.slots.occupied().filter_map(|i| {
+            let slot = self.slots.get(i);
+            Some(Cached {
+                conversation: slot.conversation.clone()?,
+                tier: Tier::Slot,
+                tokens: slot.tokens.len(),
+                bytes: None,
+            })
+        });
+        let ram = self.ram.iter().rev().map(|(conversation, seq)| Cached {
+            conversation: conversation.clone(),
+            tier: Tier::Ram,
+            tokens: seq.tokens.len(),
+            bytes: Some(seq.bytes() as u64),
+        });
+        self.board
+            .post(slots.chain(ram).collect(), self.settings.disk_dir.clone());
     }
 
     /// Gives `conversation` a sequence, restoring its saved state if any;
@@ -75,6 +108,7 @@ impl SeqCache {
     ) -> (usize, Origin) {
         if let Some(i) = self.slots.find(conversation) {
             self.slots.touch(i);
+            self.post();
             return (i, Origin::Resident);
         }
         // Take the conversation's own saved state first, so making room
@@ -91,7 +125,7 @@ impl SeqCache {
         self.evict(ctx, i);
         self.slots.get_mut(i).conversation = Some(conversation.to_string());
         self.slots.touch(i);
-        match saved {
+        let acquired = match saved {
             Some(seq) if self.restore(ctx, i, &seq) => {
                 tracing::debug!(
                     conversation,
@@ -103,7 +137,9 @@ impl SeqCache {
                 (i, origin)
             }
             _ => (i, Origin::Fresh),
-        }
+        };
+        self.post();
+        acquired
     }
 
     /// Whether `conversation` has anything cached: a sequence, a state in
@@ -130,6 +166,7 @@ impl SeqCache {
         let slot = self.slots.get_mut(seq);
         slot.tokens.clear();
         slot.checkpoints.clear();
+        self.post();
     }
 
     pub fn n_slots(&self) -> usize {
@@ -162,6 +199,7 @@ impl SeqCache {
             self.save_to_disk(&conversation, &seq);
         }
         self.ram_bytes = 0;
+        self.post();
     }
 
     /// Moves the occupant of slot `i` to RAM (and RAM's oldest to disk).

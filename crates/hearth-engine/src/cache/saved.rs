@@ -108,6 +108,36 @@ pub fn save(
     std::fs::rename(&tmp, path)
 }
 
+/// The conversation and token count of every state file in `dir`, with
+/// the file's size (headers only are read).
+pub fn peek_all(dir: &Path) -> Vec<super::board::Cached> {
+    let Ok(files) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    files
+        .flatten()
+        .filter(|f| f.path().extension().is_some_and(|e| e == "kv"))
+        .filter_map(|f| {
+            let bytes = f.metadata().ok()?.len();
+            let mut r = BufReader::new(std::fs::File::open(f.path()).ok()?);
+            let mut line = String::new();
+            r.read_line(&mut line).ok()?;
+            if line.trim_end() != MAGIC {
+                return None;
+            }
+            line.clear();
+            r.read_line(&mut line).ok()?;
+            let header: Header = serde_json::from_str(line.trim_end()).ok()?;
+            Some(super::board::Cached {
+                conversation: header.conversation,
+                tier: super::board::Tier::Disk,
+                tokens: header.n_tokens,
+                bytes: Some(bytes),
+            })
+        })
+        .collect()
+}
+
 pub fn load(
     path: &Path,
     conversation: &str,

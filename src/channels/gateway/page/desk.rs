@@ -26,6 +26,37 @@ pub struct Shown {
     pub text: String,
 }
 
+/// What the page may do to a scheduled job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobAction {
+    Pause,
+    Resume,
+    Delete,
+}
+
+impl JobAction {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pause" => Some(Self::Pause),
+            "resume" => Some(Self::Resume),
+            "delete" => Some(Self::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// A memory entry as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Remembered {
+    /// Whose memory it is (a person, a group chat, `local`).
+    pub scope: String,
+    pub key: String,
+    pub category: String,
+    pub content: String,
+    /// Unix seconds.
+    pub updated: i64,
+}
+
 /// Why the desk could not answer.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -41,4 +72,14 @@ pub trait Desk: Send + Sync {
 
     /// The state of the box: model, engine, queue, services.
     fn overview(&self) -> serde_json::Value;
+
+    /// Pauses, resumes or deletes scheduled job `id`; false when there is
+    /// no such job.
+    fn job(&self, id: i64, action: JobAction) -> Result<bool, DeskError>;
+
+    /// Memory entries whose text holds `query` (all when empty), newest first.
+    fn memories(&self, query: &str) -> Result<Vec<Remembered>, DeskError>;
+
+    /// Deletes one memory entry; false when there was none.
+    fn forget(&self, scope: &str, key: &str) -> Result<bool, DeskError>;
 }

@@ -13,7 +13,7 @@ pub mod session;
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -52,6 +52,9 @@ pub(super) fn routes(router: axum::Router<App>) -> axum::Router<App> {
         .route("/ui/api/conversations", get(conversations))
         .route("/ui/api/conversations/{chat}", get(conversation))
         .route("/ui/api/box", get(overview))
+        .route("/ui/api/jobs/{id}/{action}", post(job))
+        .route("/ui/api/memory", get(memories))
+        .route("/ui/api/memory/forget", post(forget))
 }
 
 /// `response` with the headers every page response carries.
@@ -208,4 +211,79 @@ async fn overview(State(app): State<App>, method: Method, headers: HeaderMap) ->
         return refused(r);
     }
     with_desk(&app, |desk| answer(StatusCode::OK, desk.overview()))
+}
+
+/// `POST /ui/api/jobs/{id}/{pause|resume|delete}`.
+async fn job(
+    State(app): State<App>,
+    Path((id, action)): Path<(i64, String)>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    let Some(action) = desk::JobAction::parse(&action) else {
+        return answer(
+            StatusCode::NOT_FOUND,
+            json!({ "error": "a job can be paused, resumed or deleted" }),
+        );
+    };
+    with_desk(&app, |desk| match desk.job(id, action) {
+        Ok(true) => answer(StatusCode::OK, json!({ "ok": true })),
+        Ok(false) => answer(
+            StatusCode::NOT_FOUND,
+            json!({ "error": format!("no job #{id}") }),
+        ),
+        Err(e) => answer(StatusCode::CONFLICT, json!({ "error": e.to_string() })),
+    })
+}
+
+#[derive(Deserialize)]
+struct Search {
+    #[serde(default)]
+    q: String,
+}
+
+/// `GET /ui/api/memory?q=TEXT`.
+async fn memories(
+    State(app): State<App>,
+    Query(search): Query<Search>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    with_desk(&app, |desk| read(desk.memories(&search.q)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Forget {
+    scope: String,
+    key: String,
+}
+
+/// `POST /ui/api/memory/forget` with `{"scope", "key"}`.
+async fn forget(
+    State(app): State<App>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    let Ok(Forget { scope, key }) = serde_json::from_slice(&body) else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            json!({ "error": "send {\"scope\": \"...\", \"key\": \"...\"}" }),
+        );
+    };
+    with_desk(&app, |desk| match desk.forget(&scope, &key) {
+        Ok(true) => answer(StatusCode::OK, json!({ "ok": true })),
+        Ok(false) => answer(StatusCode::NOT_FOUND, json!({ "error": "no such memory" })),
+        Err(e) => answer(StatusCode::CONFLICT, json!({ "error": e.to_string() })),
+    })
 }

@@ -203,33 +203,200 @@ function showTab(box) {
   $("box").hidden = !box;
   $("tab-chat").setAttribute("aria-pressed", String(!box));
   $("tab-box").setAttribute("aria-pressed", String(box));
-  if (box) loadBox();
+  if (box) { loadBox(); loadMemories(); }
 }
 
-async function loadBox() {
-  $("box-error").textContent = "";
+function el(tag, text, className) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (className) e.className = className;
+  return e;
+}
+
+function button(label, onClick, data = {}) {
+  const b = el("button", label);
+  b.type = "button";
+  Object.assign(b.dataset, data);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+const when = (secs) => (secs ? new Date(secs * 1000).toLocaleString() : "never");
+const mib = (n) => (n === null || n === undefined ? "?" : n >= 1024 ? `${(n / 1024).toFixed(1)} GiB` : `${n} MiB`);
+
+function facts(id, pairs) {
+  const dl = $(id);
+  dl.replaceChildren();
+  for (const [name, value] of pairs) {
+    if (value === undefined || value === null || value === "") continue;
+    dl.append(el("dt", name), el("dd", value));
+  }
+}
+
+function chart(id, samples, unit) {
+  const svg = $(id);
+  svg.replaceChildren();
+  const values = samples.map((s) => s.value);
+  $(`${id}-last`).textContent = values.length
+    ? `last ${values[values.length - 1].toFixed(2)} ${unit}, ${values.length} replies, highest ${Math.max(...values).toFixed(2)}`
+    : "no reply yet";
+  if (!values.length) return;
+  if (values.length === 1) values.push(values[0]);
+  const top = Math.max(...values) || 1;
+  const points = values.map((v, i) => `${(i * 300) / (values.length - 1)},${58 - (v / top) * 54}`).join(" ");
+  const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+  line.setAttribute("points", points);
+  svg.append(line);
+}
+
+function renderEngine(box) {
+  const m = box.model;
+  const b = box.backend || {};
+  facts("box-engine", [
+    ["Model", m ? m.file : `${box.model_file} (not loaded yet)`],
+    ["Architecture", m && `${m.architecture}, ${(m.params / 1e6).toFixed(0)} M parameters`],
+    ["Context", m && `${m.context} tokens per conversation, ${m.slots} at once`],
+    ["Layers on a GPU", m && `${m.gpu_layers} of ${m.layers + 1}`],
+    ["Backends", (b.names || []).join(", ") + (b.cpu ? ` (CPU code: ${b.cpu})` : "")],
+    ["Devices", (b.devices || []).map((d) => `${d.description || d.name}`).join("; ")],
+    ["Threads", m && m.threads],
+    ["Drafting", m && m.drafting],
+    ["Replies in progress", box.in_flight],
+    ["Running since", when(box.started)],
+  ]);
+  const r = box.memory || {};
+  const gpus = (r.gpus || []).map((g) => [`VRAM ${g.name}`, `${mib(g.total_mib - g.free_mib)} used of ${mib(g.total_mib)}`]);
+  facts("box-ram", [
+    ["hearth uses", mib(r.process_mib)],
+    ["RAM free", `${mib(r.available_mib)} of ${mib(r.total_mib)}`],
+    ...(gpus.length ? gpus : [["VRAM", "no GPU in use"]]),
+  ]);
+  chart("chart-ttft", box.speed.first_token_secs, "s");
+  chart("chart-decode", box.speed.decode_tokens_per_sec, "tokens/s");
+}
+
+function renderCache(box) {
+  const tbody = $("box-cache").querySelector("tbody");
+  tbody.replaceChildren();
+  const tiers = { slot: "in the context", ram: "RAM", disk: "disk" };
+  for (const c of box.cache) {
+    const tr = el("tr");
+    tr.append(el("td", c.conversation), el("td", tiers[c.tier] || c.tier), el("td", c.tokens),
+      el("td", c.bytes === null ? "" : mib(Math.round((c.bytes / 1048576) * 10) / 10)));
+    tbody.append(tr);
+  }
+  if (!box.cache.length) {
+    const tr = el("tr");
+    tr.append(el("td", "nothing cached yet"));
+    tbody.append(tr);
+  }
+}
+
+function renderChannels(box) {
+  const ul = $("box-channels");
+  ul.replaceChildren();
+  for (const c of box.channels) {
+    ul.append(el("li", `${c.name}: ${c.state}${c.last_error ? ` (last error: ${c.last_error})` : ""}`));
+  }
+  const q = box.queue || {};
+  $("box-queue").textContent = `Waiting for the model: ${q.interactive ?? 0} replies, ${q.background ?? 0} background tasks.`;
+}
+
+function renderLms(box) {
+  const ul = $("box-lms");
+  const upcoming = $("box-upcoming");
+  ul.replaceChildren();
+  upcoming.replaceChildren();
+  if (!box.lms) { ul.append(el("li", "No LMS source is configured ([lms] sources).")); return; }
+  for (const s of box.lms.sources || []) {
+    const li = el("li", undefined, "source");
+    li.dataset.source = s.source;
+    li.append(el("strong", s.source),
+      el("p", `Last poll ${when(s.last_poll)}, next about ${when(s.next_poll)}; ${s.tracked} items tracked, ${s.waiting} notices waiting.`, "small"));
+    if (s.last_error) li.append(el("p", s.last_error, "error"));
+    for (const note of s.notes || []) li.append(el("p", note, "small"));
+    ul.append(li);
+  }
+  for (const i of box.lms.upcoming || []) {
+    upcoming.append(el("li", `${when(i.due)} · ${i.title}${i.course ? ` (${i.course})` : ""} · ${i.source}`));
+  }
+  if (!upcoming.children.length) upcoming.append(el("li", "nothing due"));
+}
+
+function renderJobs(box) {
+  const ul = $("box-jobs");
+  ul.replaceChildren();
+  if (!Array.isArray(box.jobs)) { ul.append(el("li", box.jobs ? box.jobs.error : "The scheduler is off ([scheduler] enabled).")); return; }
+  if (!box.jobs.length) ul.append(el("li", "No job is scheduled."));
+  for (const j of box.jobs) {
+    const li = el("li", undefined, j.paused ? "job paused" : "job");
+    li.dataset.job = j.id;
+    li.append(el("strong", `#${j.id}${j.name ? ` ${j.name}` : ""} · ${j.schedule}`),
+      el("p", `${j.what} → ${j.to}`, "small"),
+      el("p", j.paused ? "Paused." : `Next: ${when(j.next_run)}`, "small"));
+    if (j.last_error) li.append(el("p", `Last run failed: ${j.last_error}`, "error"));
+    const actions = el("div", undefined, "actions");
+    const act = (action) => async () => {
+      try { await api(`/ui/api/jobs/${j.id}/${action}`, { method: "POST", body: {} }); }
+      catch (e) { $("box-error").textContent = e.message; }
+      loadBox();
+    };
+    actions.append(j.paused ? button("Resume", act("resume"), { action: "resume" }) : button("Pause", act("pause"), { action: "pause" }),
+      button("Delete", act("delete"), { action: "delete" }));
+    li.append(actions);
+    ul.append(li);
+  }
+}
+
+function renderErrors(box) {
+  const ul = $("box-errors");
+  ul.replaceChildren();
+  for (const e of box.errors || []) ul.append(el("li", `${when(e.at)} · ${e.level} · ${e.target}: ${e.text}`, e.level === "error" ? "error" : ""));
+  if (!(box.errors || []).length) ul.append(el("li", "None since hearth started."));
+}
+
+async function loadMemories() {
+  const ul = $("box-memories");
   try {
-    const box = await api("/ui/api/box");
-    const facts = [["Model", box.model], ["Replies in progress", box.in_flight],
-      ["Running since", box.started ? new Date(box.started * 1000).toLocaleString() : ""]];
-    const dl = $("box-facts");
-    dl.replaceChildren();
-    for (const [name, value] of facts) {
-      const dt = document.createElement("dt");
-      dt.textContent = name;
-      const dd = document.createElement("dd");
-      dd.textContent = String(value ?? "");
-      dl.append(dt, dd);
-    }
-    const ul = $("box-channels");
+    const found = await api(`/ui/api/memory?q=${encodeURIComponent($("memory-q").value)}`);
     ul.replaceChildren();
-    for (const c of box.channels || []) {
-      const li = document.createElement("li");
-      li.textContent = `${c.name}: ${c.state}${c.last_error ? ` (last error: ${c.last_error})` : ""}`;
+    for (const m of found) {
+      const li = el("li", undefined, "memory");
+      li.append(el("p", m.content), el("p", `${m.scope} · ${m.category} · ${when(m.updated)}`, "small"));
+      const actions = el("div", undefined, "actions");
+      actions.append(button("Delete", async () => {
+        try { await api("/ui/api/memory/forget", { method: "POST", body: { scope: m.scope, key: m.key } }); }
+        catch (e) { $("box-error").textContent = e.message; }
+        loadMemories();
+      }, { action: "forget" }));
+      li.append(actions);
       ul.append(li);
     }
+    if (!found.length) ul.append(el("li", "Nothing found."));
+  } catch (e) { ul.replaceChildren(el("li", e.message, "error")); }
+}
+
+let boxAsked = 0;
+
+async function loadBox() {
+  // Only the latest answer is shown: an older one may arrive after a change.
+  const asked = ++boxAsked;
+  try {
+    const box = await api("/ui/api/box");
+    if (asked !== boxAsked) return;
+    $("box-error").textContent = "";
+    renderEngine(box);
+    renderCache(box);
+    renderChannels(box);
+    renderLms(box);
+    renderJobs(box);
+    renderErrors(box);
   } catch (e) { $("box-error").textContent = e.message; }
 }
+
+setInterval(() => { if (!$("box").hidden && state.csrf !== undefined && !$("app").hidden) loadBox(); }, 5000);
+
+$("memory-search").addEventListener("submit", (e) => { e.preventDefault(); loadMemories(); });
 
 $("signin-form").addEventListener("submit", async (e) => {
   e.preventDefault();
