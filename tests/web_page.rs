@@ -6,6 +6,7 @@
 use crate::support;
 
 use serde_json::{Value, json};
+use support::daemon_process::until;
 use support::ways_in::*;
 use support::*;
 
@@ -35,6 +36,7 @@ async fn the_page_signs_in_chats_answers_questions_and_keeps_other_origins_out()
         "the page, its script and style: {first:?}"
     );
     assert!(bytes < 200_000, "the first load transferred {bytes} bytes");
+    eprintln!("the first load: {} requests, {bytes} bytes", first.len());
     for load in ["first_load", "signed_in_load"] {
         for request in seen[load].as_array().unwrap() {
             let target = request["url"].as_str().unwrap();
@@ -120,6 +122,17 @@ async fn the_page_signs_in_chats_answers_questions_and_keeps_other_origins_out()
     let second = texts(&seen, "second_chat");
     assert_eq!(second.len(), 2, "{second:?}");
     assert!(texts(&seen, "reopened").len() > 4);
+    // The picture went with its message, as a picture: the typist cannot
+    // see, and the reply says so (as in tests/websocket.rs); the message
+    // before it, text alone, got no such answer.
+    assert_eq!(seen["picture_shown"], 1, "{seen}");
+    let picture_chat = texts(&seen, "picture_chat");
+    let (_, answer) = picture_chat.last().unwrap();
+    assert!(answer.contains("cannot see images"), "{picture_chat:?}");
+    assert!(
+        !picture_chat[1].1.contains("cannot see images"),
+        "{picture_chat:?}"
+    );
     assert!(
         seen["box"].as_str().unwrap().contains("gateway: running"),
         "{}",
@@ -413,4 +426,87 @@ level = "info"
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&memories.stdout).contains("marmalade"));
+}
+
+#[tokio::test]
+async fn the_owner_answers_their_telegram_question_on_the_page_and_no_one_elses() {
+    let _browser = browser_lock().await;
+    let fake = support::telegram_fake::FakeTelegram::start().await;
+    let run = gateway_with(&format!(
+        "owner = [\"telegram:111\"]\n[channels.telegram]\nbot_token = \"{}\"\napi_url = \"{}\"\nallowed_users = [\"*\"]\n",
+        support::telegram_fake::TOKEN,
+        fake.url
+    ))
+    .await;
+    let write = |path: &str| call("file_write", json!({"path": path, "content": "hi"}));
+    fake.inject(support::telegram_fake::Incoming::text(
+        111,
+        &write("owner.txt"),
+    ));
+    fake.inject(support::telegram_fake::Incoming::text(
+        222,
+        &write("someone-else.txt"),
+    ));
+    let board = run.daemon.runtime().questions().clone();
+    until("both questions open", WAIT, || board.open().len() == 2).await;
+    let theirs = board
+        .open()
+        .into_iter()
+        .find(|a| a.request.sender == "222")
+        .unwrap();
+    // Hostile: signed in, with the CSRF token, the owner cannot answer
+    // someone else's question even knowing its id, nor see it listed.
+    let url = format!("http://{}", run.addr);
+    let client = reqwest::Client::new();
+    let (cookie, csrf) = sign_in(&client, &url).await;
+    let answer = |id: String| {
+        client
+            .post(format!("{url}/ui/api/questions/{id}"))
+            .header("cookie", &cookie)
+            .header("x-hearth-csrf", &csrf)
+            .json(&json!({ "answer": "always" }))
+            .send()
+    };
+    assert_eq!(
+        answer(theirs.request.id.clone()).await.unwrap().status(),
+        404
+    );
+    assert_eq!(answer("made-up".into()).await.unwrap().status(), 404);
+    let listed: Value = client
+        .get(format!("{url}/ui/api/questions"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["sender"], "111");
+    // In the browser: listed, allowed once, gone; the call ran.
+    let seen = python(
+        "web_page.py",
+        &[&url, TOKEN, shots().to_str().unwrap(), "questions"],
+        "",
+    )
+    .await;
+    let listed = seen["listed"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{seen}");
+    let shown = listed[0].as_str().unwrap();
+    assert!(
+        shown.contains("file_write") && shown.contains("owner.txt") && shown.contains("telegram"),
+        "{shown}"
+    );
+    until("the allowed call to run", WAIT, || {
+        file_under(&run.workspace, "owner.txt")
+    })
+    .await;
+    assert_eq!(seen["count_after"], "", "{seen}");
+    // The other question was never answered here: it times out, denied.
+    until("the other question to close", WAIT, || {
+        board.open().is_empty()
+    })
+    .await;
+    assert!(!file_under(&run.workspace, "someone-else.txt"));
+    run.daemon.stop().await;
 }

@@ -7,6 +7,7 @@
 
 pub mod acp;
 pub mod approval;
+pub mod asked;
 mod channel;
 pub mod cli;
 pub mod commands;

@@ -27,6 +27,7 @@ pub struct RawGateway {
     pub request_timeout_secs: Option<u64>,
     pub ws_ping_secs: Option<u64>,
     pub session_minutes: Option<u64>,
+    pub owner: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +60,10 @@ pub struct GatewayConfig {
     /// How long a sign-in on the web page lasts: its session cookie
     /// expires then, and the token must be entered again.
     pub session_minutes: u64,
+    /// Who signs in on the web page, as `channel:sender` (`telegram:<user
+    /// id>`): their approval questions on those channels are listed on the
+    /// page, and may be answered there. The gateway's own are always.
+    pub owner: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -74,6 +79,7 @@ impl Default for GatewayConfig {
             request_timeout_secs: 10,
             ws_ping_secs: 20,
             session_minutes: 12 * 60,
+            owner: Vec::new(),
         }
     }
 }
@@ -112,17 +118,7 @@ impl GatewayConfig {
             "request_timeout_secs",
         )?;
         let ws_ping_secs = at_least_one(raw.ws_ping_secs, defaults.ws_ping_secs, "ws_ping_secs")?;
-        let session_minutes = at_least_one(
-            raw.session_minutes,
-            defaults.session_minutes,
-            "session_minutes",
-        )?;
-        if session_minutes > SESSION_MINUTES_MOST {
-            return Err(ConfigError::invalid(
-                "channels.gateway.session_minutes",
-                format!("must be at most {SESSION_MINUTES_MOST} (30 days)"),
-            ));
-        }
+        let session_minutes = session_minutes(raw.session_minutes, defaults.session_minutes)?;
         let max_connections = at_least_one(
             raw.max_connections.map(|n| n as u64),
             defaults.max_connections as u64,
@@ -133,6 +129,12 @@ impl GatewayConfig {
             .unwrap_or_default()
             .into_iter()
             .map(|o| origin(&o))
+            .collect::<Result<_, _>>()?;
+        let owner = raw
+            .owner
+            .unwrap_or_default()
+            .into_iter()
+            .map(|o| identity(&o))
             .collect::<Result<_, _>>()?;
         let allowed_hosts = raw
             .allowed_hosts
@@ -151,6 +153,7 @@ impl GatewayConfig {
             request_timeout_secs,
             ws_ping_secs,
             session_minutes,
+            owner,
         })
     }
 
@@ -171,7 +174,7 @@ impl GatewayConfig {
         };
         let _ = writeln!(
             out,
-            "{}\nallow_loopback_without_token = {}\nallowed_origins = [{}]\nallowed_hosts = [{}]\nreply_timeout_secs = {}\nrequest_timeout_secs = {}\nmax_connections = {}\nws_ping_secs = {}\nsession_minutes = {}\n",
+            "{}\nallow_loopback_without_token = {}\nallowed_origins = [{}]\nallowed_hosts = [{}]\nreply_timeout_secs = {}\nrequest_timeout_secs = {}\nmax_connections = {}\nws_ping_secs = {}\nsession_minutes = {}\nowner = [{}]\n",
             super::render::secret_line("token", &self.token),
             self.allow_loopback_without_token,
             list(&self.allowed_origins),
@@ -181,12 +184,24 @@ impl GatewayConfig {
             self.max_connections,
             self.ws_ping_secs,
             self.session_minutes,
+            list(&self.owner),
         );
     }
 }
 
 /// The longest sign-in on the web page: 30 days.
 const SESSION_MINUTES_MOST: u64 = 30 * 24 * 60;
+
+fn session_minutes(value: Option<u64>, default: u64) -> Result<u64, ConfigError> {
+    let minutes = at_least_one(value, default, "session_minutes")?;
+    if minutes > SESSION_MINUTES_MOST {
+        return Err(ConfigError::invalid(
+            "channels.gateway.session_minutes",
+            format!("must be at most {SESSION_MINUTES_MOST} (30 days)"),
+        ));
+    }
+    Ok(minutes)
+}
 
 /// A gateway that listens needs a token of 16 characters or more; without
 /// one it may listen on loopback only, and only when the config says so.
@@ -248,6 +263,20 @@ fn origin(text: &str) -> Result<String, ConfigError> {
             "channels.gateway.allowed_origins",
             format!("`{text}` is not an origin such as \"http://homeassistant.local:8123\""),
         ))
+    }
+}
+
+/// `channel:sender`, as a person is named on one channel.
+fn identity(text: &str) -> Result<String, ConfigError> {
+    let text = text.trim();
+    match text.split_once(':') {
+        Some((channel, sender)) if !channel.is_empty() && !sender.is_empty() => {
+            Ok(text.to_string())
+        }
+        _ => Err(ConfigError::invalid(
+            "channels.gateway.owner",
+            format!("`{text}` is not a person on a channel, such as \"telegram:123456789\""),
+        )),
     }
 }
 

@@ -7,19 +7,23 @@
 //! restarts ([`Grants`]); `/approvals reset` forgets a chat's grants. A
 //! turn no person started (a job) is never asked about: such a call is
 //! refused. Every refusal goes back to the model as the call's error, with
-//! what to tell the user.
+//! what to tell the user. Each question is also posted on the
+//! [`QuestionBoard`], where the web page's owner may answer it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::ParsedToolCall;
 use crate::agent::tool_loop::HookDecision;
+use crate::channels::asked::QuestionBoard;
 use crate::channels::{Answer, ApprovalRequest, Channel, ChannelError, ChannelMessage, Initiator};
 use crate::config::AgentConfig;
 use crate::history::{Grantee, Grants, HistoryError};
 
 pub struct Approvals {
     grants: Grants,
+    /// Every question open now, for the web page.
+    board: Arc<QuestionBoard>,
 }
 
 fn grantee(message: &ChannelMessage) -> Grantee<'_> {
@@ -35,7 +39,13 @@ impl Approvals {
     pub fn open(path: &std::path::Path) -> Result<Self, HistoryError> {
         Ok(Self {
             grants: Grants::open(path)?,
+            board: Arc::default(),
         })
+    }
+
+    /// The questions open now, on every channel.
+    pub fn board(&self) -> &Arc<QuestionBoard> {
+        &self.board
     }
 
     /// Forgets what the sender of `message` allowed for good in its chat.
@@ -72,7 +82,16 @@ impl Approvals {
         }
         let timeout = Duration::from_secs(agent.approval_timeout_secs);
         let request = ApprovalRequest::new(&call.name, &call.arguments, message, timeout);
-        let answer = channel.ask_approval(&request).await;
+        // Asked in the chat and posted on the board: the first answer counts.
+        let mut post = self.board.post(channel.name(), &request);
+        let answer = tokio::select! {
+            answer = channel.ask_approval(&request) => answer,
+            answer = post.answered() => {
+                tracing::info!(tool = call.name, "answered on the web page");
+                Ok(Some(answer))
+            }
+        };
+        drop(post);
         tracing::info!(
             tool = call.name,
             chat = message.reply_target,

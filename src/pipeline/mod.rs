@@ -202,6 +202,11 @@ impl Runtime {
             .clone()
     }
 
+    /// The approval questions open now, on every channel.
+    pub fn questions(&self) -> &Arc<crate::channels::asked::QuestionBoard> {
+        self.approvals.board()
+    }
+
     /// Every conversation's history.
     pub fn sessions(&self) -> &Sessions {
         &self.sessions

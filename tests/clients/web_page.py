@@ -186,6 +186,23 @@ def hostile_visit(driver, url):
     return seen
 
 
+def tiny_png():
+    """A 2x2 red PNG in the screenshots folder; its path."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    path = f"{SHOTS}/tiny.png"
+    with open(path, "wb") as f:
+        f.write(png)
+    return path
+
+
 def wide_enough(driver):
     return driver.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth")
@@ -263,6 +280,13 @@ def full():
         say(driver, xss)
         idle(driver, "the second conversation")
         seen["second_chat"] = messages(driver)
+        # A picture goes with a message.
+        driver.find_element(By.ID, "pictures").send_keys(tiny_png())
+        until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#picked img"), "the picked picture's preview")
+        say(driver, "what is in this picture?")
+        idle(driver, "the picture's message")
+        seen["picture_shown"] = len(driver.find_elements(By.CSS_SELECTOR, "#messages li.user img.picture"))
+        seen["picture_chat"] = messages(driver)
         driver.find_element(By.CSS_SELECTOR, f'#conversations li[data-chat="{first_chat}"]').click()
         until(driver, lambda d: any("quick brown fox" in t for _, t in messages(d)), "the old conversation")
         seen["reopened"] = messages(driver)
@@ -390,5 +414,26 @@ def box():
     return seen
 
 
-MODES = {"expiry": expiry, "box": box, "full": full}
+def questions():
+    """The Approvals tab: the questions listed, and the first allowed once."""
+    seen = {}
+    driver = browser()
+    try:
+        sign_in(driver, TOKEN)
+        until(driver, lambda d: visible(d, "app"), "the chat after signing in")
+        until(driver, lambda d: d.find_element(By.ID, "question-count").text == "1", "the count of open questions")
+        driver.find_element(By.ID, "tab-questions").click()
+        until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#question-list li.question"), "the question")
+        seen["listed"] = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#question-list li")]
+        shot(driver, "approvals")
+        press(driver, lambda d: d.find_element(By.CSS_SELECTOR, "li.question button[data-answer=once]"), "allow once")
+        until(driver, lambda d: "Nothing is waiting" in text_of(d, "question-list"), "the answered question to go")
+        seen["after"] = text_of(driver, "question-list")
+        seen["count_after"] = driver.find_element(By.ID, "question-count").text
+    finally:
+        driver.quit()
+    return seen
+
+
+MODES = {"expiry": expiry, "box": box, "full": full, "questions": questions}
 print(json.dumps(MODES[MODE]()))

@@ -72,12 +72,19 @@ pub async fn gateway_serving(
         channel = channel.with_served_model(served);
     }
     let channel = Arc::new(channel);
+    // A Telegram channel beside it, when the settings name one (the fake's).
+    let telegram: Option<Arc<dyn hearth::channels::Channel>> = cfg
+        .telegram
+        .bot_token
+        .is_some()
+        .then(|| super::telegram_bot::channel(&cfg) as Arc<dyn hearth::channels::Channel>);
     let context = hearth::cli::tools_cmd::context(&cfg, &env).unwrap();
     let tools = ToolRegistry::for_config(&cfg.agent, &context.sandbox);
     let typist = Typist::new(Duration::from_millis(15));
     let runtime = RuntimeBuilder::new(cfg, local(typist.clone()), context)
         .tools(Arc::new(tools))
         .channel(channel.clone())
+        .channels(telegram)
         .metrics(metrics.clone())
         .build()
         .unwrap();

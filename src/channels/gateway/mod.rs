@@ -37,7 +37,7 @@ pub mod page;
 mod served;
 mod ws;
 
-pub use page::desk::{Conversation, Desk, DeskError, JobAction, Remembered, Shown};
+pub use page::desk::{Conversation, Desk, DeskError, JobAction, Question, Remembered, Shown};
 pub use served::{Embedded, ServedModel};
 
 use std::collections::HashMap;

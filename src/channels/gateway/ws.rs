@@ -19,7 +19,8 @@
 //! The upgrade request passes the same guard as every request (host,
 //! origin, token). Browsers cannot set `Authorization` on a WebSocket, so
 //! the token may also come as a subprotocol, `bearer.<token>`, beside
-//! `hearth` (the one the server picks). The server pings every
+//! `hearth` (the one the server picks). The web page's own socket comes
+//! with its session cookie instead, and its CSRF token as `csrf.<token>`. The server pings every
 //! `ws_ping_secs` (20 s); a client that sends nothing, not even a pong,
 //! for three of those intervals is closed, and its connection freed.
 

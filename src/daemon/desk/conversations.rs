@@ -62,6 +62,7 @@ pub fn messages(runtime: &Runtime, chat: &str) -> Result<Vec<Shown>, DeskError> 
         .filter(|m| m.role != Role::System)
         .map(|m| Shown {
             role: m.role.as_str().to_string(),
+            pictures: m.images.len(),
             text: m.content,
         })
         .collect())

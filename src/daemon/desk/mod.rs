@@ -1,16 +1,21 @@
 //! The web page's desk over a running daemon: the gateway's conversations
 //! ([`conversations`]), the engine ([`engine`]), the services
-//! ([`services`]), the channels and the latest warnings and errors.
+//! ([`services`]), the approval questions ([`questions`]), the channels
+//! and the latest warnings and errors.
 
 mod conversations;
 mod engine;
+mod questions;
 mod services;
 
 use std::sync::{Arc, Weak};
 
 use serde_json::json;
 
-use crate::channels::gateway::{Conversation, Desk, DeskError, JobAction, Remembered, Shown};
+use crate::channels::Answer;
+use crate::channels::gateway::{
+    Conversation, Desk, DeskError, JobAction, Question, Remembered, Shown,
+};
 use crate::daemon::LocalModels;
 use crate::lms::Notifier;
 use crate::memory::MemoryStore;
@@ -122,5 +127,16 @@ impl Desk for DaemonDesk {
 
     fn forget(&self, scope: &str, key: &str) -> Result<bool, DeskError> {
         services::forget(self.parts.memory.as_ref(), scope, key)
+    }
+
+    fn questions(&self) -> Vec<Question> {
+        self.runtime()
+            .map(|r| questions::open(&r))
+            .unwrap_or_default()
+    }
+
+    fn answer(&self, id: &str, answer: Answer) -> bool {
+        self.runtime()
+            .is_ok_and(|r| questions::answer(&r, id, answer))
     }
 }

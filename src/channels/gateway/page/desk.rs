@@ -24,6 +24,8 @@ pub struct Shown {
     /// `user`, `assistant` or `tool`.
     pub role: String,
     pub text: String,
+    /// Pictures the message showed (still kept with it).
+    pub pictures: usize,
 }
 
 /// What the page may do to a scheduled job.
@@ -57,6 +59,22 @@ pub struct Remembered {
     pub updated: i64,
 }
 
+/// An approval question the page's owner may answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Question {
+    pub id: String,
+    /// The channel and chat it was asked in, and who started the turn.
+    pub channel: String,
+    pub chat: String,
+    pub sender: String,
+    pub tool: String,
+    /// The arguments as a person reads them (what decides the risk first).
+    pub arguments: String,
+    /// Unix seconds.
+    pub asked_at: i64,
+    pub expires_at: i64,
+}
+
 /// Why the desk could not answer.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -82,4 +100,11 @@ pub trait Desk: Send + Sync {
 
     /// Deletes one memory entry; false when there was none.
     fn forget(&self, scope: &str, key: &str) -> Result<bool, DeskError>;
+
+    /// The approval questions open now that the page's owner may answer:
+    /// the gateway's, and those of `[channels.gateway] owner` elsewhere.
+    fn questions(&self) -> Vec<Question>;
+
+    /// Answers question `id`; false when it is not open, or not the owner's.
+    fn answer(&self, id: &str, answer: crate::channels::Answer) -> bool;
 }

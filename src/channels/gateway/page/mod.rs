@@ -55,6 +55,8 @@ pub(super) fn routes(router: axum::Router<App>) -> axum::Router<App> {
         .route("/ui/api/jobs/{id}/{action}", post(job))
         .route("/ui/api/memory", get(memories))
         .route("/ui/api/memory/forget", post(forget))
+        .route("/ui/api/questions", get(questions))
+        .route("/ui/api/questions/{id}", post(answer_question))
 }
 
 /// `response` with the headers every page response carries.
@@ -213,6 +215,15 @@ async fn overview(State(app): State<App>, method: Method, headers: HeaderMap) ->
     with_desk(&app, |desk| answer(StatusCode::OK, desk.overview()))
 }
 
+/// The answer to a change: done, nothing by that name (`missing`), or why not.
+fn done(result: Result<bool, desk::DeskError>, missing: &str) -> Response {
+    match result {
+        Ok(true) => answer(StatusCode::OK, json!({ "ok": true })),
+        Ok(false) => answer(StatusCode::NOT_FOUND, json!({ "error": missing })),
+        Err(e) => answer(StatusCode::CONFLICT, json!({ "error": e.to_string() })),
+    }
+}
+
 /// `POST /ui/api/jobs/{id}/{pause|resume|delete}`.
 async fn job(
     State(app): State<App>,
@@ -229,13 +240,8 @@ async fn job(
             json!({ "error": "a job can be paused, resumed or deleted" }),
         );
     };
-    with_desk(&app, |desk| match desk.job(id, action) {
-        Ok(true) => answer(StatusCode::OK, json!({ "ok": true })),
-        Ok(false) => answer(
-            StatusCode::NOT_FOUND,
-            json!({ "error": format!("no job #{id}") }),
-        ),
-        Err(e) => answer(StatusCode::CONFLICT, json!({ "error": e.to_string() })),
+    with_desk(&app, |desk| {
+        done(desk.job(id, action), &format!("no job #{id}"))
     })
 }
 
@@ -281,9 +287,53 @@ async fn forget(
             json!({ "error": "send {\"scope\": \"...\", \"key\": \"...\"}" }),
         );
     };
-    with_desk(&app, |desk| match desk.forget(&scope, &key) {
-        Ok(true) => answer(StatusCode::OK, json!({ "ok": true })),
-        Ok(false) => answer(StatusCode::NOT_FOUND, json!({ "error": "no such memory" })),
-        Err(e) => answer(StatusCode::CONFLICT, json!({ "error": e.to_string() })),
+    with_desk(&app, |desk| {
+        done(desk.forget(&scope, &key), "no such memory")
+    })
+}
+
+/// `GET /ui/api/questions`: the approval questions the owner may answer.
+async fn questions(State(app): State<App>, method: Method, headers: HeaderMap) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    with_desk(&app, |desk| answer(StatusCode::OK, json!(desk.questions())))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answering {
+    answer: String,
+}
+
+/// `POST /ui/api/questions/{id}` with `{"answer": "once" | "always" | "deny"}`.
+async fn answer_question(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    let Some(given) = serde_json::from_slice::<Answering>(&body)
+        .ok()
+        .and_then(|a| crate::channels::Answer::parse(&a.answer))
+    else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            json!({ "error": "send {\"answer\": \"once\" | \"always\" | \"deny\"}" }),
+        );
+    };
+    with_desk(&app, |desk| {
+        if desk.answer(&id, given) {
+            answer(StatusCode::OK, json!({ "ok": true }))
+        } else {
+            answer(
+                StatusCode::NOT_FOUND,
+                json!({ "error": "no such question is open for you (answered, expired, or someone else's)" }),
+            )
+        }
     })
 }

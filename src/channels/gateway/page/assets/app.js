@@ -50,6 +50,7 @@ async function signedIn(csrf) {
   state.csrf = csrf;
   $("signin").hidden = true;
   $("app").hidden = false;
+  loadQuestions();
   const list = await refreshList();
   if (list.length) await openChat(list[0].chat);
   else newChat();
@@ -157,14 +158,40 @@ async function send(frame) {
 }
 
 async function say(text) {
-  item("user", text);
+  const pictures = [...$("pictures").files].slice(0, 4);
+  const li = item("user", text);
+  for (const file of pictures) {
+    const img = document.createElement("img");
+    img.className = "picture";
+    img.alt = `picture: ${file.name}`;
+    img.src = URL.createObjectURL(file);
+    li.append(img);
+  }
+  $("pictures").value = "";
+  $("picked").replaceChildren();
   state.reply = null;
   setBusy(true);
-  try { await send({ type: "message", text }); }
-  catch (e) { item("notice", e.message); setBusy(false); }
+  try {
+    // Each picture as a binary frame, then the message that takes them.
+    if (pictures.length && (!state.socket || state.socket.readyState !== WebSocket.OPEN)) await connect();
+    for (const file of pictures) state.socket.send(await file.arrayBuffer());
+    await send({ type: "message", text });
+  } catch (e) { item("notice", e.message); setBusy(false); }
 }
 
+$("pictures").addEventListener("change", () => {
+  const picked = $("picked");
+  picked.replaceChildren();
+  for (const file of [...$("pictures").files].slice(0, 4)) {
+    const img = document.createElement("img");
+    img.alt = `picture to send: ${file.name}`;
+    img.src = URL.createObjectURL(file);
+    picked.append(img);
+  }
+});
+
 async function openChat(chat) {
+  showTab("chat");
   state.chat = chat;
   state.reply = null;
   setBusy(false);
@@ -173,7 +200,8 @@ async function openChat(chat) {
   for (const li of $("conversations").children) li.toggleAttribute("aria-current", li.dataset.chat === chat);
   try {
     for (const m of await api(`/ui/api/conversations/${encodeURIComponent(chat)}`)) {
-      item(m.role === "tool" ? "tool" : m.role, m.text);
+      const li = item(m.role === "tool" ? "tool" : m.role, m.text);
+      if (m.pictures) li.append(el("p", `(${m.pictures} picture${m.pictures > 1 ? "s" : ""})`, "small"));
     }
     await connect();
   } catch (e) { item("notice", e.message); }
@@ -181,6 +209,7 @@ async function openChat(chat) {
 }
 
 function newChat() {
+  showTab("chat");
   const stamp = new Date().toISOString().replace(/[-:T]/g, "").slice(0, 14);
   const suffix = Math.random().toString(36).slice(2, 6);
   state.chat = `web-${stamp}-${suffix}`;
@@ -198,13 +227,47 @@ function closeMenu() {
   $("menu").setAttribute("aria-expanded", "false");
 }
 
-function showTab(box) {
-  $("chat").hidden = box;
-  $("box").hidden = !box;
-  $("tab-chat").setAttribute("aria-pressed", String(!box));
-  $("tab-box").setAttribute("aria-pressed", String(box));
-  if (box) { loadBox(); loadMemories(); }
+function showTab(tab) {
+  for (const name of ["chat", "questions", "box"]) {
+    $(name).hidden = name !== tab;
+    $(`tab-${name}`).setAttribute("aria-pressed", String(name === tab));
+  }
+  if (tab === "box") { loadBox(); loadMemories(); }
+  if (tab === "questions") loadQuestions();
 }
+
+async function loadQuestions() {
+  if ($("app").hidden) return;
+  let open;
+  try { open = await api("/ui/api/questions"); } catch { return; }
+  $("question-count").textContent = open.length ? String(open.length) : "";
+  if ($("questions").hidden) return;
+  const ul = $("question-list");
+  const shown = [...ul.children].map((li) => li.dataset.id).join();
+  if (shown === open.map((q) => q.id).join() && open.length) return;
+  ul.replaceChildren();
+  if (!open.length) ul.append(el("li", "Nothing is waiting for you."));
+  for (const q of open) {
+    const li = el("li", undefined, "question");
+    li.dataset.id = q.id;
+    const args = el("pre", q.arguments);
+    const answers = el("div", undefined, "answers");
+    for (const [answer, label] of [["once", "Allow once"], ["always", "Always allow"], ["deny", "Deny"]]) {
+      answers.append(button(label, async () => {
+        for (const b of answers.querySelectorAll("button")) b.disabled = true;
+        try { await api(`/ui/api/questions/${encodeURIComponent(q.id)}`, { method: "POST", body: { answer } }); li.append(el("p", `You answered: ${label}.`)); }
+        catch (e) { li.append(el("p", e.message, "error")); }
+        setTimeout(loadQuestions, 800);
+      }, { answer }));
+    }
+    li.append(el("strong", `Allow ${q.tool}?`),
+      el("p", `Asked on ${q.channel} in chat ${q.chat} (by ${q.sender}); open until ${new Date(q.expires_at * 1000).toLocaleTimeString()}.`, "small"),
+      args, answers);
+    ul.append(li);
+  }
+}
+
+setInterval(loadQuestions, 3000);
 
 function el(tag, text, className) {
   const e = document.createElement(tag);
@@ -417,7 +480,7 @@ $("signin-form").addEventListener("submit", async (e) => {
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = $("input").value.trim();
-  if (!text || state.busy) return;
+  if ((!text && !$("pictures").files.length) || state.busy) return;
   $("input").value = "";
   say(text);
 });
@@ -430,8 +493,9 @@ $("menu").addEventListener("click", () => {
   const open = $("app").classList.toggle("menu-open");
   $("menu").setAttribute("aria-expanded", String(open));
 });
-$("tab-chat").addEventListener("click", () => showTab(false));
-$("tab-box").addEventListener("click", () => showTab(true));
+$("tab-chat").addEventListener("click", () => showTab("chat"));
+$("tab-questions").addEventListener("click", () => showTab("questions"));
+$("tab-box").addEventListener("click", () => showTab("box"));
 $("signout").addEventListener("click", async () => {
   try { await api("/ui/logout", { method: "POST", body: {} }); } catch { /* signed out either way */ }
   signedOut("");
