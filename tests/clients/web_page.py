@@ -144,6 +144,15 @@ async function attempt(name, run) {
       headers: {"Content-Type": "text/plain"}, body: JSON.stringify({id: ID, answer: "always"})});
     return "opaque " + r.type;
   });
+  await attempt("answer_on_the_page", async () => {
+    const r = await fetch(G + "/ui/api/questions/" + ID, {method: "POST", mode: "no-cors", credentials: "include",
+      headers: {"Content-Type": "text/plain"}, body: JSON.stringify({answer: "always"})});
+    return "opaque " + r.type;
+  });
+  await attempt("read_questions", async () => {
+    const r = await fetch(G + "/ui/api/questions", {credentials: "include"});
+    return "read " + r.status + " " + await r.text();
+  });
   await attempt("read_box", async () => {
     const r = await fetch(G + "/ui/api/box", {credentials: "include"});
     return "read " + r.status + " " + await r.text();
@@ -268,6 +277,8 @@ def full():
         question_id = driver.find_elements(By.CSS_SELECTOR, "li.approval")[-1].get_attribute("data-id")
         # Hostile: another origin's page in the same browser, even knowing the question's id.
         seen["hostile"] = hostile_visit(driver, hostile_server() + "?id=" + question_id)
+        for key in ("json_message", "read_box", "read_conversations", "read_questions"):
+            assert seen["hostile"][key].startswith("blocked"), f"{key}: {seen['hostile']}"
         driver.find_elements(By.CSS_SELECTOR, "li.approval")[-1].find_element(
             By.CSS_SELECTOR, "button[data-answer=deny]").click()
         idle(driver, "the denied call")
