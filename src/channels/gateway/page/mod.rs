@@ -165,11 +165,16 @@ async fn signed_in(State(app): State<App>, method: Method, headers: HeaderMap) -
 fn with_desk(app: &App, reading: impl FnOnce(&dyn desk::Desk) -> Response) -> Response {
     match app.shared.desk.get() {
         Some(desk) => reading(desk.as_ref()),
-        None => answer(
-            StatusCode::SERVICE_UNAVAILABLE,
-            json!({ "error": "hearth is still starting; try again in a moment" }),
-        ),
+        None => starting(),
     }
+}
+
+/// The answer before the daemon attached the desk.
+fn starting() -> Response {
+    answer(
+        StatusCode::SERVICE_UNAVAILABLE,
+        json!({ "error": "hearth is still starting; try again in a moment" }),
+    )
 }
 
 fn read<T: serde::Serialize>(result: Result<T, desk::DeskError>) -> Response {
@@ -212,7 +217,18 @@ async fn overview(State(app): State<App>, method: Method, headers: HeaderMap) ->
     if let Err(r) = guarded(&app, &method, &headers) {
         return refused(r);
     }
-    with_desk(&app, |desk| answer(StatusCode::OK, desk.overview()))
+    let Some(desk) = app.shared.desk.get().cloned() else {
+        return starting();
+    };
+    // Reading the box reads /proc and may run `nvidia-smi`: off the
+    // threads that serve requests.
+    match tokio::task::spawn_blocking(move || desk.overview()).await {
+        Ok(overview) => answer(StatusCode::OK, overview),
+        Err(e) => answer(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({ "error": format!("reading the box failed: {e}") }),
+        ),
+    }
 }
 
 /// The answer to a change: done, nothing by that name (`missing`), or why not.
