@@ -14,6 +14,7 @@
 # llama-bench and llama-server are built from the llama.cpp that the
 # llama-cpp-python 0.3.36 sdist vendors, with the same CPU flags as hearth
 # (GGML_NATIVE, like `-C target-cpu=native`). Usage: bash benches/compare.sh
+# [speed] (speed: part 1 alone, about 6 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,19 +38,29 @@ fi
 
 make --no-print-directory model build >/dev/null
 
-echo "== hearth bench"
-target/release/hearth bench --json "$work/hearth.json" >/dev/null
+if [ "${1:-}" != speed ]; then
+  echo "== hearth bench"
+  target/release/hearth bench --json "$work/hearth.json" >/dev/null
+fi
 
 # This machine's speed drifts by 20 % from minute to minute, so the speed
 # comparison alternates the two, seven rounds, and compares medians.
-echo "== speed: llama-bench -t $threads (flash attention off, as hearth on the CPU) and hearth, alternating"
+echo "== speed: llama-bench -t $threads (flash attention off, as hearth on the CPU), hearth, and llama-bench with hearth's context, alternating"
 # llama-bench runs once more at the end, so each hearth run also has a
 # llama-bench run right after it (report.py gives both ratios).
+# Each round also runs llama-bench built from the very llama.cpp hearth links
+# with hearth's own context shape (cells per conversation x conversations,
+# batch), read from hearth's figures: what llama.cpp itself decodes at when it
+# holds what hearth holds.
+shaped=$(bash benches/llama_bench_shaped.sh)
 for round in 1 2 3 4 5 6 7; do
   "$work/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -fa 0 -r 1 -o json > "$work/llama-bench-$round.json"
   target/release/hearth bench --speed-only --json "$work/hearth-speed-$round.json" >/dev/null 2>&1
+  read -r cells nseq nb < <(python3 -c 'import json,sys; h=json.load(open(sys.argv[1])); print(h["context_per_conversation"]*h["slots"], h["slots"], h["batch_size"])' "$work/hearth-speed-$round.json")
+  LB_NCTX=$cells LB_NSEQ=$nseq LB_NB=$nb "$shaped" -m "$model" -t "$threads" -p 0 -n 128 -fa 0 -r 1 -o json > "$work/llama-bench-shaped-$round.json"
 done
 "$work/build/bin/llama-bench" -m "$model" -t "$threads" -p 512 -n 128 -fa 0 -r 1 -o json > "$work/llama-bench-8.json"
+if [ "${1:-}" = speed ]; then python3 benches/report.py "$work" speed; exit; fi
 
 server=
 serve() { # serve LOG ARGS...: llama-server on $port until the next serve

@@ -6,7 +6,7 @@ import statistics
 import sys
 
 work = sys.argv[1]
-hearth = json.load(open(f"{work}/hearth.json"))
+speed_only = sys.argv[2:] == ["speed"]
 
 def bench_speeds(i):
     bench = json.load(open(f"{work}/llama-bench-{i}.json"))
@@ -29,6 +29,19 @@ print(f"| decode, tokens/s (llama-bench tg128) | {med(0):.1f} | {med(1):.1f} | {
 print(f"| prompt, tokens/s (llama-bench pp512) | {med(2):.0f} | {med(3):.0f} | {ratio(2, 3):.3f} |")
 print("per-round decode ratios: " + ", ".join(f"{r[0] / r[1]:.3f}" for r in rounds))
 try:
+    shaped = [json.load(open(f"{work}/llama-bench-shaped-{i}.json"))[0]["avg_ts"] for i in range(1, 8)]
+    shape = json.load(open(f"{work}/hearth-speed-1.json"))
+except (FileNotFoundError, KeyError):
+    shaped = None
+if shaped:
+    # llama.cpp holding what hearth holds: the same cells per conversation,
+    # conversations and batch (llama_bench_shaped.sh).
+    cells = f"{shape['slots']} x {shape['context_per_conversation']:,} cells, batch {shape['batch_size']}"
+    print(f"llama-bench tg128 with hearth's context ({cells}): median {statistics.median(shaped):.1f} tokens/s; "
+          f"hearth against it {statistics.median(r[0] / s for r, s in zip(rounds, shaped)):.3f}, "
+          f"it against plain llama-bench {statistics.median(s / r[1] for r, s in zip(rounds, shaped)):.3f} "
+          "(medians of per-round ratios)")
+try:
     after = [bench_speeds(i) for i in range(2, 9)]
 except FileNotFoundError:
     after = None
@@ -39,6 +52,9 @@ if after:
     pro = statistics.median(r[2] / ((r[3] + a[1]) / 2) for r, a in zip(rounds, after))
     print(f"against the llama-bench runs before and after each (median): decode {dec:.3f}, prompt {pro:.3f}")
 
+if speed_only:
+    sys.exit()
+hearth = json.load(open(f"{work}/hearth.json"))
 mean = lambda xs: sum(xs) / len(xs)
 turns = json.load(open(f"{work}/turns.json"))["turns"]
 print()

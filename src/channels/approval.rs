@@ -239,6 +239,14 @@ impl Questions {
         }
     }
 
+    /// Question `id` was answered somewhere else, by its owner: the
+    /// waiting ticket takes `answer` whoever its sender. False when no
+    /// such question is open.
+    pub fn settle(&self, id: &str, answer: Answer) -> bool {
+        let open = self.open().remove(id);
+        open.is_some_and(|o| o.answer.send(answer).is_ok())
+    }
+
     /// Whether question `id` is still open.
     pub fn is_open(&self, id: &str) -> bool {
         self.open().contains_key(id)
@@ -359,6 +367,23 @@ mod tests {
             questions.answer(&r.id, "ada", Answer::Once),
             Delivered::Expired
         );
+    }
+
+    #[tokio::test]
+    async fn an_answer_from_elsewhere_settles_an_open_question_once() {
+        let questions = Questions::default();
+        let r = request("ada", Duration::from_secs(5));
+        // Hostile: nothing to settle for an id never asked.
+        assert!(!questions.settle("made-up", Answer::Once));
+        let ticket = questions.ask(&r);
+        assert!(questions.settle(&r.id, Answer::Deny));
+        // Settled means closed: neither the sender nor the page again.
+        assert!(!questions.settle(&r.id, Answer::Once));
+        assert_eq!(
+            questions.answer(&r.id, "ada", Answer::Once),
+            Delivered::Expired
+        );
+        assert_eq!(ticket.wait().await, Some(Answer::Deny));
     }
 
     #[test]

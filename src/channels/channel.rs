@@ -130,6 +130,14 @@ pub trait Channel: Send + Sync {
         Box::pin(async { Err(ChannelError::Unsupported("asking for approval")) })
     }
 
+    /// Question `id`, asked by [`Channel::ask_approval`], was answered
+    /// somewhere else (on the web page): the channel's own question takes
+    /// `answer`, so `ask_approval` returns it and closes the question as
+    /// decided. False when this channel holds no such open question.
+    fn answered_elsewhere(&self, _id: &str, _answer: Answer) -> bool {
+        false
+    }
+
     /// Sends `ogg`, an OGG/Opus voice note, where `to` goes (its chat and
     /// thread). Channels without voice notes say `Unsupported`.
     fn send_voice<'a>(

@@ -111,6 +111,11 @@ pub fn system_prompt() -> String {
 pub struct SpeedReport {
     pub prompt_tokens_per_s: f64,
     pub decode_tokens_per_s: f64,
+    /// The context's shape, so llama.cpp can be measured with the same one
+    /// (benches/compare.sh): cells per conversation, conversations, batch.
+    pub context_per_conversation: u32,
+    pub slots: u32,
+    pub batch_size: u32,
 }
 
 pub async fn run(config: &Config, json: &Path, speed_only: bool) -> anyhow::Result<ExitCode> {
@@ -121,6 +126,7 @@ pub async fn run(config: &Config, json: &Path, speed_only: bool) -> anyhow::Resu
         ..crate::engine_setup::engine_settings(config)?
     };
     if speed_only {
+        let batch_size = base.batch_size;
         let scratch = std::env::temp_dir().join(format!("hearth-bench-{}", std::process::id()));
         let engine = start(EngineSettings {
             kv_dir: Some(scratch.clone()),
@@ -128,6 +134,7 @@ pub async fn run(config: &Config, json: &Path, speed_only: bool) -> anyhow::Resu
         })
         .await?;
         let result = speed(&engine).await;
+        let (context_per_conversation, slots) = (engine.info().n_ctx, engine.info().slots);
         stop(engine).await;
         let _ = std::fs::remove_dir_all(&scratch);
         let (prompt, decode) = result?;
@@ -135,6 +142,9 @@ pub async fn run(config: &Config, json: &Path, speed_only: bool) -> anyhow::Resu
         let report = SpeedReport {
             prompt_tokens_per_s: prompt,
             decode_tokens_per_s: decode,
+            context_per_conversation,
+            slots,
+            batch_size,
         };
         write_json(json, &serde_json::to_string_pretty(&report)?)?;
         return Ok(ExitCode::SUCCESS);

@@ -84,10 +84,15 @@ impl Approvals {
         let request = ApprovalRequest::new(&call.name, &call.arguments, message, timeout);
         // Asked in the chat and posted on the board: the first answer counts.
         let mut post = self.board.post(channel.name(), &request);
+        let mut asked = channel.ask_approval(&request);
         let answer = tokio::select! {
-            answer = channel.ask_approval(&request) => answer,
+            answer = &mut asked => answer,
             answer = post.answered() => {
                 tracing::info!(tool = call.name, "answered on the web page");
+                // The chat's own question closes as decided, not as stopped.
+                if channel.answered_elsewhere(&request.id, answer) {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), asked).await;
+                }
                 Ok(Some(answer))
             }
         };

@@ -191,6 +191,10 @@ impl Channel for TelegramChannel {
         Box::pin(self.ask(request))
     }
 
+    fn answered_elsewhere(&self, id: &str, answer: crate::channels::Answer) -> bool {
+        self.questions.settle(id, answer)
+    }
+
     fn health_check(&self) -> BoxFuture<'_, bool> {
         Box::pin(async { self.bot.get_me().into_future().await.is_ok() })
     }
