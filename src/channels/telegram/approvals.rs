@@ -5,9 +5,8 @@
 //! pressing a button (in a group) is told so and the question stays open.
 //! However the question ends (an answer here or on the web page, the
 //! timeout, the turn stopped), the message is edited to say what was
-//! decided and loses its buttons. A
-//! button of a question that is no longer open (after a restart) says so
-//! and is removed.
+//! decided and loses its buttons. A button of a question that is no longer
+//! open (after a restart) says so and is removed.
 
 use std::future::IntoFuture;
 
