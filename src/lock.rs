@@ -1,6 +1,8 @@
-//! One daemon per data folder: an exclusive `flock` on `<data>/daemon.lock`,
-//! held for the daemon's life, with the holder written inside for the next
-//! one to name.
+//! One daemon per data folder: an exclusive `flock` on the data folder
+//! itself, held for the daemon's life, with the holder written in
+//! `<data>/daemon.lock` for the next one to name. The lock is on the folder,
+//! not the file, so deleting the file by hand does not let a second daemon
+//! in.
 //!
 //! Two daemons on one folder would both take up the inbox: the second
 //! reads the first one's in-flight messages as leftovers of a crash and
@@ -39,6 +41,7 @@ pub enum LockError {
 /// The held lock; dropping it (or the process ending) releases it.
 #[derive(Debug)]
 pub struct DataLock {
+    _folder: File,
     _file: File,
     path: PathBuf,
 }
@@ -52,7 +55,25 @@ impl DataLock {
             source,
         };
         crate::file_modes::make_private_dir(dir).map_err(io)?;
+        let folder = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir)
+            .map_err(io)?;
         let path = dir.join(FILE);
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(folder.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(io(e));
+            }
+            let text = holder_text(&path);
+            return Err(LockError::Held {
+                dir: dir.to_path_buf(),
+                pid: pid_of(&text),
+                holder: describe(&text),
+            });
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -68,34 +89,37 @@ impl DataLock {
                 path.display()
             ))));
         }
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(io(e));
-            }
-            let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            let holder = describe(&text);
-            return Err(LockError::Held {
-                dir: dir.to_path_buf(),
-                pid: pid_of(&text),
-                holder,
-            });
-        }
         let since = chrono::Local::now().format("%Y-%m-%d %H:%M:%S");
         let text = format!("pid {}\n{what} since {since}\n", std::process::id());
         file.set_len(0).map_err(io)?;
         file.rewind().map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
         file.sync_data().map_err(io)?;
-        Ok(Self { _file: file, path })
+        Ok(Self {
+            _folder: folder,
+            _file: file,
+            path,
+        })
     }
 
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// What the holder wrote, without following a link; empty when the file
+/// is gone.
+fn holder_text(path: &Path) -> String {
+    let mut text = String::new();
+    if let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        let _ = file.take(4096).read_to_string(&mut text);
+    }
+    text
 }
 
 fn pid_of(text: &str) -> Option<u32> {
@@ -109,7 +133,7 @@ fn describe(text: &str) -> String {
     match (pid_of(text), text.lines().nth(1)) {
         (Some(pid), Some(what)) => format!("pid {pid}, {what}"),
         (Some(pid), None) => format!("pid {pid}"),
-        _ => "a process that has not written its name yet".to_string(),
+        _ => "a process whose daemon.lock is missing or not written yet".to_string(),
     }
 }
 
@@ -132,6 +156,20 @@ mod tests {
         drop(first);
         // Released with its holder: the next start takes it.
         DataLock::acquire(dir.path(), "hearth daemon").unwrap();
+    }
+
+    #[test]
+    fn deleting_the_lock_file_by_hand_does_not_let_a_second_holder_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = DataLock::acquire(dir.path(), "hearth daemon").unwrap();
+        std::fs::remove_file(first.path()).unwrap();
+        let e = DataLock::acquire(dir.path(), "hearth daemon").unwrap_err();
+        assert!(matches!(e, LockError::Held { .. }), "{e}");
+        assert!(e.to_string().contains("daemon.lock is missing"), "{e}");
+        // Control: once the first lets go, the folder is free again.
+        drop(first);
+        let lock = DataLock::acquire(dir.path(), "hearth daemon").unwrap();
+        assert!(lock.path().is_file());
     }
 
     #[test]

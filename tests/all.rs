@@ -50,6 +50,7 @@ mod published_templates;
 mod real_model;
 mod rpc_device;
 mod sandbox;
+mod sandbox_io_uring;
 mod sandbox_servers;
 mod security;
 mod services;

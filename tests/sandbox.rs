@@ -33,14 +33,14 @@ pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// so a survivor can be found by its command line.
 const MARK: &str = "7777";
 
-struct World {
+pub(crate) struct World {
     _dir: tempfile::TempDir,
     root: PathBuf,
     ws: PathBuf,
     outside: PathBuf,
     data: PathBuf,
     tools: ToolRegistry,
-    ctx: ToolContext,
+    pub(crate) ctx: ToolContext,
     listener_port: u16,
     connections: Arc<AtomicUsize>,
     /// A Unix socket outside the workspace, as `$SSH_AUTH_SOCK` or the
@@ -57,7 +57,7 @@ impl Drop for World {
     }
 }
 
-fn world(agent: &str) -> World {
+pub(crate) fn world(agent: &str) -> World {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let ws = root.join("ws");
@@ -320,7 +320,7 @@ fn fill(template: &str, w: &World) -> String {
         .replace("{sock}", &w.socket.display().to_string())
 }
 
-async fn call(w: &World, tool: &str, args: Value) -> ToolResult {
+pub(crate) async fn call(w: &World, tool: &str, args: Value) -> ToolResult {
     w.tools.run(tool, args, &w.ctx).await
 }
 

@@ -50,7 +50,7 @@ pub use models::ModelsConfig;
 pub use providers::{ANTHROPIC_DEFAULT_URL, AnthropicConfig, OPENAI_DEFAULT_URL, OpenAiConfig};
 pub use retention::RetentionConfig;
 pub use scheduler::SchedulerConfig;
-pub use secret::{Secret, mask_url};
+pub use secret::{Secret, mask_url, url_secrets};
 pub use speculative::{Speculation, Speculative};
 pub use telegram::{DEFAULT_TELEGRAM_API_URL, StreamMode, TelegramConfig};
 pub use voice::{VoiceConfig, VoiceReplies};

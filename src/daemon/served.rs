@@ -66,8 +66,12 @@ impl ServedModel for ServedLocal {
     fn embed(&self, inputs: Vec<String>) -> BoxFuture<'_, Result<Embedded, ProviderError>> {
         Box::pin(async move {
             let provider = self.models.ensure(&self.path).await?;
+            // Dropped with this future (the client went away): the engine
+            // stops before its next input.
+            let cancel = CancellationToken::new();
+            let _stop = cancel.clone().drop_guard();
             let (vectors, tokens) =
-                tokio::task::spawn_blocking(move || provider.engine().embed(inputs))
+                tokio::task::spawn_blocking(move || provider.engine().embed(inputs, cancel))
                     .await
                     .map_err(|e| {
                         ProviderError::Failed(format!("the embedding task failed: {e}"))

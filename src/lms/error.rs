@@ -48,6 +48,28 @@ impl LmsError {
         format!("{self}; fix: {fix}")
     }
 
+    /// The same error with each of its texts passed through `f` (a
+    /// scrubber).
+    pub fn map_text(&self, f: impl Fn(&str) -> String) -> Self {
+        match self {
+            Self::Auth(t) => Self::Auth(f(t)),
+            Self::RateLimited { retry_after } => Self::RateLimited {
+                retry_after: *retry_after,
+            },
+            Self::Http { status, message } => Self::Http {
+                status: *status,
+                message: f(message),
+            },
+            Self::Remote(t) => Self::Remote(f(t)),
+            Self::Network(t) => Self::Network(f(t)),
+            Self::Malformed(t) => Self::Malformed(f(t)),
+            Self::Store { path, message } => Self::Store {
+                path: path.clone(),
+                message: f(message),
+            },
+        }
+    }
+
     /// The delay the site asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

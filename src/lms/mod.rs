@@ -27,6 +27,7 @@ mod notice;
 mod notifier;
 mod recent;
 mod recurrence;
+mod scrubbed;
 mod source;
 mod store;
 mod summary;

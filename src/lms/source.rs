@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::scrubbed::Scrubbed;
 use super::{LmsError, LmsItem, canvas::Canvas, feed::Feed, ical::Ical, moodle::Moodle};
 use crate::config::{LmsConfig, LmsKind, LmsSourceConfig};
 use futures::future::BoxFuture;
@@ -33,7 +34,7 @@ pub fn from_config(
     http: reqwest::Client,
     lms: &LmsConfig,
 ) -> Arc<dyn LmsSource> {
-    match config.kind {
+    let site: Arc<dyn LmsSource> = match config.kind {
         LmsKind::Moodle => Arc::new(Moodle::new(config.clone(), http)),
         LmsKind::Canvas => Arc::new(Canvas::new(config.clone(), http)),
         LmsKind::Ical => Arc::new(Ical::new(
@@ -43,5 +44,6 @@ pub fn from_config(
             lms.recurrence_horizon,
         )),
         LmsKind::Rss => Arc::new(Feed::new(config.clone(), http)),
-    }
+    };
+    Arc::new(Scrubbed::new(site, config))
 }

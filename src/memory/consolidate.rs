@@ -58,7 +58,7 @@ pub async fn extract(
         .await?;
     Ok(parse_facts(&reply.text)
         .into_iter()
-        .filter(|f| grounded(f, user_text))
+        .filter(|f| grounded(f, user_text) && super::statement::specifics_written(f, user_text))
         .collect())
 }
 

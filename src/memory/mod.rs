@@ -20,6 +20,7 @@ mod forget;
 mod message;
 pub mod query;
 pub mod scope;
+mod statement;
 mod store;
 mod tools;
 mod turn;

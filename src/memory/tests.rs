@@ -249,6 +249,44 @@ fn consolidation_keeps_what_the_user_said_and_ignores_the_assistant() {
     let _ = reply;
 }
 
+/// What the 135M model did with a question: it answered it, and the
+/// answer was kept as the person's fact. A question is neither auto-saved
+/// nor consolidated; a statement beside it still is (the control).
+#[test]
+fn a_question_is_not_kept_and_its_answer_is_no_fact() {
+    let (_d, s) = store();
+    let provider = Arc::new(ScriptedProvider::new([
+        "[\"The capital of France is Paris.\", \"list_to_json\", \"My sister lives in Lyon.\"]",
+    ]));
+    let m = StoreMemory::new(Arc::clone(&s), MemoryConfig::default())
+        .with_consolidation(provider.clone());
+    let asked = msg("1", "alice", "alice", "What is the capital of France?");
+    assert!(!m.save_message(&asked));
+    assert_eq!(rt().block_on(m.consolidate(&asked)), 0);
+    assert!(
+        provider.requests().is_empty(),
+        "a question is not even sent"
+    );
+    let told = msg(
+        "2",
+        "alice",
+        "alice",
+        "My sister lives in Lyon, and I visit her in May.",
+    );
+    assert!(m.save_message(&told));
+    assert_eq!(rt().block_on(m.consolidate(&told)), 1);
+    let all = s.list(Some("telegram:alice"), None, 10).unwrap();
+    assert!(
+        !all.iter()
+            .any(|e| e.content.contains("Paris") || e.content.contains("json")),
+        "{all:?}"
+    );
+    assert!(
+        all.iter().any(|e| e.content == "My sister lives in Lyon."),
+        "{all:?}"
+    );
+}
+
 #[test]
 fn after_turn_consolidates_in_the_background_and_survives_a_failing_model() {
     let (_d, s) = store();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::Said;
 use super::context::{self, ContextLimits};
 use super::scope::Scopes;
-use super::{Category, MemoryStore, TurnMemory, consolidate};
+use super::{Category, MemoryStore, TurnMemory, consolidate, statement};
 use crate::config::MemoryConfig;
 use crate::providers::Provider;
 use futures::future::BoxFuture;
@@ -92,6 +92,7 @@ impl StoreMemory {
         if !self.config.enabled
             || !self.config.auto_save
             || text.chars().count() < self.config.auto_save_min_chars
+            || statement::is_question(text)
         {
             return false;
         }
@@ -128,7 +129,10 @@ async fn consolidate_into(
     message: &Said,
 ) -> usize {
     let text = message.text.trim();
-    if text.chars().count() < config.auto_save_min_chars || text.contains("[IMAGE:") {
+    if text.chars().count() < config.auto_save_min_chars
+        || text.contains("[IMAGE:")
+        || statement::is_question(text)
+    {
         return 0;
     }
     let facts = match consolidate::extract(provider, text, config.consolidate_max_tokens).await {

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::security::Scrubber;
+use crate::security::{Scrubber, internal_tags};
 
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).unwrap_or_else(|_| {
@@ -24,7 +24,8 @@ static CUT_TAG: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?s)</?(tool_call|tool_result|think|function_call|tool_response)\b[^>]*\z")
 });
 /// The tag names that never reach the user.
-const HIDDEN: [&str; 5] = [
+const HIDDEN: [&str; 6] = [
+    "untrusted",
     "tool_call",
     "tool_result",
     "think",
@@ -45,7 +46,8 @@ static BLANKS: LazyLock<Regex> = LazyLock::new(|| re(r"\n{3,}"));
 
 /// The reply as the user should see it.
 pub fn reply(text: &str) -> String {
-    let text = TAGS.replace_all(text, "");
+    let text = internal_tags::strip(text);
+    let text = TAGS.replace_all(&text, "");
     let text = CUT_TAG.replace_all(&text, "");
     let text = STRAY_TAG.replace_all(&text, "");
     let kept: Vec<&str> = text.lines().filter(|l| !is_tool_json(l)).collect();
@@ -122,6 +124,15 @@ mod tests {
         assert_eq!(reply("Let me check."), "Let me check.");
         // Ordinary JSON in an answer stays.
         assert_eq!(reply("{\"a\": 1}"), "{\"a\": 1}");
+    }
+
+    #[test]
+    fn the_memory_fence_repeated_by_the_model_never_shows() {
+        let said = "<untrusted source=\"memory\">\nYou prefer tea.\n</untrusted>\nYou prefer tea.";
+        let shown = reply(said);
+        assert!(!shown.contains("untrusted"), "{shown}");
+        assert!(shown.ends_with("You prefer tea."), "{shown}");
+        assert_eq!(draft("Noted. <untru"), "Noted.");
     }
 
     #[test]

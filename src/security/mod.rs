@@ -2,9 +2,11 @@
 //!
 //! [`policy`] decides which paths and commands tools may use; [`scrub`]
 //! removes credentials from tool output before it reaches the model or the
-//! history; [`fence`] makes untrusted text inert before the model reads it.
+//! history; [`fence`] makes untrusted text inert before the model reads it;
+//! [`internal_tags`] keeps hearth's own markup out of replies.
 
 pub mod fence;
+pub mod internal_tags;
 pub mod policy;
 pub mod scrub;
 

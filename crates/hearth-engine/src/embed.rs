@@ -15,6 +15,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 
 use hearth_core::chat::ProviderError;
+use tokio_util::sync::CancellationToken;
 
 /// The most tokens one input may take.
 pub const MAX_TOKENS: usize = 2048;
@@ -26,6 +27,8 @@ pub type Embedding = Result<(Vec<Vec<f32>>, u32), ProviderError>;
 pub struct EmbedJob {
     pub inputs: Vec<String>,
     pub answer: std_mpsc::SyncSender<Embedding>,
+    /// Cancelled when the asker is gone: no input is read after that.
+    pub cancel: CancellationToken,
 }
 
 /// The engine thread's embedding context, made when first needed.
@@ -47,7 +50,7 @@ impl<'m> Embedder<'m> {
     }
 
     pub fn serve(&mut self, job: EmbedJob) {
-        let _ = job.answer.send(self.embed(&job.inputs));
+        let _ = job.answer.send(self.embed(&job.inputs, &job.cancel));
     }
 
     fn context(&mut self) -> Result<&mut LlamaContext<'m>, ProviderError> {
@@ -72,11 +75,19 @@ impl<'m> Embedder<'m> {
             .ok_or_else(|| ProviderError::Failed("no embedding context".into()))
     }
 
-    fn embed(&mut self, inputs: &[String]) -> Embedding {
+    fn embed(&mut self, inputs: &[String], cancel: &CancellationToken) -> Embedding {
         let model = self.model;
         let mut vectors = Vec::with_capacity(inputs.len());
         let mut total = 0u32;
         for (i, input) in inputs.iter().enumerate() {
+            if cancel.is_cancelled() {
+                tracing::info!(
+                    done = i,
+                    of = inputs.len(),
+                    "embeddings stopped: the asker is gone"
+                );
+                return Err(ProviderError::Failed("the asker is gone".into()));
+            }
             // The model's own start token, and message text as text only.
             let tokens = model.vocab().tokenize(input.as_bytes(), true, false);
             if tokens.is_empty() || tokens.len() > MAX_TOKENS {

@@ -22,7 +22,7 @@ use super::formats::{Format, ModelFamily};
 use super::reply::{Admitted, Reply};
 use super::template::{ChatTemplate, Turn};
 use super::vision::{Picture, Vision, image_marker, whole_pictures};
-use super::{Job, sampling};
+use super::{Job, pieces, sampling};
 use hearth_core::chat::{ChatRequest, FinishReason, ProviderError, StreamEvent, Usage};
 
 pub(super) struct Generator<'m> {
@@ -90,9 +90,7 @@ impl<'m> Generator<'m> {
         n_batch: usize,
         reuse: Reuse,
     ) -> Self {
-        let vocab = model.vocab();
-        let bos_text =
-            String::from_utf8_lossy(&vocab.token_to_piece(vocab.bos(), true, None)).into_owned();
+        let bos_text = pieces::text(model, model.vocab().bos());
         Self {
             model,
             template,

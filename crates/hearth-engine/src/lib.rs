@@ -20,6 +20,7 @@
 pub mod backends;
 mod batcher;
 mod cache;
+mod call_grammar;
 mod coalesce;
 mod control;
 mod embed;
@@ -33,6 +34,7 @@ mod idle_modules;
 mod image_size;
 mod log;
 pub mod model_file;
+mod pieces;
 mod queue;
 mod repetition;
 mod reply;
@@ -301,13 +303,22 @@ impl Engine {
     }
 
     /// Embeddings of `inputs` (mean-pooled, of length 1), one per input,
-    /// and the tokens they took. Blocking: call it from `spawn_blocking`.
-    pub fn embed(&self, inputs: Vec<String>) -> Result<(Vec<Vec<f32>>, u32), ProviderError> {
+    /// and the tokens they took; stopped between two inputs once `cancel`
+    /// is. Blocking: call it from `spawn_blocking`.
+    pub fn embed(
+        &self,
+        inputs: Vec<String>,
+        cancel: CancellationToken,
+    ) -> Result<(Vec<Vec<f32>>, u32), ProviderError> {
         let (answer, rx) = std_mpsc::sync_channel(1);
         let gone = || ProviderError::Failed(EngineError::WorkerGone.to_string());
         let jobs = self.jobs.as_ref().ok_or_else(gone)?;
-        jobs.send(Work::Embed(embed::EmbedJob { inputs, answer }))
-            .map_err(|_| gone())?;
+        jobs.send(Work::Embed(embed::EmbedJob {
+            inputs,
+            answer,
+            cancel,
+        }))
+        .map_err(|_| gone())?;
         rx.recv().map_err(|_| gone())?
     }
 

@@ -19,7 +19,7 @@ use super::formats::{Format, Ids, Piece, Splitter};
 use super::speculate::DraftGate;
 use super::utf8::Utf8Stream;
 use super::vision::Picture;
-use super::{repetition, sampling::Picker};
+use super::{pieces, repetition, sampling::Picker};
 use hearth_core::chat::{ChatRequest, FinishReason, Priority, ProviderError, StreamEvent, Usage};
 
 /// Why a reply ended early: an error, or the caller stopped listening.
@@ -272,7 +272,10 @@ impl<'m> Reply<'m> {
         }
         // `pick` also accepts the token into the chain (grammar included);
         // accepting it again would corrupt the grammar.
-        let token = self.sampler.pick(ctx, idx);
+        let token = match self.sampler.pick(self.model, ctx, idx) {
+            Ok(token) => token,
+            Err(e) => return self.end(Err(Stop::Error(e)), None),
+        };
         if self.model.vocab().is_eog(token) {
             return self.end(Ok(FinishReason::Stop), Some(token));
         }
@@ -316,11 +319,9 @@ impl<'m> Reply<'m> {
 
     /// Passes a token's text through the splitter. True at a stop string.
     fn say(&mut self, token: LlamaToken) -> Result<bool, Stop> {
-        let piece = self.text.push(&self.model.vocab().token_to_piece(
-            token,
-            self.special_tokens,
-            None,
-        ));
+        let piece = self
+            .text
+            .push(&pieces::piece(self.model, token, self.special_tokens));
         let mut stop = false;
         for part in self.splitter.push(&piece) {
             stop |= self.forward(part)?;

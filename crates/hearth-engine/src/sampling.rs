@@ -4,8 +4,12 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
+use super::call_grammar::{self, CallGrammar, Offer};
 use super::formats::{self, Format};
+use super::pieces;
 use hearth_core::chat::{ProviderError, ReplyFormat, SamplingParams, ToolChoice, ToolSpec};
 
 /// Picks the next token.
@@ -14,8 +18,17 @@ pub enum Picker {
     /// context. Same result as llama.cpp's greedy sampler without building a
     /// candidate array over the whole vocabulary for every token.
     Argmax,
-    Chain(Box<LlamaSampler>),
+    Chain {
+        /// The tool-call or reply-format grammar, kept apart from the
+        /// rest so that a token it would choke on can be refused.
+        grammar: Option<Box<CallGrammar>>,
+        rest: Box<LlamaSampler>,
+    },
 }
+
+/// Picks in a row that a waking grammar may refuse before the reply ends
+/// with an error (each refusal takes the best token out).
+const MOST_REFUSALS: usize = 16;
 
 impl Picker {
     /// Greedy requests without tools or penalties take the argmax path.
@@ -34,67 +47,136 @@ impl Picker {
             check(params)?;
             return Ok(Self::Argmax);
         }
-        chain(model, params, tools, choice, format).map(|c| Self::Chain(Box::new(c)))
+        check(params)?;
+        Ok(Self::Chain {
+            grammar: grammar(model, params, tools, choice, format)?.map(Box::new),
+            rest: Box::new(chain(model, params)),
+        })
     }
 
     /// The next token from the logits at batch index `idx`. A chain also
     /// accepts the token into its state (grammar included): never accept it
-    /// again.
-    pub fn pick(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> LlamaToken {
-        match self {
-            Self::Argmax => {
-                let logits = ctx.get_logits_ith(idx);
-                let mut best = 0;
-                for (i, &l) in logits.iter().enumerate() {
-                    if l > logits[best] {
-                        best = i;
-                    }
-                }
-                LlamaToken(best as i32)
+    /// again. An error ends this reply only.
+    pub fn pick(
+        &mut self,
+        model: &LlamaModel,
+        ctx: &LlamaContext<'_>,
+        idx: i32,
+    ) -> Result<LlamaToken, ProviderError> {
+        self.pick_from(model, ctx.get_logits_ith(idx))
+    }
+
+    /// [`Self::pick`] from a row of logits, one per vocabulary entry.
+    pub fn pick_from(
+        &mut self,
+        model: &LlamaModel,
+        logits: &[f32],
+    ) -> Result<LlamaToken, ProviderError> {
+        let (grammar, rest) = match self {
+            Self::Argmax => return Ok(argmax(logits)),
+            Self::Chain { grammar, rest } => (grammar, rest),
+        };
+        let mut refused = Vec::new();
+        while refused.len() < MOST_REFUSALS {
+            let mut candidates = LlamaTokenDataArray::from_iter(
+                (0..)
+                    .zip(logits)
+                    .map(|(i, &l)| LlamaTokenData::new(LlamaToken(i), l, 0.0)),
+                false,
+            );
+            for &LlamaToken(i) in &refused {
+                candidates.data[i as usize] =
+                    LlamaTokenData::new(LlamaToken(i), f32::NEG_INFINITY, 0.0);
             }
-            Self::Chain(sampler) => sampler.sample(ctx, idx),
+            if let Some(g) = grammar.as_deref_mut().filter(|g| g.is_awake()) {
+                g.sampler_mut().apply(&mut candidates);
+            }
+            rest.apply(&mut candidates);
+            let Some(chosen) = candidates.selected.and_then(|i| candidates.data.get(i)) else {
+                return Err(ProviderError::Failed("the sampler chose no token".into()));
+            };
+            let token = chosen.id();
+            if !chosen.logit().is_finite() || !pieces::known(model, token) {
+                // Everything was masked: accepting it could abort llama.cpp.
+                return Err(ProviderError::Failed(
+                    "no token is left that the reply's grammar allows".into(),
+                ));
+            }
+            let offer = match grammar.as_deref_mut() {
+                Some(g) => g.offer(model, token)?,
+                None => Offer::Taken,
+            };
+            if offer == Offer::Refused {
+                refused.push(token);
+                continue;
+            }
+            call_grammar::accept(rest, model, token)?;
+            return Ok(token);
         }
+        Err(ProviderError::Failed(format!(
+            "the model wrote {MOST_REFUSALS} tokens in a row that carry text its call grammar cannot take after the call marker"
+        )))
     }
 }
 
-/// Builds the chain: the tool-call grammar of the model's family (when
-/// tools are offered; lazy, woken by the family's call marker, unless a
-/// call is required) or the reply format's grammar, the penalties, then
-/// greedy at temperature 0, else top-k → top-p → min-p → temperature → a
-/// seeded draw.
-pub fn chain(
+/// The token with the highest logit.
+pub fn argmax(logits: &[f32]) -> LlamaToken {
+    let mut best = 0;
+    for (i, &l) in logits.iter().enumerate() {
+        if l > logits[best] {
+            best = i;
+        }
+    }
+    LlamaToken(best as i32)
+}
+
+/// The tool-call grammar of the model's family (when tools are offered;
+/// lazy, woken by the family's call marker, unless a call is required) or
+/// the reply format's grammar.
+fn grammar(
     model: &LlamaModel,
     params: &SamplingParams,
     tools: &[ToolSpec],
     choice: ToolChoice,
     format: &dyn Format,
-) -> Result<LlamaSampler, ProviderError> {
-    check(params)?;
-    let mut samplers = Vec::new();
+) -> Result<Option<CallGrammar>, ProviderError> {
     if !tools.is_empty() {
         let grammar = formats::call_grammar(format, tools)?;
-        let sampler = match choice {
-            ToolChoice::Required => LlamaSampler::grammar(model, &grammar, "root"),
-            _ => LlamaSampler::grammar_lazy_patterns(
-                model,
-                &grammar,
-                "root",
-                &format.triggers(),
-                &[],
+        let refused =
+            |e| ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"));
+        return Ok(Some(match choice {
+            ToolChoice::Required => CallGrammar::required(
+                LlamaSampler::grammar(model, &grammar, "root").map_err(refused)?,
             ),
-        }
-        .map_err(|e| {
-            ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"))
-        })?;
-        samplers.push(sampler);
-    } else if let Some(grammar) = format_grammar(&params.format)? {
-        let sampler = LlamaSampler::grammar(model, &grammar, "root").map_err(|e| {
-            ProviderError::InvalidRequest(format!(
-                "response_format: llama.cpp refused its grammar: {e}"
-            ))
-        })?;
-        samplers.push(sampler);
+            _ => CallGrammar::lazy(
+                LlamaSampler::grammar_lazy_patterns(
+                    model,
+                    &grammar,
+                    "root",
+                    &format.triggers(),
+                    &[],
+                )
+                .map_err(refused)?,
+                &format.syntax(),
+            ),
+        }));
     }
+    let Some(grammar) = format_grammar(&params.format)? else {
+        return Ok(None);
+    };
+    let sampler = LlamaSampler::grammar(model, &grammar, "root").map_err(|e| {
+        ProviderError::InvalidRequest(format!(
+            "response_format: llama.cpp refused its grammar: {e}"
+        ))
+    })?;
+    Ok(Some(CallGrammar::required(sampler)))
+}
+
+/// The rest of the chain after the grammar: the penalties, then greedy at
+/// temperature 0, else top-k → top-p → min-p → temperature → a seeded
+/// draw.
+fn chain(model: &LlamaModel, params: &SamplingParams) -> LlamaSampler {
+    let mut samplers = Vec::new();
     if params.repeat_penalty != 1.0
         || params.frequency_penalty != 0.0
         || params.presence_penalty != 0.0
@@ -122,7 +204,7 @@ pub fn chain(
         samplers.push(LlamaSampler::temp(params.temperature));
         samplers.push(LlamaSampler::dist(params.seed.unwrap_or_else(random_seed)));
     }
-    Ok(LlamaSampler::chain_simple(samplers))
+    LlamaSampler::chain_simple(samplers)
 }
 
 /// The grammar of a reply format; `None` for free text.
@@ -184,9 +266,6 @@ pub fn grammar_accepts(
     tools: &[ToolSpec],
     text: &str,
 ) -> Result<bool, ProviderError> {
-    use llama_cpp_2::token::data::LlamaTokenData;
-    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
-
     let grammar = formats::call_grammar(format, tools)?;
     let mut sampler = LlamaSampler::grammar(model, &grammar, "root").map_err(|e| {
         ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"))
@@ -201,7 +280,7 @@ pub fn grammar_accepts(
         if !allowed(&mut sampler, token) {
             return Ok(false);
         }
-        sampler.accept(token);
+        call_grammar::accept(&mut sampler, model, token)?;
     }
     Ok(allowed(&mut sampler, vocab.eos()))
 }

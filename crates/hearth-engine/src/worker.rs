@@ -25,6 +25,7 @@ use super::embed::Embedder;
 use super::formats::{self, ModelFamily};
 use super::generate::{Admission, Generator, Reuse};
 use super::hardware::{self, Fit, FitInput};
+use super::pieces;
 use super::queue::{PriorityQueue, Waiting};
 use super::speculate::setup::{DraftContext, can_speculate, drafter, load_draft_model};
 use super::template::{self, ChatTemplate};
@@ -478,9 +479,9 @@ fn load(
         Err(e) => return Err(e),
     };
     let vocab = model.vocab();
-    let piece = |t| String::from_utf8_lossy(&vocab.token_to_piece(t, true, None)).into_owned();
-    let bos = piece(vocab.bos());
-    let eos = piece(vocab.eos());
+    // A model without a BOS (or EOS) token answers -1 for it: no text.
+    let bos = pieces::text(&model, vocab.bos());
+    let eos = pieces::text(&model, vocab.eos());
     let family = settings
         .tool_format
         .unwrap_or_else(|| formats::detect::detect(&source));

@@ -80,6 +80,10 @@ pub fn decode(bytes: &[u8], limits: &AudioLimits) -> Result<Pcm, VoiceError> {
     }
     let samples = match kind(bytes) {
         Some(Kind::Ogg) => crate::ogg_opus::decode(bytes, limits.max_seconds)?,
+        Some(Kind::Wav) => {
+            crate::wav_header::check(bytes)?;
+            symphonia_decode(bytes, Kind::Wav, limits.max_seconds)?
+        }
         Some(kind) => symphonia_decode(bytes, kind, limits.max_seconds)?,
         None => {
             return Err(VoiceError::Unreadable(
@@ -210,6 +214,19 @@ mod tests {
         let big = vec![0u8; (1 << 20) + 1];
         let e = decode(&big, &limits).unwrap_err();
         assert!(e.to_string().contains("`[voice] audio_max_mb`"), "{e}");
+        // Headers that describe no sound (symphonia panicked on a rate of 0).
+        let good = wav(&vec![100; 16_000], 16_000, 1);
+        for (at, bytes, what) in [
+            (24, 0u32.to_le_bytes().to_vec(), "sample rate of 0"),
+            (22, 0u16.to_le_bytes().to_vec(), "0 channels"),
+            (32, 0u16.to_le_bytes().to_vec(), "block size of 0"),
+            (34, 0u16.to_le_bytes().to_vec(), "0 bits per sample"),
+        ] {
+            let mut broken = good.clone();
+            broken[at..at + bytes.len()].copy_from_slice(&bytes);
+            let e = decode(&broken, &limits).unwrap_err();
+            assert!(e.to_string().contains(what), "{what}: {e}");
+        }
         // The positive control: within the limits, the same kind of file reads.
         let short = wav(&vec![100; 16_000], 16_000, 1);
         assert!((decode(&short, &limits).unwrap().seconds() - 1.0).abs() < 1e-3);

@@ -16,6 +16,7 @@ mod ogg_opus;
 mod opus_out;
 mod piper;
 mod resample;
+mod wav_header;
 mod whisper;
 
 pub use audio::{AudioLimits, Pcm, SAMPLE_RATE};

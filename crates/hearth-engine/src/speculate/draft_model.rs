@@ -11,7 +11,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
-use crate::sampling::Picker;
+use crate::sampling;
 
 #[derive(Debug, thiserror::Error)]
 enum DraftError {
@@ -104,7 +104,7 @@ impl<'d> DraftModel<'d> {
         let mut draft = Vec::with_capacity(most);
         let mut idx = idx;
         loop {
-            let token = Picker::Argmax.pick(&self.ctx, idx);
+            let token = sampling::argmax(self.ctx.get_logits_ith(idx));
             draft.push(token);
             if draft.len() == most {
                 return Ok(draft);

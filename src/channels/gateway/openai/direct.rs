@@ -26,6 +26,7 @@ use super::turn::{Finish, Out, Turn};
 use crate::channels::gateway::ServedModel;
 use crate::chat::{ChatMessage, ChatRequest, Role, StreamEvent, ToolChoice, ToolSpec};
 use crate::metrics::Metrics;
+use crate::security::internal_tags::InternalTags;
 
 /// A request for the served model.
 pub struct Direct {
@@ -105,6 +106,8 @@ pub fn start(
             }
         };
         let mut calls = 0;
+        // hearth's own markup, repeated by the model, never reaches the client.
+        let mut shown = InternalTags::default();
         loop {
             let event = tokio::select! {
                 e = stream.next() => e,
@@ -112,7 +115,10 @@ pub fn start(
                 _ = tokio::time::sleep_until(deadline) => return timed_out(&tx, wait).await,
             };
             let out = match event {
-                Some(StreamEvent::TextDelta(t)) => Out::Text(t),
+                Some(StreamEvent::TextDelta(t)) => match shown.push(&t) {
+                    piece if piece.is_empty() => continue,
+                    piece => Out::Text(piece),
+                },
                 Some(StreamEvent::ReasoningDelta(t)) => Out::Reasoning(t),
                 Some(StreamEvent::ToolCall(_)) if one_call && calls > 0 => continue,
                 Some(StreamEvent::ToolCall(c)) => {
@@ -123,6 +129,10 @@ pub fn start(
                 // the model wrote, as llama-server does.
                 Some(StreamEvent::MalformedCall(raw)) => Out::Text(raw),
                 Some(StreamEvent::Done { usage, finish }) => {
+                    let rest = shown.finish();
+                    if !rest.is_empty() && tx.send(Out::Text(rest)).await.is_err() {
+                        return;
+                    }
                     if let Some(m) = &metrics {
                         m.usage(&usage);
                     }
