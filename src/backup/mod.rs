@@ -15,6 +15,7 @@
 
 mod manifest;
 pub mod restore;
+mod schema_objects;
 pub mod take;
 #[cfg(test)]
 mod tests;
@@ -52,6 +53,8 @@ pub enum BackupError {
     },
     #[error("{} is not empty; fix: name a new folder for the backup", .0.display())]
     NotEmpty(PathBuf),
+    #[error("{} cannot hold a backup: {why}; fix: name a new folder, or one of your own that only you may write in", .path.display())]
+    Unsafe { path: PathBuf, why: String },
     #[error("{} is no hearth backup ({reason}); fix: name the folder `hearth backup` wrote", .path.display())]
     NotABackup { path: PathBuf, reason: String },
     #[error(

@@ -18,19 +18,61 @@ pub struct Restored {
     pub config_set_aside: Option<PathBuf>,
 }
 
-/// Checks the backup at `from` whole, then, holding `data_dir` as a daemon
-/// would, moves its databases and KV caches aside and puts the backup's in
-/// their place. With `config` (the file in use), the backup's config
-/// replaces it, and the old one is kept beside it.
+/// Copies the backup at `from` into a private staging folder inside
+/// `data_dir` (each file read once, through a descriptor that refuses a
+/// link), checks the copies whole, then, holding `data_dir` as a daemon
+/// would, moves its databases and KV caches aside and puts the checked
+/// copies in their place. What is installed is what was checked: a file
+/// swapped in the backup folder after the check changes nothing. With
+/// `config` (the file in use), the backup's config replaces it, and the
+/// old one is kept beside it.
 pub fn restore(
     from: &Path,
     data_dir: &Path,
     config: Option<&Path>,
 ) -> Result<Restored, BackupError> {
     let manifest = Manifest::read(from)?;
-    check(from, &manifest)?;
-    let _lock = DataLock::acquire(data_dir, "hearth restore")?;
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let staged = data_dir.join(format!(".restore-staging-{stamp}-{}", std::process::id()));
+    let result = stage(from, &staged, &manifest)
+        .and_then(|()| check(&staged, &manifest))
+        .and_then(|()| install_staged(&staged, data_dir, config, &manifest, &stamp));
+    let _ = std::fs::remove_dir_all(&staged);
+    let (set_aside, config_set_aside) = result?;
+    Ok(Restored {
+        manifest,
+        set_aside,
+        config_set_aside,
+    })
+}
+
+/// Each file of the manifest copied from `from` into `staged`.
+fn stage(from: &Path, staged: &Path, manifest: &Manifest) -> Result<(), BackupError> {
+    crate::file_modes::make_private_dir(staged).map_err(io(staged))?;
+    for entry in &manifest.files {
+        let damaged = |reason: String| BackupError::Damaged {
+            file: entry.path.clone(),
+            reason,
+        };
+        plain(from, &entry.path).map_err(&damaged)?;
+        let target = staged.join(&entry.path);
+        if let Some(dir) = target.parent() {
+            crate::file_modes::make_private_dir(dir).map_err(io(dir))?;
+        }
+        install(&from.join(&entry.path), &target)?;
+    }
+    Ok(())
+}
+
+/// Holding the data folder: the old data aside, the staged copies in.
+fn install_staged(
+    staged: &Path,
+    data_dir: &Path,
+    config: Option<&Path>,
+    manifest: &Manifest,
+    stamp: &str,
+) -> Result<(PathBuf, Option<PathBuf>), BackupError> {
+    let _lock = DataLock::acquire(data_dir, "hearth restore")?;
     let aside = data_dir.join(format!("replaced-by-restore-{stamp}"));
     crate::file_modes::make_private_dir(&aside).map_err(io(&aside))?;
     for (name, _) in DATABASES {
@@ -41,7 +83,7 @@ pub fn restore(
     move_if_there(&data_dir.join(KV_DIR), &aside)?;
     let mut config_set_aside = None;
     for entry in &manifest.files {
-        let source = from.join(&entry.path);
+        let source = staged.join(&entry.path);
         if entry.path == CONFIG {
             if let Some(config) = config {
                 let mut old = config.as_os_str().to_os_string();
@@ -59,7 +101,7 @@ pub fn restore(
         if let Some(dir) = target.parent() {
             crate::file_modes::make_private_dir(dir).map_err(io(dir))?;
         }
-        install(&source, &target)?;
+        std::fs::rename(&source, &target).map_err(io(&target))?;
     }
     // Each database opens as the daemon will open it (an older one is
     // brought forward here, with its copy taken first).
@@ -69,11 +111,7 @@ pub fn restore(
             crate::storage::open(&path, schema)?;
         }
     }
-    Ok(Restored {
-        manifest,
-        set_aside: aside,
-        config_set_aside,
-    })
+    Ok((aside, config_set_aside))
 }
 
 /// Every file there with the size and checksum the manifest gives; every
@@ -114,6 +152,13 @@ fn check(from: &Path, manifest: &Manifest) -> Result<(), BackupError> {
                 known: schema.version(),
             });
         }
+        super::schema_objects::foreign_in(
+            Path::new(&entry.path),
+            &conn,
+            schema,
+            found == schema.version(),
+        )
+        .map_err(&damaged)?;
     }
     Ok(())
 }

@@ -52,8 +52,41 @@ pub fn take(
     Ok(Taken { manifest, missing })
 }
 
-/// `dest` made, private, and empty.
+/// `dest` made, private, and empty. A folder that is there already must be
+/// this user's own and writable by nobody else (checked before anything
+/// is written): another user who could write there could swap the
+/// backup's files before it is restored.
 fn prepare(dest: &Path) -> Result<(), BackupError> {
+    use std::os::unix::fs::MetadataExt as _;
+    match std::fs::symlink_metadata(dest) {
+        Ok(m) => {
+            // SAFETY: geteuid has no preconditions.
+            let me = unsafe { libc::geteuid() };
+            let why = if m.file_type().is_symlink() {
+                Some("it is a link".to_string())
+            } else if m.uid() != me {
+                Some(format!(
+                    "it belongs to user {}, not to hearth's ({me})",
+                    m.uid()
+                ))
+            } else if m.mode() & 0o022 != 0 {
+                Some(format!(
+                    "others may write in it (mode {:o})",
+                    m.mode() & 0o777
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(BackupError::Unsafe {
+                    path: dest.to_path_buf(),
+                    why,
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(dest)(e)),
+    }
     crate::file_modes::make_private_dir(dest).map_err(io(dest))?;
     let mut entries = std::fs::read_dir(dest).map_err(io(dest))?;
     if entries.next().is_some() {

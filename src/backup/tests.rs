@@ -230,3 +230,111 @@ fn links_in_a_backup_are_refused() {
     restore(&copy, &live, None).unwrap();
     assert_eq!(std::fs::read(live.join("kv/abc.kv")).unwrap(), b"state");
 }
+
+/// A trigger planted in a backup's database (SQLite's integrity check
+/// passes it, and a rewritten manifest matches) would fire as hearth
+/// writes: the restore is refused, naming it, and nothing changes. The
+/// same backup without it restores.
+#[test]
+fn a_trigger_planted_in_a_backup_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let (live, copy) = (root.path().join("data"), root.path().join("copy"));
+    data(&live);
+    take(&live, None, &copy, false).unwrap();
+    let good = Manifest::read(&copy).unwrap();
+    let file = copy.join("memory.sqlite3");
+    let clean = std::fs::read(&file).unwrap();
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = DELETE;
+         CREATE TRIGGER wipe AFTER INSERT ON memories BEGIN DELETE FROM memories; END;
+         CREATE VIEW everything AS SELECT * FROM memories;",
+    )
+    .unwrap();
+    drop(conn);
+    let mut manifest = good.clone();
+    let at = manifest
+        .files
+        .iter()
+        .position(|f| f.path == "memory.sqlite3")
+        .unwrap();
+    manifest.files[at] = super::Entry::of(&copy, "memory.sqlite3", Some(1)).unwrap();
+    manifest.write(&copy).unwrap();
+    let e = restore(&copy, &live, None).unwrap_err();
+    assert!(matches!(e, BackupError::Damaged { .. }), "{e}");
+    let said = e.to_string();
+    assert!(
+        said.contains("trigger wipe") && said.contains("view everything"),
+        "{said}"
+    );
+    assert_eq!(turns(&live), 2, "the data folder was not touched");
+    // Positive control: the database as hearth wrote it restores.
+    std::fs::write(&file, &clean).unwrap();
+    good.write(&copy).unwrap();
+    restore(&copy, &live, None).unwrap();
+}
+
+/// A destination another user could write in is refused before anything
+/// is written (they could swap files before a restore); a new folder and an
+/// empty private one of our own are taken.
+#[test]
+fn a_destination_others_may_write_in_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir().unwrap();
+    let live = root.path().join("data");
+    data(&live);
+    let shared = root.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = take(&live, None, &shared, false).unwrap_err();
+    assert!(matches!(e, BackupError::Unsafe { .. }), "{e}");
+    assert!(e.to_string().contains("others may write"), "{e}");
+    assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0);
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(&shared, &link).unwrap();
+    let e = take(&live, None, &link, false).unwrap_err();
+    assert!(e.to_string().contains("link"), "{e}");
+    // As root, a folder of another user (the files would still be hearth's,
+    // but its owner could rename them away and put others in their place).
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = root.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let e = take(&live, None, &theirs, false).unwrap_err();
+        assert!(e.to_string().contains("belongs to user 65534"), "{e}");
+    }
+    // Positive controls: a new folder, and an empty one of our own.
+    take(&live, None, &root.path().join("new"), false).unwrap();
+    let mine = root.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+    take(&live, None, &mine, false).unwrap();
+}
+
+/// What is installed is what was checked: the backup's files are copied
+/// once, checked as copied, and a change to the backup folder after that
+/// cannot reach the data folder. Here the change comes before the copy,
+/// so the checksum catches it; the staging folder is gone either way.
+#[test]
+fn a_restore_leaves_no_staging_folder_behind() {
+    let root = tempfile::tempdir().unwrap();
+    let (live, copy) = (root.path().join("data"), root.path().join("copy"));
+    data(&live);
+    take(&live, None, &copy, false).unwrap();
+    std::fs::write(copy.join("memory.sqlite3"), b"swapped").unwrap();
+    assert!(restore(&copy, &live, None).is_err());
+    let staging = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".restore-staging")
+            })
+            .count()
+    };
+    assert_eq!(staging(&live), 0);
+}

@@ -30,6 +30,7 @@ pub use local_models::LocalModels;
 pub use providers::Providers;
 pub use served::ServedLocal;
 pub use services::{ServiceError, Services};
+pub use sweeper::sweep_once;
 
 use crate::channels::Intake;
 use crate::dispatch::{Delivery, Dispatcher, InboxSink, Report, bus, recovery, supervise};
@@ -97,14 +98,15 @@ impl Daemon {
                 })
             })
             .collect();
-        let (resend, sweeper) = if owns_inbox {
-            (
-                tokio::spawn(recovery::resend_loop(runtime.clone(), shutdown.clone())),
-                tokio::spawn(sweeper::sweep_loop(runtime.clone(), shutdown.clone())),
-            )
+        let resend = if owns_inbox {
+            tokio::spawn(recovery::resend_loop(runtime.clone(), shutdown.clone()))
         } else {
-            (tokio::spawn(async {}), tokio::spawn(async {}))
+            tokio::spawn(async {})
         };
+        // Every runtime keeps its stores within `[retention]`, `hearth
+        // chat` and `hearth acp` too (a sweep beside a daemon is one more
+        // SQLite writer, and forgets only what the daemon would).
+        let sweeper = tokio::spawn(sweeper::sweep_loop(runtime.clone(), shutdown.clone()));
         Self {
             delivery: Delivery::new(runtime.clone(), intake),
             runtime,

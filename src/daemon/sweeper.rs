@@ -10,6 +10,22 @@ use tokio_util::sync::CancellationToken;
 
 use crate::pipeline::Runtime;
 
+/// One sweep of the data folder `dir` now, logged; for commands that run
+/// without a daemon (`hearth ask`).
+pub async fn sweep_once(dir: std::path::PathBuf, limits: crate::config::RetentionConfig) {
+    let now = chrono::Utc::now().timestamp();
+    match tokio::task::spawn_blocking(move || crate::retention::sweep(&dir, &limits, now)).await {
+        Ok(Ok(s)) if s.total() > 0 => tracing::info!(
+            history = s.history,
+            memory = s.memory,
+            "retention: forgot records past [retention]'s limits"
+        ),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "retention: sweep failed"),
+        Err(e) => tracing::warn!(error = %e, "retention: sweep stopped"),
+    }
+}
+
 pub async fn sweep_loop(runtime: Arc<Runtime>, stop: CancellationToken) {
     loop {
         let config = runtime.config();

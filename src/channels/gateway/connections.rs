@@ -9,6 +9,7 @@
 //! requests cannot shut out a client that sends a whole one. Only when
 //! every connection is waiting for a reply is a new one turned away (503).
 
+use super::brake::Peer;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -110,9 +111,9 @@ pub async fn serve(
         state: Mutex::default(),
     });
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors, most likely: let some close.
                     tracing::warn!(error = %e, "the gateway cannot accept a connection");
@@ -134,6 +135,7 @@ pub async fn serve(
                 app,
                 move |mut request: hyper::Request<hyper::body::Incoming>| {
                     request.extensions_mut().insert(handle.clone());
+                    request.extensions_mut().insert(Peer(peer.ip()));
                     request
                 },
             );

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::brake::{self, Brake};
 use super::connections::{self, ConnectionHandle};
 use super::guard::Refusal;
 use super::{Event, Parked, Shared};
@@ -108,6 +109,11 @@ pub(super) async fn serve(
         metrics,
         served,
     });
+    // Wrong tokens are slowed and then refused per client address.
+    let app = app.layer(axum::middleware::from_fn_with_state(
+        Arc::new(Brake::default()),
+        brake::layer,
+    ));
     connections::serve(listener, app, max, timeout, stop).await;
     Ok(())
 }

@@ -29,6 +29,7 @@
 //! `chat` is a conversation of its own with its own history, memory,
 //! workspace and jobs.
 
+mod brake;
 mod connections;
 mod guard;
 mod http;

@@ -118,7 +118,7 @@ impl CallGrammar {
             return Ok(Offer::Taken);
         }
         waiting.seen.truncate(before);
-        tracing::debug!(
+        tracing::info!(
             token = token.0,
             "refused a token that carries text past the call marker the grammar cannot take"
         );
