@@ -39,6 +39,7 @@ mod make_install;
 mod mcp_client;
 mod mcp_hostile;
 mod mcp_serve;
+mod mcp_venv;
 mod memory_cron_cli;
 mod models_cli;
 mod models_kinds;

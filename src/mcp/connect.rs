@@ -64,12 +64,30 @@ pub(super) async fn connect(
                 path: folder.clone(),
                 source,
             })?;
-            let sandbox = base.for_server(&folder, *network, reads.clone(), server_limits());
+            let path_var = env
+                .get("PATH")
+                .cloned()
+                .or_else(|| std::env::var("PATH").ok());
+            let found =
+                super::resolve::resolve(command, path_var.as_deref(), dirs::home_dir().as_deref())
+                    .map_err(McpError::Command)?;
+            let mut reads = reads.clone();
+            let added: Vec<_> = found
+                .reads
+                .into_iter()
+                .filter(|r| !reads.contains(r))
+                .collect();
+            if !added.is_empty() {
+                tracing::info!(server = name, shown = ?added, "shown read-only so that its program can run");
+            }
+            reads.extend(added);
+            let sandbox = base.for_server(&folder, *network, reads, server_limits());
             let env: Vec<(String, String)> =
                 env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let program = found.program.to_string_lossy().into_owned();
             let mut process =
                 sandbox
-                    .spawn(command, args, &env)
+                    .spawn(&program, args, &env)
                     .map_err(|source| McpError::Spawn {
                         command: command.clone(),
                         source,

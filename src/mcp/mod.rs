@@ -13,6 +13,7 @@
 mod connect;
 mod handler;
 mod hub;
+mod resolve;
 pub mod serve;
 mod supervise;
 mod tool;
@@ -33,6 +34,8 @@ pub enum McpError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Command(String),
     #[error("no answer to `initialize` within {0} s")]
     StartTimeout(u64),
     #[error("`initialize` failed: {0}")]
@@ -51,6 +54,9 @@ impl McpError {
                 "check `command` runs by hand; inside the sandbox only /usr, /bin, /lib and the paths in `reads` are visible, so add the folder its program and code live in to `reads`"
             }
             Self::Folder { .. } => "check the data dir is writable",
+            Self::Command(_) => {
+                "install the server, or give `command` as the full path of its program"
+            }
             Self::StartTimeout(_) => {
                 "the server started but never answered; run its command by hand to see what it waits for, or raise `start_timeout_secs`"
             }
