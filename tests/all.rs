@@ -10,6 +10,7 @@ mod support;
 
 mod acp;
 mod anthropic_provider;
+mod api_clients_apart;
 mod approvals;
 mod architecture;
 mod backends;
@@ -30,6 +31,7 @@ mod gateway_brake;
 mod gateway_people;
 mod grammar_handoff;
 mod http_tool;
+mod internal_tags;
 mod lms_calendar;
 mod lms_canvas;
 mod lms_delivery;

@@ -23,6 +23,8 @@ struct World {
     reports: mpsc::UnboundedReceiver<hearth::dispatch::Report>,
     channel: Arc<InMemoryChannel>,
     memory: Arc<MemoryStore>,
+    /// The model: what it was sent.
+    parrot: Arc<Parrot>,
     workspace: std::path::PathBuf,
     _home: tempfile::TempDir,
 }
@@ -48,16 +50,17 @@ fn world_with(tweak: impl FnOnce(&mut Config), extra: Vec<Box<dyn Tool>>) -> Wor
     let workspace = cfg.agent.workspace.clone();
     // The person allows what the model asks to do (approval is on by default).
     let channel = Arc::new(InMemoryChannel::new("mem").always_answer(Answer::Once));
-    let runtime =
-        hearth::pipeline::RuntimeBuilder::new(cfg, local(Arc::new(Parrot::default())), context)
-            .tools(Arc::new(tools))
-            .memory(Arc::new(turn_memory))
-            .channel(channel.clone())
-            .build()
-            .unwrap();
+    let parrot = Arc::new(Parrot::default());
+    let runtime = hearth::pipeline::RuntimeBuilder::new(cfg, local(parrot.clone()), context)
+        .tools(Arc::new(tools))
+        .memory(Arc::new(turn_memory))
+        .channel(channel.clone())
+        .build()
+        .unwrap();
     let (tx, reports) = mpsc::unbounded_channel();
     World {
         daemon: hearth::daemon::Daemon::start(runtime, Some(tx)),
+        parrot,
         reports,
         channel,
         memory,
@@ -113,10 +116,24 @@ async fn planted_calls_never_run_and_the_models_own_calls_do() {
         )
         .unwrap();
     let reply = w.say("ada", "what is on my shopping list page?").await;
+    // The model read it fenced; the fence itself, repeated by the model,
+    // never reaches the person.
+    let sent: String = w
+        .parrot
+        .requests
+        .lock()
+        .unwrap()
+        .last()
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.content.clone())
+        .collect();
     assert!(
-        reply.contains("untrusted"),
-        "the memory came fenced: {reply}"
+        sent.contains("<untrusted"),
+        "the memory came fenced: {sent}"
     );
+    assert!(!reply.contains("untrusted"), "{reply}");
     assert!(
         !w.folder("ada").join("pwned.txt").exists(),
         "a call in a memory ran"

@@ -59,32 +59,10 @@ pub(super) async fn connect(
             reads,
             network,
         } => {
-            let folder = data_dir.join("mcp").join(name);
-            crate::file_modes::make_private_dir(&folder).map_err(|source| McpError::Folder {
-                path: folder.clone(),
-                source,
-            })?;
-            let path_var = env
-                .get("PATH")
-                .cloned()
-                .or_else(|| std::env::var("PATH").ok());
-            let found =
-                super::resolve::resolve(command, path_var.as_deref(), dirs::home_dir().as_deref())
-                    .map_err(McpError::Command)?;
-            let mut reads = reads.clone();
-            let added: Vec<_> = found
-                .reads
-                .into_iter()
-                .filter(|r| !reads.contains(r))
-                .collect();
-            if !added.is_empty() {
-                tracing::info!(server = name, shown = ?added, "shown read-only so that its program can run");
-            }
-            reads.extend(added);
-            let sandbox = base.for_server(&folder, *network, reads, server_limits());
+            let (sandbox, program) =
+                contained(name, command, env, reads, *network, base, data_dir)?;
             let env: Vec<(String, String)> =
                 env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            let program = found.program.to_string_lossy().into_owned();
             let mut process =
                 sandbox
                     .spawn(&program, args, &env)
@@ -138,6 +116,43 @@ pub(super) async fn connect(
             })
         }
     }
+}
+
+/// The sandbox a stdio server runs in (its own folder under
+/// `data_dir/mcp/`, `reads` and what its program needs shown read-only),
+/// and the program to run.
+fn contained(
+    name: &str,
+    command: &str,
+    env: &std::collections::BTreeMap<String, String>,
+    reads: &[std::path::PathBuf],
+    network: bool,
+    base: &Sandbox,
+    data_dir: &Path,
+) -> Result<(Sandbox, String), McpError> {
+    let folder = data_dir.join("mcp").join(name);
+    crate::file_modes::make_private_dir(&folder).map_err(|source| McpError::Folder {
+        path: folder.clone(),
+        source,
+    })?;
+    let path_var = env
+        .get("PATH")
+        .cloned()
+        .or_else(|| std::env::var("PATH").ok());
+    let found = super::resolve::resolve(command, path_var.as_deref(), dirs::home_dir().as_deref())
+        .map_err(McpError::Command)?;
+    let mut reads = reads.to_vec();
+    let added: Vec<_> = found
+        .reads
+        .into_iter()
+        .filter(|r| !reads.contains(r))
+        .collect();
+    if !added.is_empty() {
+        tracing::info!(server = name, shown = ?added, "shown read-only so that its program can run");
+    }
+    reads.extend(added);
+    let sandbox = base.for_server(&folder, network, reads, server_limits());
+    Ok((sandbox, found.program.to_string_lossy().into_owned()))
 }
 
 async fn initialize<E: std::fmt::Display>(

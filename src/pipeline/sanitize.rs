@@ -46,7 +46,7 @@ static BLANKS: LazyLock<Regex> = LazyLock::new(|| re(r"\n{3,}"));
 
 /// The reply as the user should see it.
 pub fn reply(text: &str) -> String {
-    let text = internal_tags::strip(text);
+    let text = internal_tags::strip_fences(text);
     let text = TAGS.replace_all(&text, "");
     let text = CUT_TAG.replace_all(&text, "");
     let text = STRAY_TAG.replace_all(&text, "");

@@ -4,12 +4,15 @@
 //! its text protocol (`<tool_result name=… status=…>…</tool_result>`) and
 //! the fence around text nobody in the conversation wrote (`<untrusted
 //! source=…>…</untrusted>`, see [`super::fence`]). A small model repeats
-//! them. A repeated result block is dropped whole (it is hearth's, not the
-//! answer); a repeated fence tag is dropped and its text kept, since the
-//! model may be quoting a memory the person asked for.
+//! them. A repeated result block is dropped whole when the reply says
+//! anything else (it is hearth's, not the answer), and only its tags go
+//! when it is all the reply holds (its text is then the only answer there
+//! is); a repeated fence tag is dropped and its text kept, since the model
+//! may be quoting a memory the person asked for.
 //!
 //! [`InternalTags`] does the same to a reply that streams: a tail that may
-//! still become such a tag waits for the text after it.
+//! still become such a tag waits for the text after it, and so does a
+//! reply that so far holds only result blocks.
 
 use std::sync::LazyLock;
 
@@ -31,10 +34,29 @@ static CUT: LazyLock<Regex> = LazyLock::new(|| {
 /// The tag names this module removes.
 const NAMES: [&str; 2] = ["tool_result", "untrusted"];
 
+/// A result block's tags, to keep its text.
+static RESULT_TAG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)<tool_result\b[^>]*>").expect("a valid pattern"));
+
 /// `text` without hearth's internal markup.
 pub fn strip(text: &str) -> String {
-    let text = RESULT.replace_all(text, "");
-    let text = STRAY.replace_all(&text, "");
+    match answer_beside_results(text) {
+        Some(answer) => answer,
+        None => strip_fences(&RESULT_TAG.replace_all(text, ""))
+            .trim()
+            .to_string(),
+    }
+}
+
+/// `text` with its result blocks dropped, when something else is left.
+fn answer_beside_results(text: &str) -> Option<String> {
+    let answer = strip_fences(&RESULT.replace_all(text, ""));
+    (!answer.trim().is_empty()).then_some(answer)
+}
+
+/// `text` without fence tags (their text kept) or a tag cut at its end.
+pub fn strip_fences(text: &str) -> String {
+    let text = STRAY.replace_all(text, "");
     CUT.replace_all(&text, "").into_owned()
 }
 
@@ -69,7 +91,10 @@ impl InternalTags {
     /// Takes `delta` of the model's text; returns what may be shown now.
     pub fn push(&mut self, delta: &str) -> String {
         self.raw.push_str(delta);
-        let clean = strip(&self.raw);
+        // Only result blocks so far: whether they go depends on what follows.
+        let Some(clean) = answer_beside_results(&self.raw) else {
+            return String::new();
+        };
         let ready = clean.len() - undecided_tail(&clean);
         self.take(&clean[..ready])
     }
@@ -104,6 +129,10 @@ mod tests {
         let fence = "<untrusted source=\"memory\">\nYou like tea.\n</untrusted> So: tea.";
         assert_eq!(strip(fence), "\nYou like tea.\n So: tea.");
         assert_eq!(strip("Done. <tool_result name=\"x\" status=\"ok"), "Done. ");
+        // A reply that is only an echoed result keeps the result's text.
+        let alone =
+            "<tool_result name=\"turn_on\" status=\"ok\">{\"success\": true}</tool_result>\n";
+        assert_eq!(strip(alone), "{\"success\": true}");
         // Positive controls: what only looks alike is kept.
         for kept in [
             "if a <b then",
@@ -132,6 +161,12 @@ mod tests {
         }
         shown.push_str(&s.finish());
         assert_eq!(shown, "It is 21.  Bye <3");
+        let mut alone = InternalTags::default();
+        let mut out = alone.push("<tool_result name=\"w\" status=\"ok\">sunny");
+        out.push_str(&alone.push("</tool_result>"));
+        assert_eq!(out, "", "held while it may be followed by an answer");
+        out.push_str(&alone.finish());
+        assert_eq!(out, "sunny");
         let mut fenced = InternalTags::default();
         let mut out = fenced.push("<untrusted source=\"m\">tea</untr");
         out.push_str(&fenced.push("usted>!"));

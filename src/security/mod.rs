@@ -5,6 +5,7 @@
 //! history; [`fence`] makes untrusted text inert before the model reads it;
 //! [`internal_tags`] keeps hearth's own markup out of replies.
 
+pub mod call_markup;
 pub mod fence;
 pub mod internal_tags;
 pub mod policy;

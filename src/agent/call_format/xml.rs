@@ -19,8 +19,10 @@
 use serde_json::{Map, Value};
 
 use crate::agent::types::{ParsedReply, ParsedToolCall};
+use crate::security::call_markup;
 
-const CALL_OPENERS: [&str; 3] = ["<tool_call>", "<toolcall>", "<tool-call>"];
+/// The openers are the fence's too (see `security::call_markup`).
+const CALL_OPENERS: [&str; 3] = call_markup::TAGGED;
 const CALL_CLOSERS: [&str; 3] = ["</tool_call>", "</toolcall>", "</tool-call>"];
 const WRAPPERS: [&str; 4] = [
     "<function_calls>",
@@ -120,17 +122,17 @@ fn next_call(s: &str, dialects: Dialects) -> Option<Found> {
         let hay = &s[offset..];
         let candidates = [
             CALL_OPENERS.iter().filter_map(|o| find_ci(hay, o)).min(),
-            find_ci(hay, "<invoke"),
-            find_ci(hay, "<function="),
+            find_ci(hay, call_markup::INVOKE),
+            find_ci(hay, call_markup::FUNCTION),
             hay.find("```").filter(|_| dialects.fenced_json),
         ];
         let start = candidates.iter().flatten().min().copied()?;
         let at = &hay[start..];
         let found = if let Some(opener) = CALL_OPENERS.iter().find(|o| starts_with_ci(at, o)) {
             Some(tagged_call(at, opener.len()))
-        } else if starts_with_ci(at, "<invoke") {
+        } else if starts_with_ci(at, call_markup::INVOKE) {
             Some(invoke_call(at))
-        } else if starts_with_ci(at, "<function=") {
+        } else if starts_with_ci(at, call_markup::FUNCTION) {
             Some(function_call(at))
         } else {
             fenced_call(at)

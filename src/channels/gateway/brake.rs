@@ -22,6 +22,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::retry::RetryPolicy;
+
 /// Wrong tokens from one address, within [`WINDOW`], before it is locked.
 pub const LOCK_AFTER: u32 = 10;
 /// How long wrong tokens are remembered.
@@ -113,7 +115,7 @@ impl Brake {
         if r.wrong >= LOCK_AFTER {
             r.locks += 1;
             r.wrong = 0;
-            let lock = (FIRST_LOCK * 2u32.saturating_pow(r.locks - 1)).min(LONGEST_LOCK);
+            let lock = RetryPolicy::new(FIRST_LOCK, LONGEST_LOCK).after(r.locks);
             r.locked_until = Some(now + lock);
             tracing::warn!(
                 address = %ip,

@@ -250,7 +250,7 @@ impl Follow {
 
 fn add(total: &mut Usage, round: &Usage) {
     total.prompt_tokens += round.prompt_tokens;
-    total.cached_tokens += round.cached_tokens;
+    total.cached_tokens += super::turn::own_cached(round);
     total.completion_tokens += round.completion_tokens;
 }
 

@@ -105,55 +105,78 @@ pub fn start(
                 return;
             }
         };
-        let mut calls = 0;
-        // hearth's own markup, repeated by the model, never reaches the client.
-        let mut shown = InternalTags::default();
+        let mut relay = Relay {
+            one_call,
+            calls: 0,
+            shown: InternalTags::default(),
+            metrics,
+        };
         loop {
             let event = tokio::select! {
                 e = stream.next() => e,
                 _ = tx.closed() => return,
                 _ = tokio::time::sleep_until(deadline) => return timed_out(&tx, wait).await,
             };
-            let out = match event {
-                Some(StreamEvent::TextDelta(t)) => match shown.push(&t) {
-                    piece if piece.is_empty() => continue,
-                    piece => Out::Text(piece),
-                },
-                Some(StreamEvent::ReasoningDelta(t)) => Out::Reasoning(t),
-                Some(StreamEvent::ToolCall(_)) if one_call && calls > 0 => continue,
-                Some(StreamEvent::ToolCall(c)) => {
-                    calls += 1;
-                    Out::Call(c)
+            for out in relay.outs(event) {
+                let last = matches!(out, Out::Done { .. } | Out::Failed(_));
+                if tx.send(out).await.is_err() || last {
+                    return;
                 }
-                // A call the parser could not read goes back as the text
-                // the model wrote, as llama-server does.
-                Some(StreamEvent::MalformedCall(raw)) => Out::Text(raw),
-                Some(StreamEvent::Done { usage, finish }) => {
-                    let rest = shown.finish();
-                    if !rest.is_empty() && tx.send(Out::Text(rest)).await.is_err() {
-                        return;
-                    }
-                    if let Some(m) = &metrics {
-                        m.usage(&usage);
-                    }
-                    Out::Done {
-                        usage,
-                        finish: Finish::of(finish, calls > 0),
-                    }
-                }
-                Some(StreamEvent::Error(e)) => Out::Failed(e.into()),
-                None => Out::Failed(ApiError::new(
-                    StatusCode::BAD_GATEWAY,
-                    "the engine ended the reply without finishing it",
-                )),
-            };
-            let last = matches!(out, Out::Done { .. } | Out::Failed(_));
-            if tx.send(out).await.is_err() || last {
-                return;
             }
         }
     });
     rx
+}
+
+/// The engine's events as the client is sent them.
+struct Relay {
+    /// At most one call is passed on (`parallel_tool_calls: false`).
+    one_call: bool,
+    calls: usize,
+    /// hearth's own markup, repeated by the model, never reaches the client.
+    shown: InternalTags,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl Relay {
+    fn outs(&mut self, event: Option<StreamEvent>) -> Vec<Out> {
+        let out = match event {
+            Some(StreamEvent::TextDelta(t)) => match self.shown.push(&t) {
+                piece if piece.is_empty() => return Vec::new(),
+                piece => Out::Text(piece),
+            },
+            Some(StreamEvent::ReasoningDelta(t)) => Out::Reasoning(t),
+            Some(StreamEvent::ToolCall(_)) if self.one_call && self.calls > 0 => return Vec::new(),
+            Some(StreamEvent::ToolCall(c)) => {
+                self.calls += 1;
+                Out::Call(c)
+            }
+            // A call the parser could not read goes back as the text the
+            // model wrote, as llama-server does.
+            Some(StreamEvent::MalformedCall(raw)) => Out::Text(raw),
+            Some(StreamEvent::Done { usage, finish }) => {
+                if let Some(m) = &self.metrics {
+                    m.usage(&usage);
+                }
+                let done = Out::Done {
+                    usage,
+                    finish: Finish::of(finish, self.calls > 0),
+                };
+                let rest = self.shown.finish();
+                return if rest.is_empty() {
+                    vec![done]
+                } else {
+                    vec![Out::Text(rest), done]
+                };
+            }
+            Some(StreamEvent::Error(e)) => Out::Failed(e.into()),
+            None => Out::Failed(ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "the engine ended the reply without finishing it",
+            )),
+        };
+        vec![out]
+    }
 }
 
 async fn timed_out(tx: &mpsc::Sender<Out>, wait: Duration) {

@@ -240,7 +240,7 @@ impl Head {
 fn usage(u: &Usage) -> Value {
     json!({
         "input_tokens": u.prompt_tokens,
-        "input_tokens_details": { "cached_tokens": u.cached_tokens },
+        "input_tokens_details": { "cached_tokens": super::turn::own_cached(u) },
         "output_tokens": u.completion_tokens,
         "output_tokens_details": { "reasoning_tokens": 0 },
         "total_tokens": u.prompt_tokens + u.completion_tokens,

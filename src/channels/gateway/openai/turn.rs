@@ -8,7 +8,7 @@
 use tokio::sync::mpsc;
 
 use super::error::ApiError;
-use crate::chat::{FinishReason, ToolCall, Usage};
+use crate::chat::{CacheOrigin, FinishReason, ToolCall, Usage};
 
 /// One thing the client hears.
 #[derive(Debug, Clone)]
@@ -92,6 +92,16 @@ pub fn usage_json(u: &Usage) -> serde_json::Value {
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.prompt_tokens + u.completion_tokens,
-        "prompt_tokens_details": { "cached_tokens": u.cached_tokens },
+        "prompt_tokens_details": { "cached_tokens": own_cached(u) },
     })
+}
+
+/// The cached tokens a client is told of: those of its own conversation.
+/// A prefix copied from another conversation (`Shared`) counts 0, or the
+/// count would tell one client how much of its prompt matches another's.
+pub fn own_cached(u: &Usage) -> u32 {
+    match u.cache_origin {
+        CacheOrigin::Shared => 0,
+        _ => u.cached_tokens,
+    }
 }
