@@ -61,6 +61,7 @@ mod security;
 mod services;
 mod sliding_window;
 mod speculative;
+mod sweep_cli;
 mod telegram;
 mod telegram_e2e;
 mod telegram_pictures;
