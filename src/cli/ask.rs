@@ -33,7 +33,7 @@ pub async fn run(
     if question.is_empty() {
         bail!("the question is empty; pass it as an argument or on stdin with `-`");
     }
-    crate::daemon::sweep_once(config.data_dir.clone(), config.retention).await;
+    let _ = crate::daemon::sweep_once(config.data_dir.clone(), config.retention).await;
     let cancel = CancellationToken::new();
     let stopped = catch_stops(&cancel);
     let provider = startup::local_provider(config).await?;

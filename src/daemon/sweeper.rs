@@ -10,19 +10,36 @@ use tokio_util::sync::CancellationToken;
 
 use crate::pipeline::Runtime;
 
-/// One sweep of the data folder `dir` now, logged; for commands that run
-/// without a daemon (`hearth ask`).
-pub async fn sweep_once(dir: std::path::PathBuf, limits: crate::config::RetentionConfig) {
+/// One sweep of the data folder `dir` now, logged; what it forgot. For
+/// commands that run without a daemon (`hearth ask`) and the daemon's loop.
+pub async fn sweep_once(
+    dir: std::path::PathBuf,
+    limits: crate::config::RetentionConfig,
+) -> Option<crate::retention::Swept> {
     let now = chrono::Utc::now().timestamp();
-    match tokio::task::spawn_blocking(move || crate::retention::sweep(&dir, &limits, now)).await {
-        Ok(Ok(s)) if s.total() > 0 => tracing::info!(
-            history = s.history,
-            memory = s.memory,
-            "retention: forgot records past [retention]'s limits"
-        ),
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "retention: sweep failed"),
-        Err(e) => tracing::warn!(error = %e, "retention: sweep stopped"),
+    let swept =
+        tokio::task::spawn_blocking(move || crate::retention::sweep(&dir, &limits, now)).await;
+    match swept {
+        Ok(Ok(s)) => {
+            if s.total() > 0 {
+                tracing::info!(
+                    history = s.history,
+                    memory = s.memory,
+                    inbox = s.inbox,
+                    lms = s.lms,
+                    "retention: forgot records past [retention]'s limits"
+                );
+            }
+            Some(s)
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "retention: sweep failed; trying again later");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "retention: sweep stopped");
+            None
+        }
     }
 }
 
@@ -30,23 +47,8 @@ pub async fn sweep_loop(runtime: Arc<Runtime>, stop: CancellationToken) {
     loop {
         let config = runtime.config();
         let (dir, limits) = (config.data_dir.clone(), config.retention);
-        let now = chrono::Utc::now().timestamp();
-        let swept =
-            tokio::task::spawn_blocking(move || crate::retention::sweep(&dir, &limits, now)).await;
-        if let Ok(Ok(s)) = &swept {
+        if let Some(s) = sweep_once(dir, limits).await {
             runtime.inbox().forget_known(&s.inbox_keys);
-        }
-        match swept {
-            Ok(Ok(s)) if s.total() > 0 => tracing::info!(
-                history = s.history,
-                memory = s.memory,
-                inbox = s.inbox,
-                lms = s.lms,
-                "retention: forgot records past [retention]'s limits"
-            ),
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "retention: sweep failed; trying again later"),
-            Err(e) => tracing::warn!(error = %e, "retention: sweep stopped"),
         }
         tokio::select! {
             _ = stop.cancelled() => return,

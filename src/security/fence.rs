@@ -9,7 +9,7 @@
 //! defused: its `<` (or `[`) becomes `‹` (or `［`). Repeated by the model, it
 //! is inert text; read by a person, it still says what it said.
 
-use super::call_markup;
+use super::call_markup::{self, starts_with_ci};
 
 /// Tag names (after `<` or `</`, any case) that are markup to hearth or to
 /// a chat template.
@@ -82,11 +82,6 @@ fn is_markup_tag(after: &str) -> bool {
                 .next()
                 .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
     })
-}
-
-fn starts_with_ci(hay: &str, prefix: &str) -> bool {
-    hay.get(..prefix.len())
-        .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
 }
 
 /// `text` from `source` fenced as data: delimited by `<untrusted>` markers

@@ -19,7 +19,7 @@
 use serde_json::{Map, Value};
 
 use crate::agent::types::{ParsedReply, ParsedToolCall};
-use crate::security::call_markup;
+use crate::security::call_markup::{self, starts_with_ci};
 
 /// The openers are the fence's too (see `security::call_markup`).
 const CALL_OPENERS: [&str; 3] = call_markup::TAGGED;
@@ -466,11 +466,6 @@ fn find_ci(hay: &str, needle: &str) -> Option<usize> {
         return None;
     }
     (0..=h.len() - n.len()).find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
-}
-
-fn starts_with_ci(hay: &str, prefix: &str) -> bool {
-    hay.len() >= prefix.len()
-        && hay.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
 
 #[cfg(test)]
