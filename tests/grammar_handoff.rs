@@ -103,3 +103,59 @@ async fn a_forced_call_cut_by_the_token_limit_says_length() {
         "book_flight"
     );
 }
+
+/// Forced calls as a client samples them (temperature 1, many seeds) and
+/// cut at every length: each reply is a call whose arguments are a JSON
+/// object, or says `length`; none is an empty success. Qwen3's template,
+/// as the outside run used Qwen's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_calls_end_as_whole_calls_or_say_length() {
+    let template = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/templates/Qwen-Qwen3-0.6B.jinja");
+    let run = daemon_with(&format!("chat_template = \"{}\"\n", template.display()), "").await;
+    let client = reqwest::Client::new();
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "Get the weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]);
+    let ask = |extra: Value| {
+        let mut body = json!({"model": SERVED, "tools": tools,
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+            "messages": [{"role": "user", "content": "What's the weather like in Paris today?"}]});
+        body.as_object_mut()
+            .expect("an object")
+            .extend(extra.as_object().expect("an object").clone());
+        body
+    };
+    let mut whole = 0;
+    let mut cut = 0;
+    let sampled = (0..12).map(|seed| json!({"temperature": 1.0, "seed": seed}));
+    let limited = (1..=24).map(|n| json!({"temperature": 0, "max_tokens": n}));
+    for extra in sampled.chain(limited) {
+        let (status, answer) = complete(&client, &run.base, ask(extra.clone())).await;
+        assert_eq!(status, 200, "{extra}: {answer}");
+        let choice = &answer["choices"][0];
+        let calls = choice["message"]["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        match choice["finish_reason"].as_str() {
+            Some("tool_calls") => {
+                assert!(!calls.is_empty(), "{extra}: {answer}");
+                for call in &calls {
+                    let arguments = call["function"]["arguments"].as_str().unwrap_or("");
+                    let parsed: Value = serde_json::from_str(arguments)
+                        .unwrap_or_else(|e| panic!("{extra}: arguments not JSON ({e}): {answer}"));
+                    assert!(parsed["city"].is_string(), "{extra}: {answer}");
+                }
+                whole += 1;
+            }
+            Some("length") => {
+                assert!(calls.is_empty(), "a cut call is no call: {extra}: {answer}");
+                cut += 1;
+            }
+            _ => panic!("a forced call ended neither as a call nor cut: {extra}: {answer}"),
+        }
+    }
+    // Both kinds of ending were seen: the checks above were reached.
+    assert!(whole >= 12 && cut >= 1, "{whole} whole, {cut} cut");
+}

@@ -15,7 +15,7 @@ use llama_cpp_2::token::LlamaToken;
 use tokio_util::sync::CancellationToken;
 
 use super::coalesce::{Gone, Outbox};
-use super::formats::{Format, Ids, Piece, Splitter};
+use super::formats::{self, Format, Ids, Piece, Splitter};
 use super::speculate::DraftGate;
 use super::utf8::Utf8Stream;
 use super::vision::Picture;
@@ -336,11 +336,14 @@ impl<'m> Reply<'m> {
             Piece::Reasoning(t) => self.outbox.push(StreamEvent::ReasoningDelta(t))?,
             Piece::Call { text, closed } => {
                 let tools = self.request.offered_tools();
-                let calls = self.format.parse(&text, tools, &mut self.ids);
-                if calls.calls.is_empty() && calls.malformed.is_empty() && !closed {
-                    self.outbox.push(StreamEvent::MalformedCall(
-                        "the reply ended inside a tool call (cut at the token limit?)".into(),
-                    ))?;
+                let mut calls = self.format.parse(&text, tools, &mut self.ids);
+                if !closed && (calls.calls.is_empty() || !calls.malformed.is_empty()) {
+                    // Cut short: what could not be read is the cut, not a
+                    // fault of the model's to name.
+                    calls.malformed = vec![format!(
+                        "the reply ended inside a tool call (cut at the token limit): {}",
+                        formats::excerpt(text.trim())
+                    )];
                 }
                 for call in calls.calls {
                     self.outbox.push(StreamEvent::ToolCall(call))?;
@@ -396,7 +399,10 @@ impl<'m> Reply<'m> {
     fn wrap_up(&mut self, finish: FinishReason) -> Result<StreamEvent, Stop> {
         let rest = self.text.finish();
         let mut tail = self.splitter.push(&rest);
-        tail.extend(self.splitter.finish());
+        tail.extend(match finish {
+            FinishReason::Length => self.splitter.finish_cut(),
+            _ => self.splitter.finish(),
+        });
         for part in tail {
             self.forward(part)?;
         }

@@ -163,7 +163,9 @@ impl HarmonySplitter {
         out
     }
 
-    pub fn finish(&mut self) -> Vec<Piece> {
+    /// The end of the reply; `cut`: it was cut short, so an open call
+    /// section is handed over unclosed.
+    pub fn finish(&mut self, cut: bool) -> Vec<Piece> {
         let rest = std::mem::take(&mut self.pending);
         let mut out = Vec::new();
         match std::mem::replace(&mut self.state, State::Between) {
@@ -177,7 +179,7 @@ impl HarmonySplitter {
                 section.push_str(&rest);
                 out.push(Piece::Call {
                     text: section,
-                    closed: true,
+                    closed: !cut,
                 });
             }
             State::Body(Kind::Reasoning) if !rest.is_empty() => out.push(Piece::Reasoning(rest)),

@@ -34,6 +34,7 @@ use serde_json::Value;
 use grammar::ToolRules;
 use hearth_core::chat::{ChatMessage, ProviderError, ToolCall, ToolSpec};
 pub use hearth_core::model::ModelFamily;
+pub use json::excerpt;
 pub use splitter::{Piece, Splitter};
 
 /// Where a family's output puts reasoning and calls, for the splitter.

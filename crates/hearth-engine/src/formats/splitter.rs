@@ -49,8 +49,18 @@ impl Splitter {
     /// The end of the reply: everything held back is decided.
     pub fn finish(&mut self) -> Vec<Piece> {
         match self {
-            Self::Marked(m) => m.finish(),
-            Self::Harmony(h) => h.finish(),
+            Self::Marked(m) => m.finish(false),
+            Self::Harmony(h) => h.finish(false),
+        }
+    }
+
+    /// The end of a reply cut short (at the token limit): as [`Self::finish`],
+    /// but an open call section is handed over unclosed, never closed at a
+    /// marker that stood inside one of its strings.
+    pub fn finish_cut(&mut self) -> Vec<Piece> {
+        match self {
+            Self::Marked(m) => m.finish(true),
+            Self::Harmony(h) => h.finish(true),
         }
     }
 
@@ -237,7 +247,7 @@ impl Marked {
         emit(Mode::Content, text, out);
     }
 
-    fn finish(&mut self) -> Vec<Piece> {
+    fn finish(&mut self, cut: bool) -> Vec<Piece> {
         let rest = std::mem::take(&mut self.pending);
         let mut out = Vec::new();
         match self.mode {
@@ -245,6 +255,12 @@ impl Marked {
                 self.section.push_str(&rest);
                 let section = std::mem::take(&mut self.section);
                 match self.syntax.call_end {
+                    // The reply stopped mid-call: whatever follows the open
+                    // string is the string's, not a closing marker.
+                    _ if cut => out.push(Piece::Call {
+                        text: section,
+                        closed: false,
+                    }),
                     // An unbalanced quote hid the closing marker: the first
                     // one anywhere closes the section.
                     Some(end) => match section.find(end) {
@@ -256,7 +272,7 @@ impl Marked {
                             });
                             self.mode = Mode::Content;
                             out.extend(self.push(&after));
-                            out.extend(self.finish());
+                            out.extend(self.finish(cut));
                         }
                         None => out.push(Piece::Call {
                             text: section,

@@ -111,3 +111,47 @@ fn a_start_only_marker_counts_only_before_the_answer() {
         [Piece::Content("Here: {\"name\": \"f\"}".into())]
     );
 }
+
+/// The forced call the outside run saw come back as `tool_calls: []`: the
+/// model wrote the closing marker inside an argument's string and the
+/// token limit cut the reply there. A cut reply's call stays unclosed (the
+/// marker was the string's), where a reply that ended on its own still
+/// closes at the first marker (the control).
+#[test]
+fn a_cut_reply_never_closes_its_call_at_a_marker_inside_a_string() {
+    let text = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \");}\n</tool_call>\n more";
+    let mut cut = hermes(false, vec![], true);
+    let mut pieces = cut.push(text);
+    pieces.extend(cut.finish_cut());
+    assert_eq!(
+        pieces,
+        [Piece::Call {
+            text: text.into(),
+            closed: false
+        }]
+    );
+    let mut ended = hermes(false, vec![], true);
+    let mut pieces = ended.push(text);
+    pieces.extend(ended.finish());
+    assert!(
+        matches!(&pieces[0], Piece::Call { closed: true, text } if text.ends_with("</tool_call>")),
+        "{pieces:?}"
+    );
+    for family in [ModelFamily::Llama3, ModelFamily::Harmony] {
+        let mut f = format(family).splitter(false, vec![], true);
+        let opener = match family {
+            ModelFamily::Harmony => {
+                "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Par"
+            }
+            _ => "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Par",
+        };
+        let mut pieces = f.push(opener);
+        pieces.extend(f.finish_cut());
+        assert!(
+            pieces
+                .iter()
+                .any(|p| matches!(p, Piece::Call { closed: false, .. })),
+            "{family:?}: {pieces:?}"
+        );
+    }
+}
