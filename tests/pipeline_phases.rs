@@ -323,6 +323,7 @@ async fn typing_drafts_tool_notices_and_reactions() {
                 interrupt_on_new_message: true,
                 show_tool_calls: true,
                 stream_replies: true,
+                ..ChannelPolicy::default()
             })
             .always_answer(hearth::channels::Answer::Once),
     );

@@ -21,6 +21,11 @@ pub struct ChannelPolicy {
     /// Show the reply while it is made: in a draft, or event by event to a
     /// client that streams (only where the channel offers either).
     pub stream_replies: bool,
+    /// Every sender here holds one credential and names themselves (the
+    /// gateway: whoever has its token picks any `chat`). What is limited
+    /// per person is then limited for the channel as a whole, or one
+    /// holder would be as many people as names they make up.
+    pub one_credential: bool,
 }
 
 impl Default for ChannelPolicy {
@@ -29,6 +34,7 @@ impl Default for ChannelPolicy {
             interrupt_on_new_message: true,
             show_tool_calls: false,
             stream_replies: false,
+            one_credential: false,
         }
     }
 }

@@ -285,6 +285,7 @@ impl Channel for CliChannel {
             interrupt_on_new_message: false,
             show_tool_calls: true,
             stream_replies: true,
+            one_credential: false,
         }
     }
 

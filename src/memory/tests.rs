@@ -338,6 +338,7 @@ fn origin(sender: &str, chat: &str) -> Option<ToolOrigin> {
         reply_target: chat.into(),
         sender: sender.into(),
         thread_ts: None,
+        one_credential: false,
     })
 }
 

@@ -228,6 +228,7 @@ impl Runtime {
             reply_target: message.reply_target.clone(),
             sender: message.sender.clone(),
             thread_ts: message.thread_ts.clone(),
+            one_credential: channel.policy().one_credential,
         })) {
             Ok(c) if scheduled => c.read_only(),
             Ok(c) => c,

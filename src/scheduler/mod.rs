@@ -16,7 +16,7 @@ mod tools;
 
 pub use crate::clock::{Clock, SystemClock, TestClock};
 pub use job::{Delivery, Job, NewJob, Payload, Schedule, ScheduleError};
-pub use runner::{FireError, JobSink, Scheduler, SchedulerError};
+pub use runner::{FireError, Holder, JobSink, Scheduler, SchedulerError};
 pub use store::{FILE, JobStore, StoreError};
 pub use tools::{CronAdd, CronList, CronRemove, cron_tools};
 

@@ -64,6 +64,16 @@ pub enum SchedulerError {
     Invalid(String),
 }
 
+/// Whose share of `[scheduler] max_jobs_per_person` a new job counts
+/// against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// The person it runs as.
+    Owner,
+    /// Everyone on its channel together: they share one credential.
+    Channel,
+}
+
 /// The longest sleep: the wall clock is checked at least this often, so a
 /// clock change, a suspend or a job added by the command line is noticed.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
@@ -106,6 +116,11 @@ impl Scheduler {
     /// Adds a job; refused when its schedule never runs (a time that has
     /// passed) or the job limit is reached.
     pub fn add(&self, job: NewJob) -> Result<Job, SchedulerError> {
+        self.add_held(job, Holder::Owner)
+    }
+
+    /// [`Self::add`], counting the job against `holder`'s share.
+    pub fn add_held(&self, job: NewJob, holder: Holder) -> Result<Job, SchedulerError> {
         if let Schedule::Every(d) = &job.schedule
             && *d < super::job::MIN_INTERVAL
         {
@@ -120,9 +135,12 @@ impl Scheduler {
         if count >= self.config.max_jobs {
             return Err(SchedulerError::Full(count));
         }
-        let owned = self
-            .store
-            .count_owned(&job.delivery.channel, job.delivery.owner())?;
+        let owned = match holder {
+            Holder::Owner => self
+                .store
+                .count_owned(&job.delivery.channel, Some(job.delivery.owner()))?,
+            Holder::Channel => self.store.count_owned(&job.delivery.channel, None)?,
+        };
         if owned >= self.config.max_jobs_per_person {
             return Err(SchedulerError::FullForPerson(owned));
         }

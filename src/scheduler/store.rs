@@ -160,10 +160,11 @@ impl JobStore {
 
     /// The jobs that `owner` set in `channel` (a job without an owner
     /// belongs to its chat's own person).
-    pub fn count_owned(&self, channel: &str, owner: &str) -> Result<usize, StoreError> {
+    /// The jobs of `owner` on `channel`; with `None`, of everyone on it.
+    pub fn count_owned(&self, channel: &str, owner: Option<&str>) -> Result<usize, StoreError> {
         self.with(|c| {
             c.query_row(
-                "SELECT COUNT(*) FROM jobs WHERE channel = ?1 AND COALESCE(owner, recipient) = ?2",
+                "SELECT COUNT(*) FROM jobs WHERE channel = ?1 AND (?2 IS NULL OR COALESCE(owner, recipient) = ?2)",
                 params![channel, owner],
                 |r| r.get::<_, i64>(0),
             )

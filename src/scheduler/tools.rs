@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::job::{Delivery, Job, NewJob, Payload, Schedule};
 use super::parse::{parse_at, parse_duration};
-use super::runner::Scheduler;
+use super::runner::{Holder, Scheduler};
 use crate::tools::{Tool, ToolContext, ToolOrigin, ToolResult};
 use futures::future::BoxFuture;
 
@@ -142,7 +142,11 @@ impl Tool for CronAdd {
                 Ok(j) => j,
                 Err(e) => return ToolResult::error(e),
             };
-            match self.0.add(job) {
+            let holder = match &ctx.origin {
+                Some(o) if o.one_credential => Holder::Channel,
+                _ => Holder::Owner,
+            };
+            match self.0.add_held(job, holder) {
                 Ok(job) => ToolResult::ok(format!("scheduled {}", job.describe())),
                 Err(e) => ToolResult::error(e.to_string()),
             }

@@ -150,6 +150,9 @@ pub struct ToolOrigin {
     pub reply_target: String,
     pub sender: String,
     pub thread_ts: Option<String>,
+    /// The channel's senders share one credential
+    /// ([`crate::channels::ChannelPolicy::one_credential`]).
+    pub one_credential: bool,
 }
 
 pub trait Tool: Send + Sync {

@@ -366,6 +366,7 @@ impl Channel for AcpChannel {
             interrupt_on_new_message: false,
             show_tool_calls: true,
             stream_replies: true,
+            one_credential: false,
         }
     }
 

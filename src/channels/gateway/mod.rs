@@ -370,6 +370,8 @@ impl Channel for GatewayChannel {
             // request waits for the reply alone.
             show_tool_calls: true,
             stream_replies: true,
+            // One token, any chat name.
+            one_credential: true,
         }
     }
 

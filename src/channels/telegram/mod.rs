@@ -181,6 +181,7 @@ impl Channel for TelegramChannel {
             interrupt_on_new_message: self.settings.interrupt_on_new_message,
             show_tool_calls: self.settings.show_tool_calls,
             stream_replies: self.settings.stream_mode == StreamMode::Partial,
+            one_credential: false,
         }
     }
 

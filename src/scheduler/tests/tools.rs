@@ -22,6 +22,7 @@ fn chat(chat: &str, thread: Option<&str>) -> Option<ToolOrigin> {
         reply_target: chat.into(),
         sender: "42".into(),
         thread_ts: thread.map(str::to_string),
+        one_credential: false,
     })
 }
 
@@ -121,4 +122,67 @@ async fn cron_add_from_a_chat_delivers_to_that_chat() {
     let r = reg.run("cron_remove", json!({"id": id}), &here).await;
     assert!(!r.is_error, "{r:?}");
     assert!(s.list().unwrap().is_empty());
+}
+
+/// Whoever holds the gateway's token names any chat, so its chats share
+/// one person's share of jobs: made-up names do not fill `max_jobs` for
+/// everyone. The control: on Telegram, where an id is an account, two
+/// people each keep their own share.
+#[tokio::test(start_paused = true)]
+async fn made_up_chat_names_share_one_credentials_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(TestClock::new(utc(6, 7, 0)));
+    let s = Arc::new(
+        Scheduler::open(
+            &JobStore::path_in(dir.path()),
+            SchedulerConfig {
+                max_jobs: 10,
+                max_jobs_per_person: 3,
+                ..SchedulerConfig::default()
+            },
+            Arc::clone(&clock) as Arc<dyn Clock>,
+        )
+        .unwrap(),
+    );
+    let mut reg = ToolRegistry::default();
+    for t in cron_tools(Arc::clone(&s)) {
+        reg.register(t);
+    }
+    let add = json!({"prompt": "stretch", "in": "2h"});
+    let gateway = |name: &str| {
+        tool_ctx(
+            &dir,
+            Some(ToolOrigin {
+                channel: "gateway".into(),
+                reply_target: name.into(),
+                sender: name.into(),
+                thread_ts: None,
+                one_credential: true,
+            }),
+        )
+    };
+    for name in ["a", "b", "c"] {
+        let r = reg.run("cron_add", add.clone(), &gateway(name)).await;
+        assert!(!r.is_error, "{r:?}");
+    }
+    let r = reg.run("cron_add", add.clone(), &gateway("d")).await;
+    assert!(
+        r.is_error,
+        "a fourth made-up name is the same holder: {r:?}"
+    );
+    assert!(r.content.contains("max_jobs_per_person"), "{r:?}");
+    for person in ["42", "43"] {
+        for _ in 0..3 {
+            let here = tool_ctx(
+                &dir,
+                Some(ToolOrigin {
+                    sender: person.into(),
+                    ..chat(person, None).unwrap()
+                }),
+            );
+            let r = reg.run("cron_add", add.clone(), &here).await;
+            assert!(!r.is_error, "{person}: {r:?}");
+        }
+    }
+    assert_eq!(s.list().unwrap().len(), 9);
 }
