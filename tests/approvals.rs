@@ -408,12 +408,26 @@ async fn telegram_always_for_this_chat_asks_once_and_a_stale_button_is_closed() 
 const TOKEN: &str = "gw-token-0123456789abcdef";
 
 async fn gateway() -> (Daemon, String, PathBuf, tempfile::TempDir) {
+    let (daemon, url, workspace, home, _) = gateway_with("").await;
+    (daemon, url, workspace, home)
+}
+
+/// [`gateway`] with `extra` keys in `[channels.gateway]`; the channel too.
+async fn gateway_with(
+    extra: &str,
+) -> (
+    Daemon,
+    String,
+    PathBuf,
+    tempfile::TempDir,
+    Arc<GatewayChannel>,
+) {
     let home = tempfile::tempdir().unwrap();
     let path = home.path().join("hearth.toml");
     std::fs::write(
         &path,
         format!(
-            "[agent]\napproval_timeout_secs = 5\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\n"
+            "[agent]\napproval_timeout_secs = 5\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\ntoken = \"{TOKEN}\"\n{extra}"
         ),
     )
     .unwrap();
@@ -424,7 +438,7 @@ async fn gateway() -> (Daemon, String, PathBuf, tempfile::TempDir) {
     let addr = tokio::time::timeout(WAIT, channel.local_addr())
         .await
         .unwrap();
-    (daemon, format!("http://{addr}"), workspace, home)
+    (daemon, format!("http://{addr}"), workspace, home, channel)
 }
 
 /// Answers question `id` as the client of `chat`.
@@ -529,6 +543,71 @@ async fn the_gateway_returns_the_question_and_the_follow_up_answers_it() {
     .await;
     assert_eq!(status, 200);
     assert!(body["reply"].as_str().unwrap().contains("hello"), "{body}");
+    daemon.stop().await;
+}
+
+/// The owner answers a gateway client's question on the web page: the
+/// call runs as the page said, the client's own later answer gets the
+/// reply and is told where it was decided (not a 404), and a client that
+/// never comes back leaves nothing parked. The control: a question the
+/// client answers itself is parked until it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_answered_on_the_page_tells_the_client_and_lets_go() {
+    let (daemon, url, workspace, _home, channel) = gateway_with("reply_timeout_secs = 2\n").await;
+    let folder = workspace.join("kitchen");
+    let board = daemon.runtime().questions().clone();
+    let ask = |file: &str| {
+        post(
+            &url,
+            "/v1/message",
+            json!({"text": write_call(file, "paged"), "chat": "kitchen"}),
+        )
+    };
+    let (status, body) = ask("paged.txt").await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["approval"]["id"].as_str().unwrap().to_string();
+    assert_eq!(channel.parked_questions(), 1);
+    assert!(
+        board.answer(&id, Answer::Once),
+        "the page's answer is taken"
+    );
+    let written = folder.join("paged.txt");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !written.exists() {
+        assert!(std::time::Instant::now() < deadline, "the call never ran");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The client comes back with its own answer: the page's stands.
+    let (status, body) = answer(&url, &id, "kitchen", "deny").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["answered_on_page"], "once", "{body}");
+    assert!(body["reply"].is_string(), "{body}");
+    assert_eq!(channel.parked_questions(), 0);
+    let (status, _) = answer(&url, &id, "kitchen", "once").await;
+    assert_eq!(status, 404, "answered once is answered");
+
+    // Answered on the page, and the client never comes back.
+    let (_, body) = ask("gone.txt").await;
+    let id = body["approval"]["id"].as_str().unwrap().to_string();
+    assert!(board.answer(&id, Answer::Once));
+    // The control: the client's own question, left open, stays parked
+    // while it may still be answered.
+    let (_, body) = ask("mine.txt").await;
+    let mine = body["approval"]["id"].as_str().unwrap().to_string();
+    assert_eq!(channel.parked_questions(), 2);
+    // Each is let go by its question's 5 s and the reply's 2 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while channel.parked_questions() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} parked questions were never let go",
+            channel.parked_questions()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (status, _) = answer(&url, &mine, "kitchen", "once").await;
+    assert_eq!(status, 404);
+    assert!(!folder.join("mine.txt").exists(), "unanswered is denied");
     daemon.stop().await;
 }
 

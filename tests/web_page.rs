@@ -502,15 +502,15 @@ async fn the_owner_answers_their_telegram_question_on_the_page_and_no_one_elses(
     })
     .await;
     assert_eq!(seen["count_after"], "", "{seen}");
-    // In Telegram, the owner's question closes as the page decided it: no
-    // buttons left, and it does not claim the call was stopped.
+    // In Telegram, the owner's question closes as the page decided it, and
+    // says so: no buttons left, and it does not claim the call was stopped.
     until("the owner's Telegram question to close", WAIT, || {
         fake.with_buttons(111).is_empty()
     })
     .await;
     let shown = fake.chat(111).join("\n");
     assert!(
-        shown.contains("→ allowed once") && !shown.contains("not run"),
+        shown.contains("→ allowed once on the web page") && !shown.contains("not run"),
         "{shown}"
     );
     // The other question was never answered here: it times out, denied.

@@ -194,7 +194,15 @@ pub enum Delivered {
 
 struct Open {
     sender: String,
-    answer: oneshot::Sender<Answer>,
+    answer: oneshot::Sender<Given>,
+}
+
+/// An answer, and whether it was given somewhere other than where the
+/// question was asked (on the web page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Given {
+    pub answer: Answer,
+    pub elsewhere: bool,
 }
 
 /// The questions waiting for an answer, by id.
@@ -232,7 +240,12 @@ impl Questions {
         match open.get(id) {
             None => Delivered::Expired,
             Some(o) if o.sender != sender => Delivered::NotYours,
-            Some(_) => match open.remove(id).map(|o| o.answer.send(answer)) {
+            Some(_) => match open.remove(id).map(|o| {
+                o.answer.send(Given {
+                    answer,
+                    elsewhere: false,
+                })
+            }) {
                 Some(Ok(())) => Delivered::Taken,
                 _ => Delivered::Expired,
             },
@@ -244,7 +257,14 @@ impl Questions {
     /// such question is open.
     pub fn settle(&self, id: &str, answer: Answer) -> bool {
         let open = self.open().remove(id);
-        open.is_some_and(|o| o.answer.send(answer).is_ok())
+        open.is_some_and(|o| {
+            o.answer
+                .send(Given {
+                    answer,
+                    elsewhere: true,
+                })
+                .is_ok()
+        })
     }
 
     /// Whether question `id` is still open.
@@ -257,16 +277,21 @@ impl Questions {
 pub struct Ticket {
     questions: Questions,
     id: String,
-    rx: Option<oneshot::Receiver<Answer>>,
+    rx: Option<oneshot::Receiver<Given>>,
     timeout: Duration,
 }
 
 impl Ticket {
     /// The answer, or `None` when none came within the timeout.
-    pub async fn wait(mut self) -> Option<Answer> {
+    pub async fn wait(self) -> Option<Answer> {
+        self.wait_given().await.map(|g| g.answer)
+    }
+
+    /// [`Self::wait`], saying where the answer was given.
+    pub async fn wait_given(mut self) -> Option<Given> {
         let rx = self.rx.take()?;
         match tokio::time::timeout(self.timeout, rx).await {
-            Ok(Ok(answer)) => Some(answer),
+            Ok(Ok(given)) => Some(given),
             _ => None,
         }
     }

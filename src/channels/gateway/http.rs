@@ -199,12 +199,20 @@ impl Drop for Pending {
 
 /// What the client of message `id` in `chat` gets: the reply, or a
 /// question (the message then waits for `POST /v1/approval`).
+/// `on_page`: the last question was answered on the web page, as this
+/// answer, which the body then says.
 async fn outcome(
     app: &App,
-    chat: String,
-    id: String,
+    (chat, id): (String, String),
     mut events: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    on_page: Option<Answer>,
 ) -> Response {
+    let said = |mut body: serde_json::Value| {
+        if let Some(answer) = on_page {
+            body["answered_on_page"] = json!(answer.as_str());
+        }
+        axum::Json(body).into_response()
+    };
     let mut pending = Pending {
         shared: app.shared.clone(),
         id: id.clone(),
@@ -212,24 +220,33 @@ async fn outcome(
     };
     let wait = app.shared.reply_timeout;
     match tokio::time::timeout(wait, settled(&mut events)).await {
-        Ok(Some(Event::Reply(text))) => {
-            axum::Json(json!({ "reply": text, "chat": chat })).into_response()
-        }
-        Ok(Some(Event::Stopped)) => {
-            axum::Json(json!({ "reply": "(stopped)", "chat": chat })).into_response()
-        }
+        Ok(Some(Event::Reply(text))) => said(json!({ "reply": text, "chat": chat })),
+        Ok(Some(Event::Stopped)) => said(json!({ "reply": "(stopped)", "chat": chat })),
         Ok(Some(Event::Question(q))) => {
             let body = json!({ "approval": super::question(&q), "chat": chat });
             pending.parked = true;
             app.shared.parked().insert(
-                q.id,
+                q.id.clone(),
                 Parked {
                     chat,
                     message_id: id,
                     events,
+                    on_page: None,
                 },
             );
-            axum::Json(body).into_response()
+            // A client that never comes back leaves nothing behind: the
+            // message is let go once the question and a reply's wait are over.
+            let shared = app.shared.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(q.timeout + shared.reply_timeout).await;
+                if let Some(p) = shared.parked().remove(&q.id) {
+                    tracing::info!(
+                        "gateway: nobody came back for the answer to a question; its message is let go"
+                    );
+                    shared.forget(&p.message_id);
+                }
+            });
+            said(body)
         }
         Ok(_) => error(StatusCode::BAD_GATEWAY, "the message ended without a reply"),
         Err(_) => error(
@@ -387,7 +404,7 @@ async fn message(
             app.shared.forget(&id);
             error(StatusCode::SERVICE_UNAVAILABLE, "hearth is shutting down")
         }
-        Ok(Accepted::Queued) => outcome(&app, chat, id, events).await,
+        Ok(Accepted::Queued) => outcome(&app, (chat, id), events, None).await,
         // A retry of a request already recorded: its answer, not a second run.
         Ok(Accepted::Known { reply }) => {
             app.shared.forget(&id);
@@ -471,12 +488,26 @@ async fn approval(
             None => return closed(),
         }
     };
+    if let Some(given) = parked.on_page {
+        // The owner answered on the web page first: that answer stands,
+        // and the client gets what followed from it.
+        return outcome(
+            &app,
+            (parked.chat, parked.message_id),
+            parked.events,
+            Some(given),
+        )
+        .await;
+    }
     match app
         .shared
         .questions
         .answer(&request.id, &parked.chat, answer)
     {
-        Delivered::Taken => outcome(&app, parked.chat, parked.message_id, parked.events).await,
+        Delivered::Taken => {
+            let message = (parked.chat, parked.message_id);
+            outcome(&app, message, parked.events, None).await
+        }
         Delivered::Expired | Delivered::NotYours => {
             app.shared.forget(&parked.message_id);
             closed()

@@ -89,6 +89,8 @@ struct Parked {
     chat: String,
     message_id: String,
     events: mpsc::UnboundedReceiver<Event>,
+    /// The question was answered on the web page, as this.
+    on_page: Option<Answer>,
 }
 
 /// What the channel and its HTTP handlers share.
@@ -261,6 +263,12 @@ impl GatewayChannel {
         }
     }
 
+    /// Questions whose client has yet to come back for what followed
+    /// (`POST /v1/approval`).
+    pub fn parked_questions(&self) -> usize {
+        self.shared.parked().len()
+    }
+
     /// The address it listens on, once it does (port 0 picks a free one).
     pub async fn local_addr(&self) -> SocketAddr {
         let mut bound = self.shared.bound.subscribe();
@@ -359,6 +367,16 @@ impl Channel for GatewayChannel {
             }
             Ok(answer)
         })
+    }
+
+    fn answered_elsewhere(&self, id: &str, answer: Answer) -> bool {
+        if !self.shared.questions.settle(id, answer) {
+            return false;
+        }
+        if let Some(parked) = self.shared.parked().get_mut(id) {
+            parked.on_page = Some(answer);
+        }
+        true
     }
 
     fn policy(&self) -> ChannelPolicy {

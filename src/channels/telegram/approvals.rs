@@ -100,12 +100,13 @@ impl TelegramChannel {
             question,
             outcome: "stopped: not run".to_string(),
         };
-        let answer = ticket.wait().await;
-        close.outcome = match answer {
-            Some(a) => a.verdict().to_string(),
+        let given = ticket.wait_given().await;
+        close.outcome = match given {
+            Some(g) if g.elsewhere => format!("{} on the web page", g.answer.verdict()),
+            Some(g) => g.answer.verdict().to_string(),
             None => format!("no answer within {} s: not run", request.timeout.as_secs()),
         };
-        Ok(answer)
+        Ok(given.map(|g| g.answer))
     }
 
     /// A button was pressed.
