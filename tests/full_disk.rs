@@ -179,3 +179,86 @@ async fn a_full_disk_is_told_damages_nothing_and_the_message_is_answered_once_sp
     assert_no_panic(&log);
     assert!(log.contains("could not be recorded; trying again"), "{log}");
 }
+
+fn inbox_states(copy: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(copy.join("history.sqlite3")).unwrap();
+    conn.prepare("SELECT message, state FROM inbox ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// The disk fills after a message arrived, while its reply is being
+/// made. The reply is not sent until it can be recorded (the sender is
+/// told once that it waits), then it is sent once and its record ends
+/// `answered`: a restart would not answer it again. Before, the reply went
+/// out unrecorded and its record stayed open, so a restart answered twice.
+/// The control: a message with room is answered and recorded alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_that_fills_while_a_reply_is_made_sends_it_once_and_records_it() {
+    let fake = FakeTelegram::start().await;
+    // Three seconds a reply: time to fill the disk after its arrival.
+    let model = SlowModel::start(30, Duration::from_millis(100)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "stream_mode = \"off\"\n", "");
+    let (daemon, data) = start_on_tmpfs(&sandbox, &config, 16);
+
+    send(&fake, 611, "with room to spare");
+    until("the first answer", Duration::from_secs(30), || {
+        answers(&fake, 611, "with room to spare") == 1
+    })
+    .await;
+
+    send(&fake, 612, "the disk fills meanwhile");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let filler = data.join("filler");
+    let took = fill(&filler);
+    assert!(took > 1 << 20, "the tmpfs had room to fill: {took}");
+    let told = || {
+        fake.chat(612)
+            .iter()
+            .filter(|m| m.contains("Your answer is ready"))
+            .count()
+    };
+    until(
+        "the sender told their reply waits",
+        Duration::from_secs(30),
+        || told() == 1,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        answers(&fake, 612, "the disk fills meanwhile"),
+        0,
+        "not sent while it cannot be recorded: {:?}\n{}",
+        fake.chat(612),
+        daemon.log()
+    );
+    assert_eq!(told(), 1, "told once: {:?}", fake.chat(612));
+
+    std::fs::remove_file(&filler).unwrap();
+    until(
+        "the reply once space returned",
+        Duration::from_secs(60),
+        || answers(&fake, 612, "the disk fills meanwhile") == 1,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(answers(&fake, 612, "the disk fills meanwhile"), 1);
+
+    let copy = sandbox.path("copy");
+    assert_eq!(integrity(&data, "history.sqlite3", &copy), "ok");
+    let states = inbox_states(&copy);
+    for asked in ["with room to spare", "the disk fills meanwhile"] {
+        let state: Vec<&str> = states
+            .iter()
+            .filter(|(m, _)| m.contains(asked))
+            .map(|(_, s)| s.as_str())
+            .collect();
+        assert_eq!(state, ["answered"], "{asked}: {states:?}");
+    }
+    let log = daemon.term().1;
+    assert_no_panic(&log);
+}

@@ -82,6 +82,13 @@ pub enum InboxError {
     NoRuntime,
 }
 
+/// The waits between tries of a write that must not be lost: from 1 s,
+/// doubling to 30 s.
+const KEEP_TRYING: crate::retry::RetryPolicy = crate::retry::RetryPolicy::new(
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(30),
+);
+
 /// A turn's messages for the history, and its conversation.
 pub type Turn = (String, Vec<ChatMessage>);
 
@@ -237,18 +244,20 @@ impl Inbox {
         self.detach("draft", move |conn| store::set_draft(conn, &message, &id));
     }
 
-    /// Ends a record in `state` (with the reason, for `Failed`).
+    /// Ends a record in `state` (with the reason, for `Failed`); kept
+    /// trying until it is written.
     pub fn finish(&self, message: &ChannelMessage, state: State, error: Option<&str>) {
         let (message, error) = (message.clone(), error.map(str::to_string));
-        self.detach("finish", move |conn| {
+        self.keep_trying("finish", move |conn| {
             store::set_state(conn, &message, state, error.as_deref()).map(|_| ())
         });
     }
 
-    /// Part `index` arrived as the platform's message `id`.
+    /// Part `index` arrived as the platform's message `id`; kept trying
+    /// until it is written.
     pub fn sent(&self, message: &ChannelMessage, index: usize, id: &str) {
         let (message, id) = (message.clone(), id.to_string());
-        self.detach("sent", move |conn| {
+        self.keep_trying("sent", move |conn| {
             store::set_sent(conn, &message, index, &id)
         });
     }
@@ -314,6 +323,38 @@ impl Inbox {
         f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<()> + Send + 'static,
     ) {
         self.writer.detach(what, f);
+    }
+
+    /// Queues `f` now, in order with every other write, and tries it again
+    /// until it is written (a full disk): what was sent must be recorded
+    /// as sent, or a restart would send it again.
+    fn keep_trying(
+        &self,
+        what: &'static str,
+        f: impl Fn(&rusqlite::Connection) -> rusqlite::Result<()> + Send + Sync + 'static,
+    ) {
+        let f = Arc::new(f);
+        let writer = self.writer.clone();
+        let first = {
+            let f = f.clone();
+            writer.submit(false, move |conn| f(conn))
+        };
+        self.writer.spawn(async move {
+            let mut done = first.await;
+            let mut backoff = KEEP_TRYING.backoff();
+            while let Ok(Err(e)) = done {
+                let wait = backoff.failed();
+                if backoff.failures() == 1 {
+                    tracing::error!(error = %e, "inbox: cannot record `{what}`; trying again until it is written");
+                }
+                tokio::time::sleep(wait).await;
+                let f = f.clone();
+                done = writer.submit(false, move |conn| f(conn)).await;
+            }
+            if backoff.failures() > 0 && matches!(done, Ok(Ok(()))) {
+                tracing::info!("inbox: `{what}` recorded after {} tries", backoff.failures() + 1);
+            }
+        });
     }
 }
 

@@ -37,6 +37,7 @@ struct Job {
 }
 
 /// The queue of jobs and the connection that runs them.
+#[derive(Clone)]
 pub(super) struct Writer {
     shared: Arc<Shared>,
     path: PathBuf,
@@ -139,6 +140,11 @@ impl Writer {
             durable: false,
             work,
         });
+    }
+
+    /// Runs `task` on the writer's runtime.
+    pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.runtime.spawn(task);
     }
 
     fn enqueue(&self, job: Job) {

@@ -15,7 +15,17 @@ use super::hooks::{self, HookAction};
 use super::{Outcome, Runtime, outcome};
 use crate::channels::{Channel, ChannelError, ChannelMessage, SendMessage};
 use crate::chat::ChatMessage;
-use crate::inbox::{Entry, EntryJournal, Inbound, State, retry};
+use crate::inbox::{Entry, EntryJournal, Inbound, InboxError, State, retry};
+use crate::retry::RetryPolicy;
+
+/// The waits between tries to record a made reply: from 1 s, doubling to 30 s.
+const REPLY_RECORD_RETRY: RetryPolicy = RetryPolicy::new(
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(30),
+);
+
+/// What a sender is told, once, while their reply cannot be recorded.
+pub const UNRECORDED_REPLY: &str = "⚠️ Your answer is ready, but hearth cannot store it right now: the disk where it keeps its data is full or failing. It comes as soon as it can be stored; nothing needs to be sent again.";
 
 /// A reply to send, and what to record with it.
 pub(super) struct Reply {
@@ -78,9 +88,8 @@ impl Runtime {
                 }
             };
         }
-        if let Err(e) = self.inbox.replying(message, &out.content, reply.turn).await {
-            tracing::error!(error = %e, "cannot record the reply; sending it anyway");
-        }
+        self.record_reply(channel, message, &out.content, reply.turn)
+            .await;
         let journal = EntryJournal::fresh(self.inbox.clone(), message.clone());
         let sent = channel
             .send_recorded(&out, reply.draft.as_deref(), &journal)
@@ -88,6 +97,43 @@ impl Runtime {
         match self.settle(message, sent, 0, None).await {
             Ok(()) => reply.success,
             Err(e) => Outcome::Undelivered(e.to_string()),
+        }
+    }
+
+    /// Records the reply before it is sent. While it cannot be (a full
+    /// disk) it waits, and the person is told once: a reply sent without
+    /// its record would be made and sent again after a restart.
+    async fn record_reply(
+        &self,
+        channel: &Arc<dyn Channel>,
+        message: &ChannelMessage,
+        text: &str,
+        turn: Option<(String, Vec<ChatMessage>)>,
+    ) {
+        let mut backoff = REPLY_RECORD_RETRY.backoff();
+        loop {
+            let Err(e) = self.inbox.replying(message, text, turn.clone()).await else {
+                if backoff.failures() > 0 {
+                    tracing::info!(
+                        tries = backoff.failures() + 1,
+                        "the reply is recorded; sending it"
+                    );
+                }
+                return;
+            };
+            if matches!(e, InboxError::Gone | InboxError::NoRuntime) {
+                tracing::error!(error = %e, "cannot record the reply; sending it anyway");
+                return;
+            }
+            let wait = backoff.failed();
+            if backoff.failures() == 1 {
+                tracing::error!(error = %e, "the reply is made but cannot be recorded; it waits until it can be, so that it is sent once");
+                let notice = SendMessage::reply_to(message, UNRECORDED_REPLY.to_string());
+                if let Err(e) = channel.send(&notice).await {
+                    tracing::warn!(error = %e, "cannot tell the sender their reply waits");
+                }
+            }
+            tokio::time::sleep(wait).await;
         }
     }
 
