@@ -150,8 +150,8 @@ pub struct ToolOrigin {
     pub reply_target: String,
     pub sender: String,
     pub thread_ts: Option<String>,
-    /// The channel's senders share one credential
-    /// ([`crate::channels::ChannelPolicy::one_credential`]).
+    /// The channel's senders share one credential (its policy's
+    /// `one_credential`).
     pub one_credential: bool,
 }
 

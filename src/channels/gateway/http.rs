@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::brake::{self, Brake};
 use super::connections::{self, ConnectionHandle};
 use super::guard::Refusal;
-use super::{Event, Parked, Shared};
+use super::{Event, Parked, Shared, settled};
 use crate::channels::approval::{Answer, Delivered};
 use crate::channels::{Accepted, ChannelError, Intake};
 use crate::metrics::Metrics;
@@ -225,27 +225,14 @@ async fn outcome(
         Ok(Some(Event::Question(q))) => {
             let body = json!({ "approval": super::question(&q), "chat": chat });
             pending.parked = true;
-            app.shared.parked().insert(
-                q.id.clone(),
-                Parked {
-                    chat,
-                    message_id: id,
-                    events,
-                    on_page: None,
-                },
-            );
-            // A client that never comes back leaves nothing behind: the
-            // message is let go once the question and a reply's wait are over.
-            let shared = app.shared.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(q.timeout + shared.reply_timeout).await;
-                if let Some(p) = shared.parked().remove(&q.id) {
-                    tracing::info!(
-                        "gateway: nobody came back for the answer to a question; its message is let go"
-                    );
-                    shared.forget(&p.message_id);
-                }
-            });
+            let (message_id, on_page) = (id, None);
+            let parked = Parked {
+                chat,
+                message_id,
+                events,
+                on_page,
+            };
+            Shared::park(&app.shared, &q, parked);
             said(body)
         }
         Ok(_) => error(StatusCode::BAD_GATEWAY, "the message ended without a reply"),
@@ -256,19 +243,6 @@ async fn outcome(
                 wait.as_secs()
             ),
         ),
-    }
-}
-
-/// The next event a plain request answers with: drafts and tool notices
-/// are for streaming clients.
-pub(super) async fn settled(
-    events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>,
-) -> Option<Event> {
-    loop {
-        match events.recv().await? {
-            Event::Text(_) | Event::Reasoning | Event::Tool(_) | Event::Round { .. } => continue,
-            event => return Some(event),
-        }
     }
 }
 

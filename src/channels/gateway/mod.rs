@@ -124,6 +124,23 @@ impl Shared {
         self.parked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Parks a message on question `q` until its client answers. A client
+    /// that never comes back leaves nothing behind: the message is let go
+    /// once the question's and a reply's wait are over.
+    fn park(shared: &Arc<Self>, q: &ApprovalRequest, parked: Parked) {
+        shared.parked().insert(q.id.clone(), parked);
+        let (shared, id, wait) = (shared.clone(), q.id.clone(), q.timeout);
+        tokio::spawn(async move {
+            tokio::time::sleep(wait + shared.reply_timeout).await;
+            if let Some(p) = shared.parked().remove(&id) {
+                tracing::info!(
+                    "gateway: nobody came back for the answer to a question; its message is let go"
+                );
+                shared.forget(&p.message_id);
+            }
+        });
+    }
+
     /// Who every request is: the token holder, or loopback without one.
     /// The message id of a request with `Idempotency-Key: key` in `chat`:
     /// the same for every retry, so the inbox knows it. The key comes
@@ -415,6 +432,17 @@ impl ReplyStream for GatewayChannel {
             self.shared.tell(message_id, told);
         }
         Box::pin(async {})
+    }
+}
+
+/// The next event a plain request answers with: drafts and tool notices
+/// are for streaming clients.
+async fn settled(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> Option<Event> {
+    loop {
+        match events.recv().await? {
+            Event::Text(_) | Event::Reasoning | Event::Tool(_) | Event::Round { .. } => continue,
+            event => return Some(event),
+        }
     }
 }
 
