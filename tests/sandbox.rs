@@ -633,6 +633,22 @@ async fn landlock_commands_have_no_capabilities_and_no_unix_sockets() {
                 );
             }
         }
+        // TLS's private keys stay out of sight, the network open or not;
+        // the public certificates and OpenSSL's settings are shown.
+        let r = call(
+            &w,
+            "shell",
+            json!({"command": "ls /etc/ssl/private >/dev/null 2>&1 && echo KEYS-LISTED; head -c 0 /etc/ssl/openssl.cnf && echo CNF-READ; grep -c BEGIN /etc/ssl/certs/ca-certificates.crt >/dev/null && echo CERTS-READ"}),
+        )
+        .await;
+        assert_eq!(
+            r.content.contains("KEYS-LISTED"),
+            !contained && root,
+            "{agent}: {}",
+            r.content
+        );
+        assert!(r.content.contains("CNF-READ"), "{agent}: {}", r.content);
+        assert!(r.content.contains("CERTS-READ"), "{agent}: {}", r.content);
         let before = w.unix_connections.load(Ordering::SeqCst);
         let r = call(&w, "shell", json!({ "command": fill(HOSTILE_UNIX, &w) })).await;
         let reached = w.unix_connections.load(Ordering::SeqCst) - before;

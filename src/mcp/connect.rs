@@ -14,6 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::McpError;
 use super::handler::Handler;
+use super::launcher;
 use crate::config::{McpServerConfig, McpTransport};
 use crate::sandbox::{Limits, Sandbox, Serving};
 
@@ -61,8 +62,20 @@ pub(super) async fn connect(
         } => {
             let (sandbox, program) =
                 contained(name, command, env, reads, *network, base, data_dir)?;
-            let env: Vec<(String, String)> =
+            let mut env: Vec<(String, String)> =
                 env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if let Some(packages) = launcher::npx_packages(Path::new(&program), args)
+                && !*network
+            {
+                let folder = data_dir.join("mcp").join(name);
+                let fetcher = sandbox.with_network(true);
+                launcher::fetch(name, &program, &packages, &env, &fetcher, &folder).await?;
+                let offline = launcher::OFFLINE
+                    .iter()
+                    .filter(|(k, _)| !env.iter().any(|(set, _)| set == k))
+                    .map(|(k, v)| (k.to_string(), v.to_string()));
+                env.extend(offline.collect::<Vec<_>>());
+            }
             let mut process =
                 sandbox
                     .spawn(&program, args, &env)

@@ -13,6 +13,7 @@
 mod connect;
 mod handler;
 mod hub;
+mod launcher;
 mod resolve;
 pub mod serve;
 mod supervise;
@@ -36,6 +37,8 @@ pub enum McpError {
     },
     #[error("{0}")]
     Command(String),
+    #[error("npm could not fetch {packages}: {why}")]
+    Fetch { packages: String, why: String },
     #[error("no answer to `initialize` within {0} s")]
     StartTimeout(u64),
     #[error("`initialize` failed: {0}")]
@@ -56,6 +59,9 @@ impl McpError {
             Self::Folder { .. } => "check the data dir is writable",
             Self::Command(_) => {
                 "install the server, or give `command` as the full path of its program"
+            }
+            Self::Fetch { .. } => {
+                "check the package's name and version; its first start downloads it from the npm registry, which must be reachable then"
             }
             Self::StartTimeout(_) => {
                 "the server started but never answered; run its command by hand to see what it waits for, or raise `start_timeout_secs`"

@@ -4,7 +4,8 @@
 //! - user, PID, IPC, UTS, cgroup and (unless the network is allowed) network
 //!   namespaces; a fresh `/proc` shows only the sandbox's own processes;
 //! - `/usr`, `/bin`, `/lib*` read-only, and from `/etc` only what programs
-//!   need to start (the loader cache, the time zone, Debian's alternatives);
+//!   need to start (the loader cache, the time zone, Debian's alternatives,
+//!   OpenSSL's settings and the public certificates);
 //!   `/etc/passwd` and `/etc/group` are synthetic, with one user;
 //! - a private `/tmp`, a minimal `/dev`, all capabilities dropped;
 //! - the workspace bound at its own path, as the working folder and `HOME`;
@@ -30,14 +31,20 @@ const SYSTEM_DIRS: &[&str] = &[
 ];
 
 /// What programs need from `/etc` to start.
-const ETC_FILES: &[&str] = &["/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"];
+const ETC_FILES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/alternatives",
+    // Never `/etc/ssl` whole: its `private` holds TLS keys.
+    "/etc/ssl/openssl.cnf",
+    "/etc/ssl/certs",
+];
 
 /// What name resolution and TLS need, bound only when the network is allowed.
 const ETC_NETWORK: &[&str] = &[
     "/etc/resolv.conf",
     "/etc/hosts",
     "/etc/nsswitch.conf",
-    "/etc/ssl",
     "/etc/ca-certificates",
 ];
 

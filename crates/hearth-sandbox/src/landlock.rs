@@ -50,13 +50,18 @@ const READ_ONLY: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/localtime",
     "/etc/alternatives",
+    // OpenSSL's settings, read as it starts (Node ends before it runs a
+    // line when they are denied), and the public certificates (npm reads
+    // the bundle its settings name even offline); never `/etc/ssl` whole,
+    // whose `private` a root daemon's command could otherwise list.
+    "/etc/ssl/openssl.cnf",
+    "/etc/ssl/certs",
 ];
 
 const READ_ONLY_NETWORK: &[&str] = &[
     "/etc/resolv.conf",
     "/etc/hosts",
     "/etc/nsswitch.conf",
-    "/etc/ssl",
     "/etc/ca-certificates",
 ];
 

@@ -167,6 +167,15 @@ impl Sandbox {
         }
     }
 
+    /// The same sandbox with the network allowed or not (a server's
+    /// download step, which alone needs it).
+    pub fn with_network(&self, network: bool) -> Self {
+        Self {
+            network,
+            ..self.clone()
+        }
+    }
+
     pub fn containment(&self) -> &Containment {
         &self.containment
     }
