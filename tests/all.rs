@@ -40,6 +40,7 @@ mod make_gpu;
 mod make_install;
 mod mcp_client;
 mod mcp_hostile;
+mod mcp_memory;
 mod mcp_npx;
 mod mcp_serve;
 mod mcp_venv;

@@ -33,6 +33,7 @@ pub struct RawServer {
     pub approve: Option<RawApprove>,
     pub network: Option<bool>,
     pub reads: Option<Vec<String>>,
+    pub memory_mib: Option<u64>,
     pub timeout_secs: Option<u64>,
     pub start_timeout_secs: Option<u64>,
 }
@@ -84,6 +85,9 @@ pub enum Transport {
         reads: Vec<PathBuf>,
         /// Whether it may reach the network.
         network: bool,
+        /// What its process tree may hold in memory, in MiB (a cgroup's
+        /// cap, where one can be made).
+        memory_mib: u64,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -133,6 +137,10 @@ pub struct McpConfig {
     pub servers: BTreeMap<String, ServerConfig>,
 }
 
+/// What a stdio server's process tree may hold in memory unless its
+/// section says otherwise, in MiB.
+pub const DEFAULT_MEMORY_MIB: u64 = 1024;
+
 /// What separates a server's name from its tool's in the registry. No
 /// built-in tool has it in its name, so the two cannot collide.
 pub const SEPARATOR: &str = "__";
@@ -177,6 +185,7 @@ impl McpConfig {
                     env,
                     reads,
                     network,
+                    memory_mib,
                 } => {
                     let _ = writeln!(out, "command = {}", quote(command));
                     let _ = writeln!(out, "args = {}", list(args.iter()));
@@ -186,6 +195,7 @@ impl McpConfig {
                     let reads = reads.iter().map(|p| p.display().to_string());
                     let _ = writeln!(out, "reads = {}", list(reads));
                     let _ = writeln!(out, "network = {network}");
+                    let _ = writeln!(out, "memory_mib = {memory_mib}");
                 }
                 Transport::Http {
                     url,
@@ -268,6 +278,15 @@ fn server(name: &str, r: RawServer, env: &Environment) -> Result<ServerConfig, C
                     .map(|p| env.expand(p))
                     .collect(),
                 network: r.network.unwrap_or(false),
+                memory_mib: match r.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB) {
+                    m @ 16..=65_536 => m,
+                    _ => {
+                        return Err(ConfigError::invalid(
+                            &key("memory_mib"),
+                            "must be between 16 and 65536 (MiB)",
+                        ));
+                    }
+                },
             }
         }
         (None, Some(url)) => http(name, url, r.headers, r.bearer_token_env, env)?,

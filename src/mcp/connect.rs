@@ -33,11 +33,13 @@ pub(super) struct Connection {
 }
 
 /// What a server's process may use: a long-lived program (a runtime such
-/// as Node reserves far more address space than it uses).
-pub(super) fn server_limits() -> Limits {
+/// as Node reserves far more address space than it uses, so the address
+/// space is wide and what the tree holds is capped at `memory_mib`).
+pub(super) fn server_limits(memory_mib: u64) -> Limits {
     Limits {
         cpu_secs: 24 * 3600,
         memory_bytes: 16 << 30,
+        resident_bytes: Some(memory_mib << 20),
         ..Limits::default()
     }
 }
@@ -59,9 +61,17 @@ pub(super) async fn connect(
             env,
             reads,
             network,
+            memory_mib,
         } => {
-            let (sandbox, program) =
-                contained(name, command, env, reads, *network, base, data_dir)?;
+            let (sandbox, program) = contained(
+                name,
+                command,
+                env,
+                reads,
+                (*network, *memory_mib),
+                base,
+                data_dir,
+            )?;
             let mut env: Vec<(String, String)> =
                 env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             if let Some(packages) = launcher::npx_packages(Path::new(&program), args)
@@ -94,7 +104,10 @@ pub(super) async fn connect(
             };
             let transport =
                 AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES);
-            let client = initialize(handler.serve(transport), timeout).await?;
+            let client = match initialize(handler.serve(transport), timeout).await {
+                Err(_) if process.out_of_memory() => return Err(McpError::OutOfMemory),
+                started => started?,
+            };
             Ok(Connection {
                 client,
                 process: Some(process),
@@ -139,7 +152,7 @@ fn contained(
     command: &str,
     env: &std::collections::BTreeMap<String, String>,
     reads: &[std::path::PathBuf],
-    network: bool,
+    (network, memory_mib): (bool, u64),
     base: &Sandbox,
     data_dir: &Path,
 ) -> Result<(Sandbox, String), McpError> {
@@ -164,7 +177,7 @@ fn contained(
         tracing::info!(server = name, shown = ?added, "shown read-only so that its program can run");
     }
     reads.extend(added);
-    let sandbox = base.for_server(&folder, network, reads, server_limits());
+    let sandbox = base.for_server(&folder, network, reads, server_limits(memory_mib));
     Ok((sandbox, found.program.to_string_lossy().into_owned()))
 }
 

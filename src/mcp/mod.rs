@@ -20,6 +20,10 @@ mod supervise;
 mod tool;
 
 pub use hub::{McpHub, ServerState, ServerStatus};
+
+/// Why a server that held more memory than its cap is gone.
+pub const OUT_OF_MEMORY: &str =
+    "the kernel ended the server: it held more memory than its `memory_mib` allows";
 pub use tool::exposed_name;
 
 /// Why a server could not be used.
@@ -39,6 +43,8 @@ pub enum McpError {
     Command(String),
     #[error("npm could not fetch {packages}: {why}")]
     Fetch { packages: String, why: String },
+    #[error("{OUT_OF_MEMORY} while it started")]
+    OutOfMemory,
     #[error("no answer to `initialize` within {0} s")]
     StartTimeout(u64),
     #[error("`initialize` failed: {0}")]
@@ -62,6 +68,9 @@ impl McpError {
             }
             Self::Fetch { .. } => {
                 "check the package's name and version; its first start downloads it from the npm registry, which must be reachable then"
+            }
+            Self::OutOfMemory => {
+                "raise the server's `memory_mib` if it needs more (the default is 1024)"
             }
             Self::StartTimeout(_) => {
                 "the server started but never answered; run its command by hand to see what it waits for, or raise `start_timeout_secs`"

@@ -105,8 +105,11 @@ async fn serve(
                         Ok(tools) => server.live.send_modify(|l| l.tools = tools),
                         Err(e) => tracing::warn!(server = server.name, "{e}"),
                     },
-                    status = exited(&mut process) => break format!("the server exited ({status})"),
-                    _ = &mut ended => break "the connection closed".to_string(),
+                    status = exited(&mut process) => break status,
+                    _ = &mut ended => break match &process {
+                        Some(p) if p.out_of_memory() => super::OUT_OF_MEMORY.to_string(),
+                        _ => "the connection closed".to_string(),
+                    },
                     _ = stop.cancelled() => break String::new(),
                 }
             }
@@ -138,10 +141,17 @@ async fn list(
 /// How the server's process ended (never, for an HTTP server).
 async fn exited(process: &mut Option<crate::sandbox::Serving>) -> String {
     match process {
-        Some(p) => match p.wait().await {
-            Ok(status) => status.to_string(),
-            Err(e) => e.to_string(),
-        },
+        Some(p) => {
+            let status = match p.wait().await {
+                Ok(status) => status.to_string(),
+                Err(e) => e.to_string(),
+            };
+            if p.out_of_memory() {
+                format!("{} ({status})", super::OUT_OF_MEMORY)
+            } else {
+                format!("the server exited ({status})")
+            }
+        }
         None => std::future::pending().await,
     }
 }

@@ -6,6 +6,7 @@
     escape   tries to read a path and to reach 127.0.0.1:PORT it is given
     shadow   tools named like hearth's built-in ones
     changing a tool whose call adds another, with notifications/tools/list_changed
+    hungry   a tool that holds as many MiB as it is asked for, in a child process
     mute     reads stdin and never answers `initialize` (no SDK at all)
 """
 
@@ -81,6 +82,22 @@ def main(mode):
             server.add_tool(door, description="The door behind the lock.")
             await ctx.session.send_tool_list_changed()
             return "unlocked"
+
+    elif mode == "hungry":
+        held = []
+
+        @server.tool(description="Holds MIB mebibytes, written so they are resident.")
+        def eat(mib: int, here: bool = False) -> str:
+            if here:
+                held.append(b"\x01" * (mib << 20))
+                return "HELD HERE"
+            # In a child, so the cap is seen to count the whole tree.
+            import subprocess
+            code = "import sys,time; b = b'\\x01' * (%d << 20); print('HELD', flush=True); time.sleep(30)" % mib
+            child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+            held.append(child)
+            line = child.stdout.readline().decode().strip()
+            return line or "the child died (code %s)" % child.wait()
 
     server.run("stdio")
 

@@ -21,6 +21,7 @@
 pub mod bwrap;
 pub mod landlock;
 pub mod limits;
+pub mod memory;
 mod process;
 mod serving;
 
@@ -97,6 +98,7 @@ pub struct Sandbox {
     reads: Vec<PathBuf>,
     limits: Limits,
     cgroups: Option<limits::CgroupRoot>,
+    memory: Option<memory::MemoryRoot>,
 }
 
 impl Sandbox {
@@ -137,6 +139,7 @@ impl Sandbox {
             reads: Vec::new(),
             limits,
             cgroups: limits::CgroupRoot::find(),
+            memory: memory::MemoryRoot::find(),
         }
     }
 
@@ -198,8 +201,13 @@ impl Sandbox {
         } else {
             "RLIMIT_NPROC"
         };
+        let resident = match (self.limits.resident_bytes, &self.memory) {
+            (Some(b), Some(_)) => format!(", {} MiB held (a memory cgroup)", b >> 20),
+            (Some(_), None) => ", held memory not capped (no memory cgroup can be made)".into(),
+            (None, _) => String::new(),
+        };
         let limits = format!(
-            "{net}; {} MiB memory, {} processes ({procs}), {} CPU s",
+            "{net}; {} MiB memory{resident}, {} processes ({procs}), {} CPU s",
             self.limits.memory_bytes >> 20,
             self.limits.processes,
             self.limits.cpu_secs

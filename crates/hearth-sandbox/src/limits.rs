@@ -22,6 +22,9 @@ pub struct Limits {
     pub file_bytes: u64,
     /// Processes and threads at once.
     pub processes: u32,
+    /// Memory the whole process tree may hold, where a `memory` cgroup can
+    /// be made ([`crate::memory`]); none for a command.
+    pub resident_bytes: Option<u64>,
 }
 
 impl Default for Limits {
@@ -31,6 +34,7 @@ impl Default for Limits {
             memory_bytes: 1 << 30,
             file_bytes: 256 << 20,
             processes: 64,
+            resident_bytes: None,
         }
     }
 }
@@ -194,7 +198,7 @@ impl CgroupRoot {
 }
 
 /// The mount point of the first filesystem `matches` accepts.
-fn mount_point(mounts: &str, matches: impl Fn(&str, &str) -> bool) -> Option<PathBuf> {
+pub(crate) fn mount_point(mounts: &str, matches: impl Fn(&str, &str) -> bool) -> Option<PathBuf> {
     mounts.lines().find_map(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();
         (f.len() >= 4 && matches(f[2], f[3])).then(|| PathBuf::from(f[1]))
@@ -220,27 +224,38 @@ impl PidsCgroup {
     }
 }
 
-impl Drop for PidsCgroup {
-    fn drop(&mut self) {
-        self.procs = None;
-        kill_members(&self.dir);
-        if std::fs::remove_dir(&self.dir).is_err() {
-            // Tasks still exiting: try again off this thread for a moment.
-            let dir = self.dir.clone();
-            std::thread::spawn(move || {
-                for _ in 0..200 {
-                    kill_members(&dir);
-                    if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
-                        return;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-            });
-        }
+impl PidsCgroup {
+    /// Its folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
-fn kill_members(dir: &Path) {
+impl Drop for PidsCgroup {
+    fn drop(&mut self) {
+        self.procs = None;
+        remove_when_empty(self.dir.clone());
+    }
+}
+
+/// Kills what is left in the cgroup `dir` and removes it; tasks still
+/// exiting are waited for off this thread for a moment.
+pub(crate) fn remove_when_empty(dir: PathBuf) {
+    kill_members(&dir);
+    if std::fs::remove_dir(&dir).is_err() {
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                kill_members(&dir);
+                if std::fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        });
+    }
+}
+
+pub(crate) fn kill_members(dir: &Path) {
     for _ in 0..100 {
         let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
             return;

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::limits::{PidsCgroup, Rlimits, join_self};
+use super::memory::{self, MemoryCgroup};
 use super::{Containment, Sandbox, SandboxError, bwrap, landlock::Confinement};
 
 /// What a command left.
@@ -83,6 +84,7 @@ pub(super) fn start(
         .cgroups
         .as_ref()
         .and_then(|root| root.create(sandbox.limits.processes).ok());
+    let memory = cap_memory(sandbox, cgroup.as_ref());
     let rlimits = Rlimits::new(&sandbox.limits, cgroup.is_some());
     let confinement = match sandbox.containment {
         Containment::Landlock => Some(Arc::new(Confinement::new(
@@ -94,7 +96,13 @@ pub(super) fn start(
     };
     let (mut std_command, inherited) = command_for(sandbox, argv)?;
     std_command.envs(env.iter().map(|(k, v)| (k, v)));
-    let procs = cgroup.as_ref().and_then(PidsCgroup::procs_fd);
+    let procs = [
+        cgroup.as_ref().and_then(PidsCgroup::procs_fd),
+        match &memory {
+            MemoryCap::Own(m) => m.procs_fd(),
+            _ => None,
+        },
+    ];
     let inherit: Vec<RawFd> = inherited.iter().map(AsRawFd::as_raw_fd).collect();
     // SAFETY: the closure only makes async-signal-safe system calls on
     // values prepared before the fork (Landlock takes its prepared ruleset
@@ -119,15 +127,45 @@ pub(super) fn start(
     let group = Group {
         pgid: child.id().map(|p| p as i32),
         cgroup,
+        memory,
         reaped: AtomicBool::new(false),
     };
     Ok((child, group))
+}
+
+/// Where a process tree's memory is capped.
+pub(super) enum MemoryCap {
+    /// No cap asked for, or no `memory` cgroup can be made here.
+    None,
+    /// A `memory` cgroup of its own (a v1 hierarchy, or v2 apart from
+    /// the `pids` one).
+    Own(MemoryCgroup),
+    /// In its `pids` cgroup, which is also where v2 counts memory.
+    InPids,
+}
+
+/// The memory cap `sandbox`'s limits ask for, where one can be made.
+fn cap_memory(sandbox: &Sandbox, pids: Option<&PidsCgroup>) -> MemoryCap {
+    let (Some(bytes), Some(root)) = (sandbox.limits.resident_bytes, &sandbox.memory) else {
+        return MemoryCap::None;
+    };
+    let made = match pids {
+        Some(p) if p.dir().parent() == Some(root.dir()) => {
+            memory::limit(p.dir(), true, bytes).map(|()| MemoryCap::InPids)
+        }
+        _ => root.create(bytes).map(MemoryCap::Own),
+    };
+    made.unwrap_or_else(|e| {
+        tracing::warn!("no memory cgroup for this process, so its memory is not capped: {e}");
+        MemoryCap::None
+    })
 }
 
 /// A started command's process group and cgroup: killed on drop.
 pub(super) struct Group {
     pgid: Option<i32>,
     cgroup: Option<PidsCgroup>,
+    memory: MemoryCap,
     /// The leader was reaped and its group killed: its number may be
     /// reused, so the group is not signalled again.
     pub(super) reaped: AtomicBool,
@@ -144,6 +182,19 @@ impl Group {
         }
         if let Some(c) = &self.cgroup {
             c.kill_all();
+        }
+        if let MemoryCap::Own(m) = &self.memory {
+            m.kill_all();
+        }
+    }
+
+    /// Whether the kernel ended one of its processes for holding more
+    /// memory than its cap.
+    pub(super) fn out_of_memory(&self) -> bool {
+        match (&self.memory, &self.cgroup) {
+            (MemoryCap::Own(m), _) => m.oom_killed(),
+            (MemoryCap::InPids, Some(p)) => memory::oom_killed(p.dir(), true),
+            _ => false,
         }
     }
 }
@@ -173,8 +224,8 @@ async fn read_capped(
 }
 
 /// In the child: a new session, private file modes, the inherited data
-/// pipes kept open across exec, and the cgroup joined.
-fn prepare_child(inherit: &[RawFd], procs: Option<RawFd>) -> std::io::Result<()> {
+/// pipes kept open across exec, and the cgroups joined.
+fn prepare_child(inherit: &[RawFd], procs: [Option<RawFd>; 2]) -> std::io::Result<()> {
     // SAFETY: async-signal-safe calls with plain arguments.
     unsafe {
         if libc::setsid() < 0 {
@@ -187,7 +238,7 @@ fn prepare_child(inherit: &[RawFd], procs: Option<RawFd>) -> std::io::Result<()>
             }
         }
     }
-    if let Some(fd) = procs {
+    for fd in procs.into_iter().flatten() {
         join_self(fd)?;
     }
     Ok(())
@@ -289,7 +340,7 @@ pub(super) fn probe_bwrap(program: &Path, workspace: &Path) -> std::io::Result<E
     let inherit: Vec<RawFd> = inherited.iter().map(AsRawFd::as_raw_fd).collect();
     // SAFETY: as in `run`.
     unsafe {
-        cmd.pre_exec(move || prepare_child(&inherit, None));
+        cmd.pre_exec(move || prepare_child(&inherit, [None, None]));
     }
     let status = cmd
         .stdin(Stdio::null())

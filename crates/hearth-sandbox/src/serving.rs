@@ -65,6 +65,12 @@ impl Serving {
         status
     }
 
+    /// Whether the kernel ended one of its processes for holding more
+    /// memory than its cap (`Limits::resident_bytes`).
+    pub fn out_of_memory(&self) -> bool {
+        self.group.out_of_memory()
+    }
+
     /// Kills it and everything it started.
     pub fn kill(&self) {
         self.group.kill();
