@@ -99,6 +99,19 @@ fn doctor_names_lavapipe_and_offloads_every_layer_and_says_why_not_without_it() 
         "{gpu}"
     );
     assert_eq!(common::offloaded(&out), (31, 31), "{out}");
+    // Each backend is named with the folder it came from: Vulkan from
+    // `backends_dir`, the CPU's from the build.
+    let backend = out
+        .lines()
+        .find(|l| l.starts_with("ok   backend"))
+        .unwrap_or_default();
+    let vulkan = format!("Vulkan from {}", vulkan_dir().display());
+    assert!(
+        backend.contains(&vulkan)
+            && backend.contains("CPU from ")
+            && !backend.contains("CPU, Vulkan"),
+        "{backend}"
+    );
     // Positive control: the same backend with no GPU it will use says so.
     let (_, out, _) = run(&s, &config, false, &["doctor"]);
     assert!(

@@ -82,6 +82,28 @@ fn cloud_role(config: &Config, name: &str) -> String {
     }
 }
 
+/// Each backend by the folder its module came from (a GPU module from
+/// `[engine] backends_dir`, the CPU's from the build's folder), in the
+/// order they were loaded: `CPU from /a; CUDA from /b`.
+fn loaded_from(backends: &[backends::Backend]) -> String {
+    let mut groups: Vec<(Option<&Path>, Vec<&str>)> = Vec::new();
+    for b in backends {
+        let folder = b.file.as_deref().and_then(Path::parent);
+        match groups.iter_mut().find(|(f, _)| *f == folder) {
+            Some((_, names)) => names.push(&b.name),
+            None => groups.push((folder, vec![&b.name])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(folder, names)| match folder {
+            Some(f) => format!("{} from {}", names.join(", "), f.display()),
+            None => format!("{} linked into the binary", names.join(", ")),
+        })
+        .collect();
+    parts.join("; ")
+}
+
 /// The llama.cpp backends loaded (the CPU code chosen for this machine), the
 /// GPUs they offer, and an NVIDIA GPU that no backend serves.
 fn backend_lines(report: &mut Report, hw: &Hardware, config: &Config) {
@@ -95,14 +117,7 @@ fn backend_lines(report: &mut Report, hw: &Hardware, config: &Config) {
             return;
         }
     };
-    let names: Vec<&str> = backends.backends.iter().map(|b| b.name.as_str()).collect();
-    let from = backends
-        .folder
-        .as_ref()
-        .map_or("linked into the binary".to_string(), |f| {
-            format!("from {}", f.display())
-        });
-    report.line("backend", true, format!("{} {from}", names.join(", ")));
+    report.line("backend", true, loaded_from(&backends.backends));
     if let Some(cpu) = backends.backends.iter().find(|b| b.name == "CPU") {
         let variant = backends.cpu_variant().unwrap_or_default();
         report.line(

@@ -281,7 +281,8 @@ fn registered() -> Vec<Backend> {
         (0..sys::ggml_backend_reg_count())
             .map(|i| {
                 let reg = sys::ggml_backend_reg_get(i);
-                let name = text(sys::ggml_backend_reg_name(reg));
+                let name_ptr = sys::ggml_backend_reg_name(reg);
+                let name = text(name_ptr);
                 let getter = sys::ggml_backend_reg_get_proc_address(
                     reg,
                     c"ggml_backend_get_features".as_ptr(),
@@ -292,8 +293,15 @@ fn registered() -> Vec<Backend> {
                     let get: GetFeatures = std::mem::transmute(getter);
                     features(get(reg))
                 };
+                // A module without the features function (Vulkan's) is
+                // found by its name, a string it holds.
+                let anchor = if getter.is_null() {
+                    name_ptr.cast_mut().cast()
+                } else {
+                    getter
+                };
                 Backend {
-                    file: module_file(getter),
+                    file: module_file(anchor),
                     name,
                     features,
                     devices: sys::ggml_backend_reg_dev_count(reg),
