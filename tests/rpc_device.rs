@@ -275,7 +275,7 @@ fn a_server_that_does_not_answer_is_named_with_its_fix_and_the_cpu_answers() {
     let (ok, out, _) = run(&s, &config, &["doctor"]);
     let line = out
         .lines()
-        .find(|l| l.contains("rpc"))
+        .find(|l| l.split_whitespace().nth(1) == Some("rpc"))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(
         line.starts_with("FAIL") && line.contains(&endpoint) && line.contains("fix:"),

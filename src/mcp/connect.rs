@@ -72,36 +72,13 @@ pub(super) async fn connect(
                 base,
                 data_dir,
             )?;
-            let mut env: Vec<(String, String)> =
+            let env: Vec<(String, String)> =
                 env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            if let Some(packages) = launcher::npx_packages(Path::new(&program), args)
-                && !*network
-            {
-                let folder = data_dir.join("mcp").join(name);
-                let fetcher = sandbox.with_network(true);
-                launcher::fetch(name, &program, &packages, &env, &fetcher, &folder).await?;
-                let offline = launcher::OFFLINE
-                    .iter()
-                    .filter(|(k, _)| !env.iter().any(|(set, _)| set == k))
-                    .map(|(k, v)| (k.to_string(), v.to_string()));
-                env.extend(offline.collect::<Vec<_>>());
-            }
-            let mut process =
-                sandbox
-                    .spawn(&program, args, &env)
-                    .map_err(|source| McpError::Spawn {
-                        command: command.clone(),
-                        source,
-                    })?;
-            let (stdin, stdout, stderr) = process.take_io();
-            if let Some(stderr) = stderr {
-                tokio::spawn(log_stderr(name.to_string(), stderr));
-            }
-            let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
-                return Err(McpError::Initialize(
-                    "its stdin or stdout is missing".into(),
-                ));
-            };
+            let folder = data_dir.join("mcp").join(name);
+            let env =
+                launcher::prepare(name, &program, args, env, *network, &sandbox, &folder).await?;
+            let (process, stdin, stdout) =
+                spawn_logged(name, command, &sandbox, &program, args, &env)?;
             let transport =
                 AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES);
             let client = match initialize(handler.serve(transport), timeout).await {
@@ -141,6 +118,41 @@ pub(super) async fn connect(
                 process: None,
             })
         }
+    }
+}
+
+/// Starts `program` contained, its stderr into the log: the process, its
+/// stdin and its stdout.
+fn spawn_logged(
+    name: &str,
+    command: &str,
+    sandbox: &Sandbox,
+    program: &str,
+    args: &[String],
+    env: &[(String, String)],
+) -> Result<
+    (
+        Serving,
+        tokio::process::ChildStdin,
+        tokio::process::ChildStdout,
+    ),
+    McpError,
+> {
+    let mut process = sandbox
+        .spawn(program, args, env)
+        .map_err(|source| McpError::Spawn {
+            command: command.to_string(),
+            source,
+        })?;
+    let (stdin, stdout, stderr) = process.take_io();
+    if let Some(stderr) = stderr {
+        tokio::spawn(log_stderr(name.to_string(), stderr));
+    }
+    match (stdin, stdout) {
+        (Some(stdin), Some(stdout)) => Ok((process, stdin, stdout)),
+        _ => Err(McpError::Initialize(
+            "its stdin or stdout is missing".into(),
+        )),
     }
 }
 

@@ -62,10 +62,36 @@ pub fn npx_packages(program: &Path, args: &[String]) -> Option<Vec<String>> {
     Some(packages)
 }
 
+/// For an `npx` server without the network: its packages fetched (with
+/// the network for that step only), and `env` with npm offline. Any other
+/// server's `env` as it is.
+pub async fn prepare(
+    name: &str,
+    program: &str,
+    args: &[String],
+    mut env: Vec<(String, String)>,
+    network: bool,
+    sandbox: &Sandbox,
+    folder: &Path,
+) -> Result<Vec<(String, String)>, McpError> {
+    let Some(packages) = npx_packages(Path::new(program), args).filter(|_| !network) else {
+        return Ok(env);
+    };
+    let fetcher = sandbox.with_network(true);
+    fetch(name, program, &packages, &env, &fetcher, folder).await?;
+    let offline: Vec<(String, String)> = OFFLINE
+        .iter()
+        .filter(|(k, _)| !env.iter().any(|(set, _)| set == k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.extend(offline);
+    Ok(env)
+}
+
 /// Fetches `packages` into the server's cache with the network allowed,
 /// unless the same packages were fetched before. `env` is the server's
 /// (a private registry's settings apply to the download too).
-pub async fn fetch(
+async fn fetch(
     name: &str,
     program: &str,
     packages: &[String],
@@ -96,9 +122,15 @@ pub async fn fetch(
     let (stdin, _, stderr) = process.take_io();
     drop(stdin);
     let waited = tokio::time::timeout(FETCH_TIMEOUT, async {
+        // The first 64 KiB are kept; the rest is read and dropped, so a
+        // chatty npm never blocks on a full pipe.
         let mut said = Vec::new();
-        if let Some(stderr) = stderr {
-            let _ = stderr.take(64 << 10).read_to_end(&mut said).await;
+        if let Some(mut stderr) = stderr {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n @ 1..) = stderr.read(&mut chunk).await {
+                let room = (64usize << 10).saturating_sub(said.len());
+                said.extend_from_slice(&chunk[..n.min(room)]);
+            }
         }
         (process.wait().await, said)
     })
