@@ -206,6 +206,35 @@ async fn a_prompt_streams_its_reply_then_ends_the_turn() {
     daemon.stop().await;
 }
 
+/// The editor never reads hearth's own markup: the typist repeats the
+/// memory fence and a tool's result block (cut across its chunks), and
+/// every `agent_message_chunk` is free of them. The control: the same
+/// answer without the markup arrives word for word.
+#[tokio::test]
+async fn echoed_markup_never_reaches_the_editor() {
+    let InProcess {
+        mut client,
+        daemon,
+        _home,
+        ..
+    } = in_process();
+    let session = client.start().await;
+    for asked in ["ECHO TAGS", "ECHO PLAIN"] {
+        client.seen.clear();
+        let id = client.prompt(&session, asked).await;
+        let answer = client.answer(id).await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        for chunk in client.updates("agent_message_chunk") {
+            let text = chunk["content"]["text"].as_str().unwrap();
+            for tag in INTERNAL {
+                assert!(!text.contains(tag), "{asked}: {tag} in {text:?}");
+            }
+        }
+        assert_eq!(client.text(), PLAIN, "{asked}");
+    }
+    daemon.stop().await;
+}
+
 #[tokio::test]
 async fn cancel_ends_the_turn_as_cancelled_and_the_session_goes_on() {
     let InProcess {

@@ -24,6 +24,24 @@ async fn completions(axum::Json(body): axum::Json<Value>) -> axum::response::Res
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_string();
+    // `ECHO …` streams the parrot's markup (or the control) a word at a time.
+    if last.contains("ECHO TAGS") || last.contains("ECHO PLAIN") {
+        let text = if last.contains("ECHO TAGS") {
+            crate::support::TAGGED
+        } else {
+            crate::support::PLAIN
+        };
+        let mut events: String = text
+            .split_inclusive(' ')
+            .map(|word| {
+                let delta = json!({"choices": [{"index": 0, "delta": {"content": word}, "finish_reason": null}]});
+                format!("data: {delta}\n\n")
+            })
+            .collect();
+        let stop = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+        events.push_str(&format!("data: {stop}\n\ndata: [DONE]\n\n"));
+        return ([("content-type", "text/event-stream")], events).into_response();
+    }
     let text = if let Some(open) = last.find("<tool_result") {
         let body = &last[open..];
         let body = &body[body.find('>').map_or(0, |i| i + 1)..];
@@ -188,6 +206,13 @@ fn chat_asks_y_n_at_the_terminal_and_a_no_leaves_the_workspace_alone() {
     }
     assert_eq!(std::fs::read_to_string(file("yes.txt")).unwrap(), "hi");
 
+    // The model repeats hearth's markup: the terminal never shows it.
+    controller.write_all(b"ECHO TAGS\n").unwrap();
+    screen.wait_for("Noted, 1 < 2.", 1);
+    for tag in crate::support::INTERNAL {
+        assert!(!screen.text().contains(tag), "{tag}:\n{}", screen.text());
+    }
+
     controller.write_all(b"/quit\n").unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -233,4 +258,41 @@ fn piped_chat_cannot_approve_so_the_call_does_not_run() {
     assert!(!workspace.join("cli/default/piped.txt").exists());
     // The `y` line was a message of its own, not an answer.
     assert!(stdout.contains("You wrote: y"), "{stdout}");
+}
+
+/// A piped `hearth chat` prints what the model said without hearth's
+/// markup when the model repeats it, streamed a word at a time; the
+/// control (the same answer, no markup) prints word for word. (`hearth ask`
+/// runs only the local model; its unit test covers what it prints.)
+#[test]
+fn the_command_line_never_prints_echoed_markup() {
+    let s = common::Sandbox::new();
+    let url = fake_openai();
+    let config = fallback_config(&s, &url, &s.path("ws"));
+    let run = |args: &[&str], stdin: &str| {
+        let out = s
+            .hearth()
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .write_stdin(stdin.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for asked in ["ECHO TAGS", "ECHO PLAIN"] {
+        let chatted = run(&["chat"], &format!("{asked}\n"));
+        for tag in crate::support::INTERNAL {
+            assert!(!chatted.contains(tag), "{asked}: {tag} in {chatted}");
+        }
+        assert!(
+            chatted.contains(crate::support::PLAIN),
+            "{asked}: {chatted}"
+        );
+    }
 }

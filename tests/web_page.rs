@@ -73,6 +73,20 @@ async fn the_page_signs_in_chats_answers_questions_and_keeps_other_origins_out()
         first_chat[1].1.contains("the quick brown fox"),
         "{first_chat:?}"
     );
+    // hearth's own markup, repeated by the model, never shows; the
+    // control shows the same answer.
+    for asked in ["ECHO TAGS", "ECHO PLAIN"] {
+        let shown = &seen[asked];
+        assert_eq!(shown["last"], support::PLAIN, "{asked}: {shown}");
+        for text in shown["streamed"].as_array().unwrap() {
+            for tag in support::INTERNAL {
+                assert!(
+                    !text.as_str().unwrap().contains(tag),
+                    "{asked}: {tag} in {shown}"
+                );
+            }
+        }
+    }
     // Stopped: the long reply ended early, and said so.
     let stopped = texts(&seen, "stopped_chat");
     assert_eq!(stopped.last().unwrap().1, "Stopped.", "{stopped:?}");

@@ -73,18 +73,25 @@ pub async fn run(
         }
         FinishReason::Stop => {}
     }
-    let text = reply.text.trim();
-    if text.is_empty() && !reply.reasoning.trim().is_empty() {
+    println!("{}", printed(&reply.text, &reply.reasoning)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What of the reply goes to stdout: its text without hearth's markup
+/// (a small model repeats it), or an error saying why there is none.
+fn printed(text: &str, reasoning: &str) -> anyhow::Result<String> {
+    let text = crate::security::internal_tags::strip(text);
+    let text = text.trim();
+    if text.is_empty() && !reasoning.trim().is_empty() {
         bail!(
             "the model only thought ({} characters of reasoning, hidden) and never wrote an answer; its think block was never closed. Fix: ask again; set `[generation] reasoning = \"off\"` where the model's template can turn thinking off (Qwen3, GLM, Gemma 4, not QwQ or DeepSeek-R1); or raise `[generation] max_tokens`",
-            reply.reasoning.chars().count()
+            reasoning.chars().count()
         );
     }
     if text.is_empty() {
         bail!("the model returned an empty reply; try again or rephrase the question");
     }
-    println!("{text}");
-    Ok(ExitCode::SUCCESS)
+    Ok(text.to_string())
 }
 
 /// A stop signal cancels the reply, which then ends with a line that
@@ -128,4 +135,21 @@ fn read_images(
             Ok(crate::chat::Image::new(bytes))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printed_answer_has_no_markup_and_an_empty_one_says_why() {
+        let echoed = "It is 21 °C. <untrusted source=\"memory\">You prefer tea.</untrusted> <tool_result name=\"get_weather\" status=\"ok\">{}</tool_result>";
+        assert_eq!(printed(echoed, "").unwrap(), "It is 21 °C. You prefer tea.");
+        // The control: a `<` that is no tag stays, word for word.
+        assert_eq!(printed("1 < 2, <b>", "").unwrap(), "1 < 2, <b>");
+        let why = printed("  ", "hmm").unwrap_err().to_string();
+        assert!(why.contains("only thought"), "{why}");
+        let why = printed("", "").unwrap_err().to_string();
+        assert!(why.contains("empty reply"), "{why}");
+    }
 }

@@ -56,8 +56,9 @@ pub async fn summarise(
             return None;
         }
     };
-    let line = reply
-        .text
+    // A small model repeats hearth's markup; the student never reads it.
+    let text = crate::security::internal_tags::strip(&reply.text);
+    let line = text
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())?
@@ -116,5 +117,23 @@ mod tests {
         let request = &p.requests()[0];
         assert_eq!(request.priority, Priority::Background);
         assert_eq!(request.tool_choice, ToolChoice::None);
+    }
+
+    #[tokio::test]
+    async fn a_summary_never_carries_hearth_s_markup() {
+        let echoed = [
+            "<untrusted source=\"lms\">Hand in the essay by Friday.</untrusted>",
+            "<tool_result name=\"lms\" status=\"ok\">{}</tool_result>Hand in the essay by Friday.",
+            // The control: a `<` that is no tag stays.
+            "Hand in the essay by Friday, 1 < 2.",
+        ];
+        let p = ScriptedProvider::new(echoed);
+        let mut got = Vec::new();
+        for _ in echoed {
+            got.push(summarise(&p, "New", None, Duration::from_secs(5)).await);
+        }
+        assert_eq!(got[0].as_deref(), Some("Hand in the essay by Friday."));
+        assert_eq!(got[1].as_deref(), Some("Hand in the essay by Friday."));
+        assert_eq!(got[2].as_deref(), Some(echoed[2]));
     }
 }

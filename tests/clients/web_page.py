@@ -252,6 +252,21 @@ def full():
         seen["stream_lengths"] = sorted(set(lengths))
         seen["first_chat"] = messages(driver)
         first_chat = driver.execute_script("return document.querySelector('#conversations li[aria-current]')?.dataset.chat")
+        # The model repeats hearth's markup (and then the control, without it):
+        # every text the reply showed while streaming, and at the end.
+        for asked in ("ECHO TAGS", "ECHO PLAIN"):
+            say(driver, asked)
+            shown = set()
+            deadline = time.time() + WAIT
+            while time.time() < deadline:
+                replies = driver.find_elements(By.CSS_SELECTOR, "#messages > li.assistant")
+                if replies:
+                    shown.add(replies[-1].text)
+                if not visible(driver, "stop"):
+                    break
+                time.sleep(0.01)
+            idle(driver, asked)
+            seen[asked] = {"streamed": sorted(shown), "last": messages(driver)[-1][1]}
         shot(driver, "chat")
         # Stop a long reply.
         say(driver, "stop me " + "word " * 400)
