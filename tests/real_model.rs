@@ -1,7 +1,7 @@
 //! End to end on the real default model (SmolLM2-135M), through the binary:
 //! greedy determinism, named sessions across invocations, the piped chat,
 //! Ctrl-C during a reply, and the Gemma 3 model through the built-in
-//! `gemma` template.
+//! `gemma` template, and what memory keeps from real turns.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use crate::common;
@@ -319,4 +319,71 @@ fn ask_stopped_by_a_signal_says_so() {
     let config = s.config("[generation]\ntemperature = 0.0\nmax_tokens = 16\n");
     let reply = ask(&s, &config, &["Say hello."], "");
     assert!(!reply.trim().is_empty());
+}
+
+/// What memory keeps from real turns with SmolLM2 (the model answers and,
+/// in the background, is asked for facts): the person's statement is kept;
+/// their questions, a short word and everything the assistant said are
+/// not, in any category. The outside run stored "The capital of France is
+/// Paris." as a core fact after only the question.
+#[test]
+fn memory_keeps_statements_and_never_questions_or_the_assistant_s_words() {
+    let _engine_turn = common::engine_lock();
+    common::model(common::SMOLLM2);
+    let s = Sandbox::new();
+    let config = s.config(GREEDY);
+    let said = [
+        "What is the capital of France?",
+        "list_to_json",
+        "Can you tell me how to turn a list into JSON in Python?",
+        "how do I reverse a string in python",
+        // The control: a statement the person made.
+        "My name is Ada and I keep three goats on my farm in Porto.",
+    ];
+    let out = s
+        .hearth()
+        .arg("--config")
+        .arg(&config)
+        .arg("chat")
+        .write_stdin(said.join("\n") + "\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Paris"), "the model answered: {stdout}");
+    let list = s
+        .hearth()
+        .arg("--config")
+        .arg(&config)
+        .args(["memory", "list"])
+        .output()
+        .unwrap();
+    let kept = String::from_utf8_lossy(&list.stdout).to_lowercase();
+    assert!(
+        list.status.success(),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    assert!(
+        kept.contains("three goats"),
+        "the statement is kept: {kept}"
+    );
+    for never in [
+        "paris",
+        "capital",
+        "list_to_json",
+        "json",
+        "reverse",
+        "def ",
+        "import",
+    ] {
+        assert!(
+            !kept.contains(never),
+            "{never:?} was kept:\n{kept}\nthe chat:\n{stdout}"
+        );
+    }
 }
