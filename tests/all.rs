@@ -43,6 +43,7 @@ mod mcp_hostile;
 mod mcp_memory;
 mod mcp_npx;
 mod mcp_serve;
+mod mcp_uvx;
 mod mcp_venv;
 mod memory_cron_cli;
 mod models_cli;

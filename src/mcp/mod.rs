@@ -14,6 +14,7 @@ mod connect;
 mod handler;
 mod hub;
 mod launcher;
+mod packages;
 mod resolve;
 pub mod serve;
 mod supervise;
@@ -41,8 +42,12 @@ pub enum McpError {
     },
     #[error("{0}")]
     Command(String),
-    #[error("npm could not fetch {packages}: {why}")]
-    Fetch { packages: String, why: String },
+    #[error("{manager} could not fetch {packages}: {why}")]
+    Fetch {
+        manager: &'static str,
+        packages: String,
+        why: String,
+    },
     #[error("{OUT_OF_MEMORY} while it started")]
     OutOfMemory,
     #[error("no answer to `initialize` within {0} s")]
@@ -67,7 +72,7 @@ impl McpError {
                 "install the server, or give `command` as the full path of its program"
             }
             Self::Fetch { .. } => {
-                "check the package's name and version; its first start downloads it from the npm registry, which must be reachable then"
+                "check the package's name and version; its first start downloads it from its registry (npm's or the Python package index), which must be reachable then"
             }
             Self::OutOfMemory => {
                 "raise the server's `memory_mib` if it needs more (the default is 1024)"
