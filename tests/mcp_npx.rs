@@ -13,7 +13,7 @@ use hearth::channels::Answer;
 use hearth::mcp::ServerState;
 use serde_json::json;
 
-use crate::support::mcp::{config_text, mcp_daemon};
+use crate::support::mcp::{config_text, failure, mcp_daemon};
 use crate::support::{Parrot, call};
 
 const PACKAGE: &str = "@modelcontextprotocol/server-everything@2026.8.31";
@@ -39,15 +39,12 @@ async fn an_npx_server_is_fetched_once_then_runs_offline_under_both_sandboxes() 
             ServerState::Ready,
             "{sandbox}: {status:?}"
         );
-        let nothing = status.iter().find(|s| s.name == "nothing").unwrap();
-        match &nothing.state {
-            ServerState::Failed(why) => assert!(
-                why.contains("npm could not fetch @modelcontextprotocol/server-no-such-thing-41")
-                    && why.contains("404"),
-                "{sandbox}: {why}"
-            ),
-            other => panic!("{sandbox}: {other:?}"),
-        }
+        let why = failure(&d.hub, "nothing").await;
+        assert!(
+            why.contains("npm could not fetch @modelcontextprotocol/server-no-such-thing-41")
+                && why.contains("404"),
+            "{sandbox}: {why}"
+        );
         d.channel.answer_approvals([Some(Answer::Once)]);
         let echo = d
             .say(

@@ -16,7 +16,7 @@ use hearth::channels::Answer;
 use hearth::mcp::ServerState;
 use serde_json::json;
 
-use crate::support::mcp::{config_text, mcp_daemon};
+use crate::support::mcp::{config_text, failure, mcp_daemon};
 use crate::support::{Parrot, call};
 
 const PACKAGE: &str = "mcp-server-time==2026.10.19";
@@ -54,15 +54,12 @@ async fn a_uvx_server_is_fetched_once_then_runs_offline_under_both_sandboxes() {
         let status = d.hub.status();
         let time = status.iter().find(|s| s.name == "time").unwrap();
         assert_eq!(time.state, ServerState::Ready, "{sandbox}: {status:?}");
-        let nothing = status.iter().find(|s| s.name == "nothing").unwrap();
-        match &nothing.state {
-            ServerState::Failed(why) => assert!(
-                why.contains("uv could not fetch mcp-server-no-such-thing-41")
-                    && why.contains("not found in the package registry"),
-                "{sandbox}: {why}"
-            ),
-            other => panic!("{sandbox}: {other:?}"),
-        }
+        let why = failure(&d.hub, "nothing").await;
+        assert!(
+            why.contains("uv could not fetch mcp-server-no-such-thing-41")
+                && why.contains("not found in the package registry"),
+            "{sandbox}: {why}"
+        );
         d.channel.answer_approvals([Some(Answer::Once)]);
         let now = d
             .say(

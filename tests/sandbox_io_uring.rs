@@ -1,6 +1,7 @@
 //! io_uring under the sandboxes: its operations (a socket, a connect, a
-//! sendmsg) are not system calls a seccomp filter sees, so the Landlock
-//! sandbox refuses the three calls that make and drive a ring. Each call
+//! sendmsg) are not system calls a seccomp filter sees, so both sandboxes
+//! refuse the three calls that make and drive a ring (bubblewrap through
+//! the filter it installs with `--seccomp`). Each call
 //! is tried from a contained command; `sandbox = "off"` beside it shows
 //! the probe reaches the kernel (a ring is made; a bad descriptor or
 //! argument is EBADF or EINVAL, not EPERM).
@@ -23,19 +24,28 @@ for name, args in (('setup', (425, 4, params)), ('enter', (426, -1, 1, 0, 0, 0, 
 ""#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn landlock_refuses_every_io_uring_call_and_off_shows_the_probe_works() {
+async fn both_sandboxes_refuse_every_io_uring_call_and_off_shows_the_probe_works() {
     let _serial = SERIAL.lock().await;
     let enabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
         .map_or(true, |v| v.trim() == "0");
     for (agent, contained) in [
-        ("sandbox = \"landlock\"", true),
-        ("sandbox = \"landlock\"\nsandbox_network = true", true),
-        ("sandbox = \"off\"", false),
+        ("sandbox = \"landlock\"", Some(Containment::Landlock)),
+        (
+            "sandbox = \"landlock\"\nsandbox_network = true",
+            Some(Containment::Landlock),
+        ),
+        ("sandbox = \"bubblewrap\"", Some(Containment::Bubblewrap)),
+        (
+            "sandbox = \"bubblewrap\"\nsandbox_network = true",
+            Some(Containment::Bubblewrap),
+        ),
+        ("sandbox = \"off\"", None),
     ] {
         let w = world(&format!("autonomy = \"full\"\n{agent}"));
-        if contained {
-            assert_eq!(*w.ctx.sandbox.containment(), Containment::Landlock);
+        if let Some(kind) = &contained {
+            assert_eq!(w.ctx.sandbox.containment(), kind, "{agent}");
         }
+        let contained = contained.is_some();
         let r = call(&w, "shell", json!({ "command": PROBE })).await;
         let out = &r.content;
         for name in ["setup", "enter", "register"] {

@@ -174,3 +174,21 @@ impl McpDaemon {
         super::texts(&self.channel, who).pop().unwrap_or_default()
     }
 }
+
+/// Why server `name` failed: a failed server is started again after a
+/// pause, so its state is read until it shows the failure (up to 60 s).
+pub async fn failure(hub: &McpHub, name: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let status = hub.status();
+        let server = status.iter().find(|s| s.name == name).unwrap();
+        if let hearth::mcp::ServerState::Failed(why) = &server.state {
+            return why.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} never showed a failure: {status:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -9,8 +9,12 @@
 //!   `/etc/passwd` and `/etc/group` are synthetic, with one user;
 //! - a private `/tmp`, a minimal `/dev`, all capabilities dropped;
 //! - the workspace bound at its own path, as the working folder and `HOME`;
-//! - `--die-with-parent` and `--new-session`.
+//! - `--die-with-parent` and `--new-session`;
+//! - a seccomp filter ([`filter`]) that refuses io_uring: its operations
+//!   (socket, connect, sendmsg, openat…) are not system calls a filter or
+//!   an audit sees, so no ring may be made or driven, as under Landlock.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
@@ -48,16 +52,57 @@ const ETC_NETWORK: &[&str] = &[
     "/etc/ca-certificates",
 ];
 
-/// The arguments before the command: `passwd` and `group` are file
-/// descriptors the child inherits, holding the synthetic files; `reads`
-/// are further paths bound read-only (where a tool server's code lives).
-pub fn args(
-    workspace: &Path,
-    network: bool,
-    reads: &[PathBuf],
-    passwd: RawFd,
-    group: RawFd,
-) -> Vec<OsString> {
+/// The system calls that make and drive an io_uring ring.
+pub const IO_URING: [libc::c_long; 3] = [
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+];
+
+/// The seccomp program bubblewrap installs before the command runs (its
+/// `--seccomp FD` reads it as raw `sock_filter`s): [`IO_URING`] fails
+/// with `EPERM`, everything else is allowed (the namespaces contain it).
+pub fn filter() -> Result<Vec<u8>, seccompiler::BackendError> {
+    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+        IO_URING.iter().map(|call| (*call, vec![])).collect();
+    let filter = seccompiler::SeccompFilter::new(
+        rules,
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        std::env::consts::ARCH.try_into()?,
+    )?;
+    let program: seccompiler::BpfProgram = filter.try_into()?;
+    Ok(program
+        .iter()
+        .flat_map(|i| {
+            let mut raw = [0u8; 8];
+            raw[..2].copy_from_slice(&i.code.to_ne_bytes());
+            raw[2] = i.jt;
+            raw[3] = i.jf;
+            raw[4..].copy_from_slice(&i.k.to_ne_bytes());
+            raw
+        })
+        .collect())
+}
+
+/// The descriptors the child inherits: the synthetic `/etc/passwd` and
+/// `/etc/group`, and the seccomp program ([`filter`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Inherited {
+    pub passwd: RawFd,
+    pub group: RawFd,
+    pub seccomp: RawFd,
+}
+
+/// The arguments before the command: `fds` are what the child inherits;
+/// `reads` are further paths bound read-only (where a tool server's code
+/// lives).
+pub fn args(workspace: &Path, network: bool, reads: &[PathBuf], fds: Inherited) -> Vec<OsString> {
+    let Inherited {
+        passwd,
+        group,
+        seccomp,
+    } = fds;
     let mut a: Vec<OsString> = Vec::with_capacity(64);
     let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
     push(&["--unshare-all", "--die-with-parent", "--new-session"]);
@@ -97,6 +142,7 @@ pub fn args(
         group.to_string().into(),
         "/etc/group".into(),
     ]);
+    a.extend(["--seccomp".into(), seccomp.to_string().into()]);
     for item in [
         "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run",
     ] {

@@ -177,12 +177,12 @@ fn seccomp_filter(network: bool) -> Result<BpfProgram, LandlockError> {
         libc::SYS_ptrace,
         libc::SYS_process_vm_readv,
         libc::SYS_process_vm_writev,
-        // io_uring's operations (socket, connect, sendmsg, openat…) are not
-        // system calls this filter would see: no ring may be made or used.
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-    ] {
+    ]
+    .into_iter()
+    // io_uring's operations (socket, connect, sendmsg, openat…) are not
+    // system calls this filter would see: no ring may be made or used.
+    .chain(crate::bwrap::IO_URING)
+    {
         rules.insert(call, vec![]);
     }
     // kill(-1, …) signals every process the user may signal.

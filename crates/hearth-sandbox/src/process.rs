@@ -283,17 +283,17 @@ fn command_line(
         let (passwd, group) = bwrap::identity(workspace);
         let passwd = data_pipe(passwd.as_bytes())?;
         let group = data_pipe(group.as_bytes())?;
+        let filter = bwrap::filter().map_err(std::io::Error::other)?;
+        let seccomp = data_pipe(&filter)?;
         let mut c = std::process::Command::new(bwrap);
-        c.args(bwrap::args(
-            workspace,
-            network,
-            reads,
-            passwd.as_raw_fd(),
-            group.as_raw_fd(),
-        ));
+        let fds = bwrap::Inherited {
+            passwd: passwd.as_raw_fd(),
+            group: group.as_raw_fd(),
+            seccomp: seccomp.as_raw_fd(),
+        };
+        c.args(bwrap::args(workspace, network, reads, fds));
         c.arg("--").args(argv);
-        inherited.push(passwd);
-        inherited.push(group);
+        inherited.extend([passwd, group, seccomp]);
         c
     } else {
         let mut c = std::process::Command::new(program);
