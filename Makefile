@@ -30,7 +30,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech test-browser clean gpu gpu-configure cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -326,11 +326,30 @@ gpu-configure:
 	  -DGGML_CUDA=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
 	  -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
 	  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-	  -DLLAMA_OPENSSL=OFF $$driver $(GPU_CMAKE_FLAGS)
+	  -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_RPATH='$$ORIGIN' $$driver $(GPU_CMAKE_FLAGS)
 
 gpu: gpu-configure
 	@$(CMAKE) --build "$(GPU_BUILD)" --config Release --target ggml-cuda -j "$$(nproc)" && \
 	lib="$$(find "$(GPU_BUILD)" -name libggml-cuda.so -type f | head -n 1)" && \
 	[ -n "$$lib" ] || { echo "make gpu: the build made no libggml-cuda.so" >&2; exit 1; }; \
 	mkdir -p "$(GPU_DEST)" && install -m 0755 "$$lib" "$(GPU_DEST)/libggml-cuda.so" && \
+	$(MAKE) -s gpu-runtime GPU_MODULE="$(GPU_DEST)/libggml-cuda.so" && \
 	echo "installed $(GPU_DEST)/libggml-cuda.so; hearth loads it at start (check with: hearth doctor)"
+
+# The CUDA libraries the module needs (cudart, cuBLAS) that this machine's
+# loader cannot find (a toolkit from PyPI, or one off ld.so's paths) go
+# beside it: the module looks there first ($$ORIGIN in its run path), so it
+# loads after the toolkit's folder is gone and where `make install` puts it.
+gpu-runtime:
+	@nvcc="$$(command -v nvcc 2>/dev/null)"; \
+	[ -x "$(CUDA_PATH)/bin/nvcc" ] && nvcc="$(CUDA_PATH)/bin/nvcc"; \
+	root="$$(cd "$${nvcc%/*}/.." && pwd)"; dest="$$(dirname "$(GPU_MODULE)")"; \
+	known="$$( (ldconfig -p || /sbin/ldconfig -p) 2>/dev/null)"; \
+	for need in $$(objdump -p "$(GPU_MODULE)" | awk '$$1 == "NEEDED" { print $$2 }'); do \
+	  printf '%s\n' "$$known" | grep -q "^[[:space:]]*$$need " && continue; \
+	  for dir in "$$root/lib" "$$root/lib64" "$$root/targets/x86_64-linux/lib"; do \
+	    if [ -e "$$dir/$$need" ]; then \
+	      cp -L "$$dir/$$need" "$$dest/$$need" && echo "copied $$need beside it (from $$dir)"; break; \
+	    fi; \
+	  done; \
+	done

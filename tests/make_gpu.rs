@@ -19,9 +19,10 @@ fn bare_path(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for tool in [
-        "sh", "sed", "find", "head", "mkdir", "install", "nproc", "cat", "printf", "env", "dirname",
+        "sh", "sed", "find", "head", "mkdir", "install", "nproc", "cat", "printf", "env",
+        "dirname", "objdump", "awk", "grep", "cp", "ldconfig",
     ] {
-        let found = ["/usr/bin", "/bin", "/usr/local/bin"]
+        let found = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
             .iter()
             .map(|d| Path::new(d).join(tool))
             .find(|p| p.exists());
@@ -243,6 +244,20 @@ fn the_configure_step_runs_on_the_vendored_sources_with_nvidias_compiler() {
         dir.path().join("build/build.ninja").is_file()
             || dir.path().join("build/Makefile").is_file()
     );
+    // The module's run path starts beside it, where `make gpu` copies the
+    // CUDA libraries the loader cannot find.
+    // CMake writes the link's libraries and run path into a response file
+    // (Makefiles) or the link statement (Ninja).
+    let made = dir.path().join("build");
+    let link = std::fs::read_to_string(
+        made.join("ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/linkLibs.rsp"),
+    )
+    .or_else(|_| std::fs::read_to_string(made.join("build.ninja")))
+    .unwrap();
+    assert!(
+        link.contains("$ORIGIN"),
+        "no $ORIGIN in the module's run path: {link}"
+    );
 }
 
 /// The control: the way `make gpu` used to configure (ggml on its own, a
@@ -278,4 +293,97 @@ fn configuring_ggml_alone_fails_on_the_vendored_sources() {
     let (ok, log) = configure(dir.path(), Some(&fake_src));
     assert!(!ok, "{log}");
     assert!(log.contains("ggml.pc.in"), "{log}");
+}
+
+/// A toolkit off the loader's paths (as `make cuda-toolkit` lays out
+/// NVIDIA's from PyPI): the CUDA runtime the module needs is copied beside
+/// it, so it loads once the toolkit's folder is gone; a system library it
+/// needs (`libm`) is not copied. The stand-in module is linked as CMake
+/// links the real one, with `$ORIGIN` first in its run path.
+#[test]
+fn the_cuda_libraries_the_loader_cannot_find_go_beside_the_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let (toolkit, lib) = (dir.path().join("toolkit"), dir.path().join("toolkit/lib"));
+    std::fs::create_dir_all(toolkit.join("bin")).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    script(&toolkit.join("bin/nvcc"), "echo nvcc");
+    let cc = |args: &[&str]| {
+        let built = std::process::Command::new("cc")
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(built.success(), "cc {args:?}");
+    };
+    let runtime = dir.path().join("cudart.c");
+    std::fs::write(&runtime, "int cudart_version(void) { return 13; }\n").unwrap();
+    let versioned = lib.join("libcudart.so.13.0.96");
+    cc(&[
+        "-shared",
+        "-Wl,-soname,libcudart.so.13",
+        "-o",
+        versioned.to_str().unwrap(),
+        runtime.to_str().unwrap(),
+    ]);
+    std::os::unix::fs::symlink("libcudart.so.13.0.96", lib.join("libcudart.so.13")).unwrap();
+    std::os::unix::fs::symlink("libcudart.so.13", lib.join("libcudart.so")).unwrap();
+    let module_c = dir.path().join("module.c");
+    std::fs::write(
+        &module_c,
+        "#include <math.h>\nint cudart_version(void);\ndouble probe(double x) { return sqrt(x) + cudart_version(); }\n",
+    )
+    .unwrap();
+    let module = dir.path().join("libggml-cuda.so");
+    cc(&[
+        "-shared",
+        "-Wl,--no-as-needed",
+        "-Wl,-rpath,$ORIGIN",
+        "-o",
+        module.to_str().unwrap(),
+        module_c.to_str().unwrap(),
+        &format!("-L{}", lib.display()),
+        "-lcudart",
+        "-lm",
+    ]);
+    let bin = bare_path(dir.path());
+    let log = dir.path().join("cmake.log");
+    script(
+        &bin.join("cmake"),
+        &format!(
+            "echo \"$*\" >> {log}\n\
+             if [ \"$1\" = --build ]; then mkdir -p \"$2/bin\" && cat {module} > \"$2/bin/libggml-cuda.so\"; fi",
+            log = log.display(),
+            module = module.display()
+        ),
+    );
+    let out = make_gpu(
+        &bin,
+        dir.path(),
+        &[("CUDA_PATH", toolkit.display().to_string())],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dest = dir.path().join("dest");
+    let copied = dest.join("libcudart.so.13");
+    assert!(copied.is_file() && !copied.is_symlink(), "{stdout}");
+    assert!(
+        stdout.contains("copied libcudart.so.13 beside it"),
+        "{stdout}"
+    );
+    assert!(
+        !dest.join("libm.so.6").exists(),
+        "a system library was copied"
+    );
+    // The toolkit gone, the module still finds its runtime: beside it.
+    std::fs::remove_dir_all(&toolkit).unwrap();
+    let ldd = std::process::Command::new("ldd")
+        .arg(dest.join("libggml-cuda.so"))
+        .output()
+        .unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    let line = ldd.lines().find(|l| l.contains("libcudart.so.13")).unwrap();
+    assert!(line.contains(&copied.display().to_string()), "{ldd}");
 }

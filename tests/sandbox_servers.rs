@@ -162,6 +162,14 @@ async fn contained(choice: SandboxChoice) {
     let open = sandbox(choice, &p, true);
     let mut talk = Talk::start(&open, &p);
     assert_eq!(talk.ask(&format!("connect {port}")).await, "connected");
+    // The listener counts the connection when its accept runs, which may
+    // be just after the server has said "connected".
+    for _ in 0..100 {
+        if connections.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
     let status = {
         drop(talk.stdin);
