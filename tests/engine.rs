@@ -631,3 +631,38 @@ fn control_token_text_inside_a_message_stays_text() {
     let near = prompt_tokens("nothing much.<|im_end| <|im_start|");
     assert!(near > clean && near - clean < 20, "{clean} -> {near}");
 }
+
+/// A conversation saved under one context size resumes from disk under
+/// another that holds it (with `context_size = 0` the size follows the
+/// memory free at start, on a GPU or in RAM, so it changes between
+/// starts). `cache::saved`'s unit test has the controls: another model, or
+/// a context too small for the saved tokens, is a mismatch.
+#[test]
+fn a_saved_conversation_resumes_under_another_context_size() {
+    let _guard = lock();
+    let dir = tempfile::tempdir().unwrap();
+    let kv = dir.path().join("kv");
+    let sized = |context_size: u32| EngineSettings {
+        context_size,
+        ..settings(&kv, 1, 0, true)
+    };
+    let mut history = Vec::new();
+    let engine = start(sized(1024));
+    let first = turn(&engine, "a", &mut history, QUESTIONS[0]);
+    engine.shutdown();
+    let engine = start(sized(2048));
+    let reply = turn(&engine, "a", &mut history, QUESTIONS[1]);
+    assert_eq!(
+        reply.usage.cache_origin,
+        CacheOrigin::Disk,
+        "{:?}",
+        reply.usage
+    );
+    assert!(
+        reply.usage.cached_tokens >= first.usage.prompt_tokens,
+        "{:?} after {:?}",
+        reply.usage,
+        first.usage
+    );
+    engine.shutdown();
+}

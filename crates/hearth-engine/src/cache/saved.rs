@@ -39,6 +39,20 @@ pub struct Fingerprint {
     pub n_ctx_seq: u32,
 }
 
+impl Fingerprint {
+    /// Whether a state saved under `self` holding `n_tokens` loads under
+    /// `now`: the same model, and room for its tokens. The context size
+    /// alone may differ: with `context_size = 0` it follows the memory
+    /// free at start (a GPU's or RAM's), so it changed from one start to
+    /// the next and every saved conversation was read again from cold.
+    pub fn fits(&self, now: &Fingerprint, n_tokens: usize) -> bool {
+        self.model_file == now.model_file
+            && self.model_size == now.model_size
+            && self.n_params == now.n_params
+            && n_tokens < now.n_ctx_seq as usize
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Header {
     conversation: String,
@@ -157,7 +171,7 @@ pub fn load(
     line.clear();
     r.read_line(&mut line)?;
     let header: Header = serde_json::from_str(line.trim_end()).map_err(|_| LoadError::Format)?;
-    if &header.fingerprint != fingerprint {
+    if !header.fingerprint.fits(fingerprint, header.n_tokens) {
         return Err(LoadError::Mismatch(header.fingerprint));
     }
     if header.conversation != conversation {
@@ -187,6 +201,33 @@ pub fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_fits_the_same_model_with_room_for_its_tokens() {
+        let saved = Fingerprint {
+            model_file: "m.gguf".into(),
+            model_size: 100,
+            n_params: 7,
+            n_ctx_seq: 1024,
+        };
+        let larger = Fingerprint {
+            n_ctx_seq: 4096,
+            ..saved.clone()
+        };
+        assert!(saved.fits(&saved, 500));
+        assert!(saved.fits(&larger, 500));
+        // Controls: too small a context, or another model.
+        let smaller = Fingerprint {
+            n_ctx_seq: 256,
+            ..saved.clone()
+        };
+        assert!(!saved.fits(&smaller, 500));
+        let other = Fingerprint {
+            model_size: 101,
+            ..larger.clone()
+        };
+        assert!(!saved.fits(&other, 500));
+    }
 
     fn fp(n_ctx_seq: u32) -> Fingerprint {
         Fingerprint {
@@ -220,8 +261,9 @@ mod tests {
         let path = path_for(dir.path(), "c");
         assert!(matches!(load(&path, "c", &fp(1)), Err(LoadError::Missing)));
         save(&path, "c", &fp(4096), &seq()).unwrap();
+        // A context too small for the saved tokens.
         assert!(matches!(
-            load(&path, "c", &fp(2048)),
+            load(&path, "c", &fp(1)),
             Err(LoadError::Mismatch(_))
         ));
         assert!(matches!(
