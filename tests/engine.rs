@@ -666,3 +666,52 @@ fn a_saved_conversation_resumes_under_another_context_size() {
     );
     engine.shutdown();
 }
+
+/// A conversation saved with flash attention (a GPU's default) resumes
+/// without it (the CPU's default): llama.cpp lays the V cache out
+/// transposed without flash attention, so the saved state's V layers are
+/// turned to the layout of the context that loads them. The control: the
+/// same switch the other way.
+#[test]
+fn a_saved_conversation_resumes_with_flash_attention_switched() {
+    let _guard = lock();
+    for (saved, loaded) in [(true, false), (false, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = dir.path().join("kv");
+        let flash = |on: bool| EngineSettings {
+            flash_attention: Some(on),
+            ..settings(&kv, 1, 0, true)
+        };
+        let mut history = Vec::new();
+        let engine = start(flash(saved));
+        let first = turn(&engine, "a", &mut history, QUESTIONS[0]);
+        engine.shutdown();
+        // The control: the same two turns on one engine with the loading
+        // side's setting, nothing saved. A V cache laid out wrongly reads
+        // as noise, and the second answer would differ.
+        let mut control = Vec::new();
+        let fresh = start(flash(loaded));
+        turn(&fresh, "c", &mut control, QUESTIONS[0]);
+        let expected = turn(&fresh, "c", &mut control, QUESTIONS[1]);
+        fresh.shutdown();
+        let engine = start(flash(loaded));
+        let reply = turn(&engine, "a", &mut history, QUESTIONS[1]);
+        assert_eq!(
+            reply.text, expected.text,
+            "flash attention {saved} -> {loaded}: the resumed conversation answers as a fresh one"
+        );
+        assert_eq!(
+            reply.usage.cache_origin,
+            CacheOrigin::Disk,
+            "flash attention {saved} -> {loaded}: {:?}",
+            reply.usage
+        );
+        assert!(
+            reply.usage.cached_tokens >= first.usage.prompt_tokens,
+            "flash attention {saved} -> {loaded}: {:?} after {:?}",
+            reply.usage,
+            first.usage
+        );
+        engine.shutdown();
+    }
+}

@@ -74,6 +74,8 @@ pub(super) fn run(
     };
     let allowed = can_speculate(&model, window, settings.swa_full);
     let context = draft_context(&settings, &fit, n_ctx_seq, threads);
+    // Without flash attention llama.cpp keeps V transposed.
+    let v_transposed = !context.flash_attention;
     let Ok(drafter) = drafter(&backend, &settings, allowed, draft.as_ref(), context).map_err(&fail)
     else {
         return;
@@ -86,7 +88,8 @@ pub(super) fn run(
         (&reuse, drafter.describe()),
     );
     tracing::info!(?info, "model loaded");
-    let mut cache = seq_cache(&settings, &model, n_ctx_seq, checkpoints).with_board(board);
+    let mut cache =
+        seq_cache(&settings, &model, (n_ctx_seq, v_transposed), checkpoints).with_board(board);
     if ready.send(Ok((info, Arc::clone(&model)))).is_err() {
         return;
     }
@@ -289,7 +292,7 @@ fn reuse_policy(settings: &EngineSettings, model: &LlamaModel) -> Reuse {
 fn seq_cache(
     settings: &EngineSettings,
     model: &LlamaModel,
-    n_ctx_seq: u32,
+    (n_ctx_seq, v_transposed): (u32, bool),
     checkpoints: usize,
 ) -> SeqCache {
     let fingerprint = Fingerprint {
@@ -309,6 +312,7 @@ fn seq_cache(
             disk_budget: settings.disk_cache_bytes,
             disk_dir: settings.kv_dir.clone(),
             checkpoints,
+            v_transposed,
         },
         fingerprint,
     )

@@ -16,6 +16,7 @@ pub mod reuse;
 mod saved;
 mod share;
 mod slots;
+pub mod v_layout;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -43,6 +44,9 @@ pub struct CacheSettings {
     pub disk_dir: Option<PathBuf>,
     /// Window checkpoints kept per sequence (see [`checkpoint`]); 0: none.
     pub checkpoints: usize,
+    /// The context keeps V transposed (flash attention off): saved states
+    /// in the other layout are turned on loading ([`v_layout`]).
+    pub v_transposed: bool,
 }
 
 pub struct SeqCache {
@@ -249,9 +253,25 @@ impl SeqCache {
         let path = saved::path_for(dir, conversation);
         let result = saved::load(&path, conversation, &self.fingerprint);
         match result {
-            Ok(seq) => {
+            Ok(mut seq) => {
                 // The state moves into the context; the file would go stale.
                 let _ = std::fs::remove_file(&path);
+                match v_layout::relayout(&seq.state, self.settings.v_transposed) {
+                    v_layout::Relaid::Turned(state) => {
+                        tracing::info!(
+                            conversation,
+                            "turned a saved KV state's V cache to this context's layout (flash attention differs)"
+                        );
+                        seq.state = state;
+                    }
+                    v_layout::Relaid::Already => {}
+                    v_layout::Relaid::Unreadable => {
+                        tracing::debug!(
+                            conversation,
+                            "a saved KV state's V layout is not one hearth reads"
+                        );
+                    }
+                }
                 Some(seq)
             }
             Err(LoadError::Missing) => None,
