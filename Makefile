@@ -3,6 +3,11 @@
 #   make chat    prerequisites, the default model, a release build, then the chat
 #   make test    prerequisites, the test models, every test
 #   make bench   speed, prompt-cache reuse and restart figures (hearth bench)
+#   make bench-tools
+#                tool calling on BFCL's public questions (PyPI bfcl-eval): hearth
+#                beside llama.cpp's llama-server --jinja on the same model, case
+#                by case interleaved (benches/bfcl.py). CASES=20 per category
+#                (all: every one), TEMPLATE=a Jinja file for both, MODEL=a GGUF
 #   make install the release build and its libraries in $(PREFIX)/lib/hearth,
 #                linked as $(PREFIX)/bin/hearth (PREFIX: ~/.local); config
 #                and data are never touched. make uninstall takes it away.
@@ -30,7 +35,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench build prereqs model test-models test-clients test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test bench bench-tools build prereqs model test-models test-clients test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -55,6 +60,19 @@ test: prereqs test-models test-clients test-mcp test-projector test-speech test-
 
 bench: prereqs model build
 	$(HEARTH) bench --json target/bench/hearth-bench.json
+
+BFCL := target/bfcl
+CASES ?= 20
+bench-tools: prereqs model build $(BFCL)/.installed
+	bash benches/llama_tools.sh
+	mkdir -p target/bench
+	python3 benches/bfcl.py --cases $(CASES) $(if $(TEMPLATE),--template $(TEMPLATE)) $(if $(MODEL),--model $(MODEL)) --json target/bench/bfcl.json
+
+# BFCL's questions, answers and checker, without the SDKs of every provider
+# it can query (benches/bfcl.py reads only what the checker needs).
+$(BFCL)/.installed: benches/bfcl-requirements.txt
+	python3 -m pip install --quiet --target $(BFCL) --no-deps -r benches/bfcl-requirements.txt
+	touch $@
 
 build:
 	$(CARGO) build --release

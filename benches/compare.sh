@@ -24,17 +24,7 @@ threads=${THREADS:-$(python3 -c 'import os; print(len({l.split(":")[1].strip() f
 port=${PORT:-18080}
 mkdir -p "$work"
 
-if [ ! -x "$work/build/bin/llama-server" ] || [ ! -x "$work/build/bin/llama-bench" ]; then
-  echo "== building llama-bench and llama-server from llama-cpp-python 0.3.36's vendor/llama.cpp"
-  if [ ! -d "$work/llama_cpp_python-0.3.36" ]; then
-    python3 -m pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d "$work"
-    tar xzf "$work/llama_cpp_python-0.3.36.tar.gz" -C "$work"
-  fi
-  cmake -S "$work/llama_cpp_python-0.3.36/vendor/llama.cpp" -B "$work/build" \
-    -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
-    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >/dev/null
-  cmake --build "$work/build" --target llama-bench llama-server -j "$(nproc)" >/dev/null
-fi
+bash benches/llama_tools.sh
 
 make --no-print-directory model build >/dev/null
 

@@ -53,6 +53,7 @@ mod openai_api;
 mod openai_families;
 mod openai_images;
 mod openai_provider;
+mod parallel_calls;
 mod pipeline_phases;
 mod published_templates;
 mod real_model;

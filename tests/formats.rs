@@ -93,17 +93,94 @@ fn each_family_grammar_takes_its_calls_and_refuses_an_unknown_tool() {
     let mut failed = Vec::new();
     for family in ModelFamily::ALL {
         let good = call(family);
-        if !engine.grammar_accepts(family, &tools, good).unwrap() {
+        if !engine.grammar_accepts(family, &tools, 1, good).unwrap() {
             failed.push(format!("{family:?} refuses its own call: {good}"));
         }
         let unknown = good.replace("get_weather", "delete_all");
-        if engine.grammar_accepts(family, &tools, &unknown).unwrap() {
+        if engine.grammar_accepts(family, &tools, 1, &unknown).unwrap() {
             failed.push(format!("{family:?} takes a call to an unknown tool"));
         }
         // A call cut short is not a whole call.
         let cut: String = good.chars().take(good.chars().count() - 3).collect();
-        if engine.grammar_accepts(family, &tools, &cut).unwrap() {
+        if engine.grammar_accepts(family, &tools, 1, &cut).unwrap() {
             failed.push(format!("{family:?} takes a call cut short: {cut}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// `n` calls in one reply (to Paris, Oslo, Lima…), as the families whose
+/// templates write several write them; `None` for the one-call families.
+fn several(family: ModelFamily, n: usize) -> Option<String> {
+    let one = call(family);
+    let calls: Vec<String> = ["Paris", "Oslo", "Lima", "Rome"][..n]
+        .iter()
+        .map(|city| one.replace("Paris", city))
+        .collect();
+    let listed = |open: &str, close: &str| {
+        let body = |c: &String| {
+            c.trim_start_matches(open)
+                .trim_end_matches(close)
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .to_string()
+        };
+        let bodies: Vec<String> = calls.iter().map(body).collect();
+        format!("{open}[{}]{close}", bodies.join(", "))
+    };
+    match family {
+        ModelFamily::Xml | ModelFamily::Hermes => Some(calls.join("\n")),
+        ModelFamily::MistralV7 => Some(calls.concat()),
+        ModelFamily::Mistral => Some(listed("[TOOL_CALLS]", "")),
+        ModelFamily::Phi4 => Some(listed("<|tool_call|>", "<|/tool_call|>")),
+        ModelFamily::Granite => Some(listed("<|tool_call|>", "")),
+        ModelFamily::Nemotron => Some(listed("<TOOLCALL>", "</TOOLCALL>")),
+        ModelFamily::CommandR => Some(listed("<|START_ACTION|>", "<|END_ACTION|>")),
+        _ => None,
+    }
+}
+
+/// With several calls allowed (`parallel_tool_calls`), a family whose
+/// template writes several in one reply takes them, up to the limit and no
+/// further; with one allowed, it refuses the second. The one-call
+/// families (Llama 3's templates refuse two) refuse two either way.
+#[test]
+fn families_that_write_several_calls_take_several_when_allowed() {
+    let _guard = lock();
+    let engine = start(None);
+    let tools = tools();
+    let most = hearth::chat::MOST_CALLS;
+    let accepts =
+        |family, limit, text: &str| engine.grammar_accepts(family, &tools, limit, text).unwrap();
+    let mut failed = Vec::new();
+    for family in ModelFamily::ALL {
+        let (Some(two), Some(three)) = (several(family, 2), several(family, 3)) else {
+            if accepts(family, most, &format!("{}{}", call(family), call(family))) {
+                failed.push(format!("{family:?} (one call per reply) takes two"));
+            }
+            if !accepts(family, most, call(family)) {
+                failed.push(format!(
+                    "{family:?} refuses one call when several are allowed"
+                ));
+            }
+            continue;
+        };
+        if !accepts(family, most, &three) {
+            failed.push(format!(
+                "{family:?} refuses three calls when {most} are allowed: {three}"
+            ));
+        }
+        if !accepts(family, 2, &two) {
+            failed.push(format!(
+                "{family:?} refuses two calls when two are allowed: {two}"
+            ));
+        }
+        if accepts(family, 2, &three) {
+            failed.push(format!("{family:?} takes three calls when two are allowed"));
+        }
+        if accepts(family, 1, &two) {
+            failed.push(format!("{family:?} takes two calls when one is allowed"));
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));

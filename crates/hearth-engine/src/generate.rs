@@ -296,7 +296,7 @@ impl<'m> Generator<'m> {
             self.model,
             &request.sampling,
             tools,
-            request.tool_choice,
+            (request.tool_choice, request.most_calls()),
             format,
         )?;
         let n_ctx_seq = ctx.n_ctx() as usize / cache.n_slots();

@@ -242,13 +242,14 @@ impl Engine {
         &self,
         family: formats::ModelFamily,
         tools: &[hearth_core::chat::ToolSpec],
+        most_calls: usize,
         text: &str,
     ) -> Result<bool, ProviderError> {
         let model = self
             .model
             .as_ref()
             .ok_or(ProviderError::Failed(EngineError::WorkerGone.to_string()))?;
-        sampling::grammar_accepts(model, formats::format(family), tools, text)
+        sampling::grammar_accepts(model, formats::format(family), (tools, most_calls), text)
     }
 
     /// The tokens of `text` (special tokens parsed, no BOS added).

@@ -36,7 +36,7 @@ impl Picker {
         model: &LlamaModel,
         params: &SamplingParams,
         tools: &[ToolSpec],
-        choice: ToolChoice,
+        (choice, most_calls): (ToolChoice, usize),
         format: &dyn Format,
     ) -> Result<Self, ProviderError> {
         let plain = params.repeat_penalty == 1.0
@@ -49,7 +49,7 @@ impl Picker {
         }
         check(params)?;
         Ok(Self::Chain {
-            grammar: grammar(model, params, tools, choice, format)?.map(Box::new),
+            grammar: grammar(model, params, tools, (choice, most_calls), format)?.map(Box::new),
             rest: Box::new(chain(model, params)),
         })
     }
@@ -137,11 +137,11 @@ fn grammar(
     model: &LlamaModel,
     params: &SamplingParams,
     tools: &[ToolSpec],
-    choice: ToolChoice,
+    (choice, most_calls): (ToolChoice, usize),
     format: &dyn Format,
 ) -> Result<Option<CallGrammar>, ProviderError> {
     if !tools.is_empty() {
-        let grammar = formats::call_grammar(format, tools)?;
+        let grammar = formats::call_grammar(format, tools, most_calls)?;
         let refused =
             |e| ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"));
         return Ok(Some(match choice {
@@ -263,10 +263,10 @@ fn random_seed() -> u32 {
 pub fn grammar_accepts(
     model: &LlamaModel,
     format: &dyn Format,
-    tools: &[ToolSpec],
+    (tools, most_calls): (&[ToolSpec], usize),
     text: &str,
 ) -> Result<bool, ProviderError> {
-    let grammar = formats::call_grammar(format, tools)?;
+    let grammar = formats::call_grammar(format, tools, most_calls)?;
     let mut sampler = LlamaSampler::grammar(model, &grammar, "root").map_err(|e| {
         ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"))
     })?;

@@ -15,6 +15,6 @@ pub use error::ProviderError;
 pub use image::Image;
 pub use stream::{ChatReply, ChatStream};
 pub use types::{
-    CacheOrigin, ChatMessage, ChatRequest, FinishReason, Priority, Reasoning, ReplyFormat, Role,
-    SamplingParams, StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
+    CacheOrigin, ChatMessage, ChatRequest, FinishReason, MOST_CALLS, Priority, Reasoning,
+    ReplyFormat, Role, SamplingParams, StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,
 };

@@ -218,7 +218,13 @@ pub struct ChatRequest {
     /// Work hearth does for itself (a history summary): the reply is never
     /// streamed to the user.
     pub internal: bool,
+    /// Several calls may come in one reply, where the model family's format
+    /// carries them (OpenAI's `parallel_tool_calls`); else at most one.
+    pub parallel_calls: bool,
 }
+
+/// Calls one reply may hold when the request lets it hold several.
+pub const MOST_CALLS: usize = 8;
 
 impl ChatRequest {
     /// An interactive request without tools.
@@ -235,6 +241,7 @@ impl ChatRequest {
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
             internal: false,
+            parallel_calls: false,
         }
     }
 
@@ -242,6 +249,11 @@ impl ChatRequest {
     pub fn internal(mut self) -> Self {
         self.internal = true;
         self
+    }
+
+    /// The most calls one reply may hold.
+    pub fn most_calls(&self) -> usize {
+        if self.parallel_calls { MOST_CALLS } else { 1 }
     }
 
     /// The tools actually offered: none when `tool_choice` is `None`.

@@ -63,7 +63,7 @@ fn picker(family: ModelFamily, choice: ToolChoice) -> Picker {
         model(),
         &SamplingParams::greedy(512),
         &tools(),
-        choice,
+        (choice, 1),
         formats::format(family),
     )
     .unwrap()

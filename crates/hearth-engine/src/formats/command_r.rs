@@ -4,7 +4,7 @@
 //! `<|START_RESPONSE|>…<|END_RESPONSE|>`. The template numbers the calls
 //! itself from their ids.
 
-use super::grammar::ToolRules;
+use super::grammar::{ITEM, ToolRules, repeated};
 use super::{Calls, Format, Ids, ModelFamily, Syntax, json};
 use hearth_core::chat::ToolSpec;
 
@@ -29,14 +29,15 @@ impl Format for CommandR {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, most: usize) -> String {
         let call = tools.alternatives(|name, args| {
             format!(
                 r#""{{" space "\"tool_call_id\"" space ":" space "\"" [0-9]{{1,3}} "\"" space "," space "\"tool_name\"" space ":" space "\"{name}\"" space "," space "\"parameters\"" space ":" space {args} space "}}""#
             )
         });
         format!(
-            "root ::= \"{ACTION}\" space \"[\" space {call} space \"]\" space \"{END_ACTION}\"\n"
+            "root ::= \"{ACTION}\" space \"[\" space {} space \"]\" space \"{END_ACTION}\"\n{ITEM} ::= {call}\n",
+            repeated(ITEM, "space \",\" space", most)
         )
     }
 

@@ -33,7 +33,7 @@ impl Format for DeepSeek {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, _most: usize) -> String {
         let call =
             tools.alternatives(|name, args| format!(r#""{name}" "\n```json\n" {args} "\n```""#));
         format!(

@@ -32,7 +32,7 @@ impl Format for Gemma4 {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, _most: usize) -> String {
         let calls = tools.alternatives_indexed(|i, name, _| {
             let pairs = tools.keyed(i, "\",\"", |key, kind| {
                 let value = match kind {

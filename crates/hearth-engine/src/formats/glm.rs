@@ -31,7 +31,7 @@ impl Format for Glm {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, _most: usize) -> String {
         let calls = tools.alternatives_indexed(|i, name, _| {
             let pairs = tools.keyed(i, "", |key, kind| {
                 let value = match kind {

@@ -96,6 +96,18 @@ impl ToolRules {
     }
 }
 
+/// The rule of one call, where a reply may hold several.
+pub const ITEM: &str = "tool-call-item";
+
+/// GBNF for rule `one`, then up to `most - 1` more, each after `sep`
+/// (GBNF, may be `""`).
+pub fn repeated(one: &str, sep: &str, most: usize) -> String {
+    if most <= 1 {
+        return one.to_string();
+    }
+    format!("{one} ( {sep} {one} ){{0,{}}}", most - 1).replace("(  ", "( ")
+}
+
 /// The rules for `tools`' arguments, or why they cannot be had.
 pub fn tool_rules(tools: &[ToolSpec]) -> Result<ToolRules, ProviderError> {
     if tools.is_empty() {

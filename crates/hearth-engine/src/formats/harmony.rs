@@ -43,7 +43,7 @@ impl Format for Harmony {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, _most: usize) -> String {
         let call = tools.alternatives(|name, args| format!(r#""{name}" header {args}"#));
         format!(
             "root ::= ( \"{CHANNEL}commentary \" )? \"{RECIPIENT}\" {call}\nheader ::= ( \"{CHANNEL}commentary\" )? ( \" \" \"<|constrain|>\"? \"json\" )? \"{MESSAGE}\"\n"

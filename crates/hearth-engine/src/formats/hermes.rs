@@ -3,7 +3,7 @@
 //! hearth's own XML protocol writes calls the same way, but describes the
 //! tools in its system prompt instead of the template.
 
-use super::grammar::ToolRules;
+use super::grammar::{ITEM, ToolRules, repeated};
 use serde_json::Value;
 
 use super::{Calls, Format, Ids, ModelFamily, Syntax, json, messages};
@@ -39,9 +39,11 @@ impl Format for Hermes {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, most: usize) -> String {
+        // Qwen and Hermes templates write one block per call, a line apart.
         format!(
-            "root ::= \"{OPEN}\" \"\\n\"? {} \"\\n\"? \"{CLOSE}\"\n",
+            "root ::= {} \"\\n\"?\n{ITEM} ::= \"{OPEN}\" \"\\n\"? {} \"\\n\"? \"{CLOSE}\"\n",
+            repeated(ITEM, "\"\\n\"?", most),
             tools.json_object("name", "arguments")
         )
     }

@@ -29,7 +29,7 @@ impl Format for Kimi {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, _most: usize) -> String {
         let call = tools.alternatives(|name, args| {
             format!(r#""functions.{name}:" [0-9]{{1,3}} "{ARGS}" {args}"#)
         });

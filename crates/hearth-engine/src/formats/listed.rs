@@ -3,7 +3,7 @@
 //! Granite 3.x (`<|tool_call|>[…]` to the end of the reply, the answer
 //! possibly in `<response>`), Nemotron (`<TOOLCALL>[…]</TOOLCALL>`).
 
-use super::grammar::ToolRules;
+use super::grammar::{ITEM, ToolRules, repeated};
 use super::{Calls, Format, Ids, ModelFamily, Syntax, json};
 use hearth_core::chat::ToolSpec;
 
@@ -56,15 +56,16 @@ impl Format for Listed {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, most: usize) -> String {
         let call = tools.json_object("name", "arguments");
         let close = self
             .close
             .map(|c| format!(" space \"{c}\""))
             .unwrap_or_default();
         format!(
-            "root ::= \"{}\" space \"[\" space {call} space \"]\"{close}\n",
-            self.open[0]
+            "root ::= \"{}\" space \"[\" space {} space \"]\"{close}\n{ITEM} ::= {call}\n",
+            self.open[0],
+            repeated(ITEM, "space \",\" space", most)
         )
     }
 

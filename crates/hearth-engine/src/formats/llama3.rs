@@ -32,7 +32,7 @@ impl Format for Llama3 {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, _most: usize) -> String {
         let call = tools.alternatives(|name, args| {
             format!(
                 r#""\"name\"" space ":" space "\"{name}\"" space "," space ( "\"parameters\"" | "\"arguments\"" ) space ":" space {args}"#

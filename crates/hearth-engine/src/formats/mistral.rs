@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::grammar::ToolRules;
+use super::grammar::{ITEM, ToolRules, repeated};
 use super::{Calls, Format, Ids, ModelFamily, Syntax, json, messages};
 use hearth_core::chat::{ChatMessage, Role, ToolSpec};
 
@@ -44,19 +44,26 @@ impl Format for Mistral {
         }
     }
 
-    fn grammar(&self, tools: &ToolRules) -> String {
+    fn grammar(&self, tools: &ToolRules, most: usize) -> String {
         if self.v7 {
             let call = tools.alternatives(|name, args| {
                 format!(r#""{name}" ( "{CALL_ID}" [a-zA-Z0-9]{{9}} )? "{ARGS}" {args}"#)
             });
-            format!("root ::= \"{CALLS}\" {call}\n")
+            // One `[TOOL_CALLS]` per call, as the templates write them.
+            format!(
+                "root ::= {}\n{ITEM} ::= \"{CALLS}\" {call}\n",
+                repeated(ITEM, "", most)
+            )
         } else {
             let call = tools.alternatives(|name, args| {
                 format!(
                     r#""{{" space "\"name\"" space ":" space "\"{name}\"" space "," space "\"arguments\"" space ":" space {args} ( space "," space "\"id\"" space ":" space "\"" [a-zA-Z0-9]{{9}} "\"" )? space "}}""#
                 )
             });
-            format!("root ::= \"{CALLS}\" space \"[\" space {call} space \"]\"\n")
+            format!(
+                "root ::= \"{CALLS}\" space \"[\" space {} space \"]\"\n{ITEM} ::= {call}\n",
+                repeated(ITEM, "space \",\" space", most)
+            )
         }
     }
 

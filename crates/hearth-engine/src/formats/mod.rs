@@ -74,11 +74,13 @@ pub trait Format: Send + Sync {
 
     fn syntax(&self) -> Syntax;
 
-    /// GBNF rules for one call section, rooted at `root`, over the
-    /// arguments' rules in `tools` (which the caller appends). One call per
-    /// reply, as hearth's own protocol asks: a small model left to list
-    /// calls fills the reply with them.
-    fn grammar(&self, tools: &ToolRules) -> String;
+    /// GBNF rules for the reply's calls, rooted at `root`, over the
+    /// arguments' rules in `tools` (which the caller appends): at most
+    /// `most` calls where the family's format carries several in one reply
+    /// (OpenAI's `parallel_tool_calls`), else one. hearth's own assistant
+    /// asks for one: a small model left to list calls fills the reply with
+    /// them.
+    fn grammar(&self, tools: &ToolRules, most: usize) -> String;
 
     /// Regexes that wake the lazy grammar (llama.cpp starts it at the first
     /// group): the call markers, anywhere or at the start.
@@ -142,10 +144,19 @@ pub fn format(family: ModelFamily) -> &'static dyn Format {
     }
 }
 
-/// The complete grammar of a call section for `tools` in `format`.
-pub fn call_grammar(format: &dyn Format, tools: &[ToolSpec]) -> Result<String, ProviderError> {
+/// The complete grammar of a reply's calls for `tools` in `format`: at
+/// most `most` of them where the format carries several.
+pub fn call_grammar(
+    format: &dyn Format,
+    tools: &[ToolSpec],
+    most: usize,
+) -> Result<String, ProviderError> {
     let rules = grammar::tool_rules(tools)?;
-    Ok(format!("{}\n{}", format.grammar(&rules), rules.rules))
+    Ok(format!(
+        "{}\n{}",
+        format.grammar(&rules, most.max(1)),
+        rules.rules
+    ))
 }
 
 /// Fresh call ids: letters and digits from a generator seeded per reply.

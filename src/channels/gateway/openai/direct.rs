@@ -86,6 +86,9 @@ pub fn start(
     );
     request.tools = asked.tools;
     request.tool_choice = asked.tool_choice;
+    // The grammar lets the model write several calls unless the client
+    // asked for one (`parallel_tool_calls: false`).
+    request.parallel_calls = !asked.one_call;
     let one_call = asked.one_call;
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
