@@ -41,6 +41,7 @@ mod reply;
 mod sampling;
 mod speculate;
 pub mod template;
+pub mod tojson;
 mod utf8;
 mod vision;
 mod worker;

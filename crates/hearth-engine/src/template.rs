@@ -117,6 +117,8 @@ impl ChatTemplate {
             },
         );
         env.add_function("strftime_now", |format: String| strftime_now(&format));
+        // Tools as `transformers` writes them, not minijinja's HTML-safe JSON.
+        env.add_filter("tojson", crate::tojson::tojson);
         env.add_template_owned("chat", source)
             .map_err(|e| TemplateError::Compile {
                 origin: origin.clone(),
@@ -446,7 +448,7 @@ mod tests {
         };
         let out = t.render_with_tools(&[], &[tool], false).unwrap();
         assert!(
-            out.starts_with(r#"[{"type":"function","function":{"name":"get_weather","description":"The weather","parameters":"#),
+            out.starts_with(r#"[{"type": "function", "function": {"name": "get_weather", "description": "The weather", "parameters": "#),
             "{out}"
         );
     }
