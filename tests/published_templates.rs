@@ -352,7 +352,7 @@ fn a_gpt_oss_conversation_of_three_turns_with_a_tool_call_renders_and_parses() {
     // Turn 1, round 2: the call and its result are in the prompt.
     let prompt = render(&messages);
     assert!(
-        prompt.contains("<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Paris\"}<|call|>"),
+        prompt.contains("<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\"}<|call|>"),
         "{prompt}"
     );
     assert!(
