@@ -74,8 +74,7 @@ pub(super) fn run(
     };
     let allowed = can_speculate(&model, window, settings.swa_full);
     let context = draft_context(&settings, &fit, n_ctx_seq, threads);
-    // Without flash attention llama.cpp keeps V transposed.
-    let v_transposed = !context.flash_attention;
+    let v_transposed = !context.flash_attention; // llama.cpp's layout without it
     let Ok(drafter) = drafter(&backend, &settings, allowed, draft.as_ref(), context).map_err(&fail)
     else {
         return;
@@ -103,12 +102,10 @@ pub(super) fn run(
     .with_window(window)
     .with_sharing(settings.share_prompts);
     let batcher = batcher(&settings, checkpoints).with_drafter(drafter);
-    let embedder = &mut Embedder::new(&backend, &model, threads);
-    let (jobs, waiting) = (&jobs, &*waiting);
     let inflow = &mut Inflow {
-        jobs,
-        embedder,
-        waiting,
+        jobs: &jobs,
+        embedder: &mut Embedder::new(&backend, &model, threads),
+        waiting: &waiting,
         vision,
     };
     serve(&mut ctx, &mut cache, &generator, batcher, inflow);
