@@ -30,6 +30,7 @@ mod gateway;
 mod gateway_brake;
 mod gateway_people;
 mod grammar_handoff;
+mod hostile_tools;
 mod http_tool;
 mod internal_tags;
 mod lms_calendar;

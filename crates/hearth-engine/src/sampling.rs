@@ -142,8 +142,7 @@ fn grammar(
 ) -> Result<Option<CallGrammar>, ProviderError> {
     if !tools.is_empty() {
         let grammar = formats::call_grammar(format, tools, most_calls)?;
-        let refused =
-            |e| ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"));
+        let refused = |e| refused_tools(model, format, tools, &e);
         return Ok(Some(match choice {
             ToolChoice::Required => CallGrammar::required(
                 LlamaSampler::grammar(model, &grammar, "root").map_err(refused)?,
@@ -170,6 +169,28 @@ fn grammar(
         ))
     })?;
     Ok(Some(CallGrammar::required(sampler)))
+}
+
+/// Why llama.cpp refused the call grammar of `tools`, naming the first
+/// tool whose grammar it refuses alone.
+fn refused_tools(
+    model: &LlamaModel,
+    format: &dyn Format,
+    tools: &[ToolSpec],
+    why: &dyn std::fmt::Display,
+) -> ProviderError {
+    let refused_alone = |tool: &&ToolSpec| {
+        formats::call_grammar(format, std::slice::from_ref(*tool), 1)
+            .is_ok_and(|grammar| LlamaSampler::grammar(model, &grammar, "root").is_err())
+    };
+    let which = tools.iter().find(refused_alone).map_or_else(
+        || "the tools' schemas together make".to_string(),
+        |tool| format!("the parameters of tool `{}` make", tool.name),
+    );
+    ProviderError::InvalidRequest(format!(
+        "{which} a grammar llama.cpp refuses ({why}): a `$ref` loop with no value in it, \
+         or more rules than its grammar takes"
+    ))
 }
 
 /// The rest of the chain after the grammar: the penalties, then greedy at
@@ -267,9 +288,8 @@ pub fn grammar_accepts(
     text: &str,
 ) -> Result<bool, ProviderError> {
     let grammar = formats::call_grammar(format, tools, most_calls)?;
-    let mut sampler = LlamaSampler::grammar(model, &grammar, "root").map_err(|e| {
-        ProviderError::InvalidRequest(format!("tool grammar rejected by llama.cpp: {e}"))
-    })?;
+    let mut sampler = LlamaSampler::grammar(model, &grammar, "root")
+        .map_err(|e| refused_tools(model, format, tools, &e))?;
     let allowed = |sampler: &mut LlamaSampler, token: LlamaToken| {
         let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 1.0)], false);
         sampler.apply(&mut one);

@@ -8,12 +8,14 @@ mod error;
 pub mod image;
 pub mod schema;
 mod stream;
+mod tool_check;
 mod types;
 
 pub use audio::Audio;
 pub use error::ProviderError;
 pub use image::Image;
 pub use stream::{ChatReply, ChatStream};
+pub use tool_check::{MOST_REPEATS, ToolSpecError};
 pub use types::{
     CacheOrigin, ChatMessage, ChatRequest, FinishReason, MOST_CALLS, Priority, Reasoning,
     ReplyFormat, Role, SamplingParams, StreamEvent, ToolCall, ToolChoice, ToolSpec, Usage,

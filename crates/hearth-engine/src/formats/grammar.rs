@@ -116,12 +116,14 @@ pub fn tool_rules(tools: &[ToolSpec]) -> Result<ToolRules, ProviderError> {
         ));
     }
     let mut properties = serde_json::Map::new();
+    let mut defs = serde_json::Map::new();
     let mut names = Vec::new();
     let mut props = Vec::new();
     for (i, tool) in tools.iter().enumerate() {
         check_tool(tool)?;
         let mut arguments = tool.parameters.clone();
         bound_strings(&mut arguments);
+        super::schema_refs::relocate(&mut arguments, i, &mut defs);
         let rule = format!("args{i}");
         properties.insert(rule.clone(), arguments);
         names.push((tool.name.clone(), rule));
@@ -148,10 +150,12 @@ pub fn tool_rules(tools: &[ToolSpec]) -> Result<ToolRules, ProviderError> {
         );
     }
     let required: Vec<&String> = properties.keys().collect();
-    let schema = json!({"type": "object", "properties": properties, "required": required});
-    let converted = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
-        ProviderError::InvalidRequest(format!("tool schemas cannot be turned into a grammar: {e}"))
-    })?;
+    let mut schema = json!({"type": "object", "properties": properties, "required": required});
+    if !defs.is_empty() {
+        schema["$defs"] = Value::Object(defs);
+    }
+    let converted = llama_cpp_2::json_schema_to_grammar(&schema.to_string())
+        .map_err(|e| unconvertible(tools, &e.to_string()))?;
     // The wrapper object's own root is dropped; its properties' rules stay.
     let rules: String = converted
         .lines()
@@ -170,6 +174,22 @@ pub fn tool_rules(tools: &[ToolSpec]) -> Result<ToolRules, ProviderError> {
         tools: names,
         props,
     })
+}
+
+/// Why llama.cpp could not turn `tools`' schemas into a grammar, naming
+/// the first tool whose schema fails alone.
+fn unconvertible(tools: &[ToolSpec], why: &str) -> ProviderError {
+    let culprit = tools
+        .iter()
+        .find(|tool| llama_cpp_2::json_schema_to_grammar(&tool.parameters.to_string()).is_err());
+    let which = culprit.map_or_else(
+        || "the tools' schemas".to_string(),
+        |tool| format!("the parameters of tool `{}`", tool.name),
+    );
+    ProviderError::InvalidRequest(format!(
+        "{which} cannot be turned into a grammar ({why}): check that every `$ref` \
+         resolves without a loop, every `type` is JSON Schema's, and every bound is a number"
+    ))
 }
 
 /// Text as a GBNF string literal.
@@ -191,25 +211,8 @@ pub fn literal(text: &str) -> String {
 
 /// Tool names and schemas are checked here, before llama.cpp sees them.
 fn check_tool(tool: &ToolSpec) -> Result<(), ProviderError> {
-    let name_ok = !tool.name.is_empty()
-        && tool.name.len() <= 64
-        && tool
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
-    if !name_ok {
-        return Err(ProviderError::InvalidRequest(format!(
-            "tool name `{}` must be 1-64 characters of letters, digits, `_`, `-` or `.`",
-            tool.name
-        )));
-    }
-    match &tool.parameters {
-        Value::Object(map) if map.get("type").is_none_or(|t| t == "object") => Ok(()),
-        _ => Err(ProviderError::InvalidRequest(format!(
-            "the parameters of tool `{}` must be a JSON schema of type object",
-            tool.name
-        ))),
-    }
+    tool.check()
+        .map_err(|e| ProviderError::InvalidRequest(e.to_string()))
 }
 
 /// Adds `maxLength` to string schemas that have no bound of their own.

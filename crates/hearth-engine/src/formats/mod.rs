@@ -27,6 +27,7 @@ mod listed;
 mod llama3;
 pub mod messages;
 mod mistral;
+mod schema_refs;
 pub mod splitter;
 
 use serde_json::Value;

@@ -137,10 +137,20 @@ fn refuse_unhonoured(f: &mut Fields) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The most tools one request may offer, as OpenAI's API allows.
+pub const MOST_TOOLS: usize = 128;
+
 /// `tools`: a list of function tools.
 pub fn tools(value: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
     match value {
         None => Ok(Vec::new()),
+        Some(Value::Array(items)) if items.len() > MOST_TOOLS => Err(ApiError::field(
+            "tools",
+            format!(
+                "{} tools is more than the {MOST_TOOLS} a request may offer",
+                items.len()
+            ),
+        )),
         Some(Value::Array(items)) => items.iter().map(tool).collect(),
         Some(_) => Err(ApiError::field("tools", "`tools` must be a list")),
     }
@@ -316,19 +326,21 @@ pub fn tool(value: &Value) -> Result<ToolSpec, ApiError> {
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .ok_or_else(|| ApiError::field("tools", "every tool needs a `name`"))?;
-    Ok(ToolSpec {
+    let spec = ToolSpec {
         name: name.to_string(),
         description: function
             .get("description")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        parameters: function
-            .get("parameters")
-            .cloned()
-            .filter(Value::is_object)
-            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
-    })
+        parameters: match function.get("parameters") {
+            None | Some(Value::Null) => serde_json::json!({"type": "object", "properties": {}}),
+            Some(given) => given.clone(),
+        },
+    };
+    spec.check()
+        .map_err(|e| ApiError::field("tools", e.to_string()))?;
+    Ok(spec)
 }
 
 /// `tool_choice`: `auto`, `none`, `required`, or one named function (then
