@@ -104,3 +104,59 @@ fn empty_question() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("question is empty"));
 }
+
+/// A context too small for hearth's system text and tools is refused at
+/// start, naming both numbers, never cut; the same configuration with room
+/// answers (the control).
+#[test]
+fn a_context_too_small_for_the_fixed_prompt_is_refused_with_both_numbers() {
+    let _turn = common::engine_lock();
+    let s = Sandbox::new();
+    let chat = |context: u32| {
+        let config = s.config(&format!(
+            "[model]\npath = \"{}\"\ncontext_size = {context}\n[generation]\nmax_tokens = 64\ntemperature = 0.0\n",
+            common::model(common::SMOLLM2).display()
+        ));
+        s.hearth()
+            .arg("--config")
+            .arg(config)
+            .arg("chat")
+            .write_stdin("Say hello.\n")
+            .output()
+            .expect("run hearth")
+    };
+    let out = chat(256);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "refused: {stderr}");
+    assert_no_panic(&stderr);
+    let takes = stderr
+        .split("takes ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("the prompt's size is named: {stderr}"));
+    assert!(takes > 256 - 64, "{stderr}");
+    assert!(stderr.contains("holds 256 tokens"), "{stderr}");
+    assert!(stderr.contains("`[model] context_size`"), "{stderr}");
+    let out = chat(2048);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the control answers: {stderr}");
+    assert!(!out.stdout.is_empty(), "{stderr}");
+    // The daemon stops with the same numbers once its model has loaded.
+    let config = s.config(&format!(
+        "[model]\npath = \"{}\"\ncontext_size = 256\n[generation]\nmax_tokens = 64\n[channels.gateway]\nlisten = \"127.0.0.1:0\"\ntoken = \"{}\"\n",
+        common::model(common::SMOLLM2).display(),
+        "t".repeat(40)
+    ));
+    let out = s
+        .hearth()
+        .arg("--config")
+        .arg(config)
+        .arg("daemon")
+        .output()
+        .expect("run hearth");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the daemon stops: {stderr}");
+    assert_no_panic(&stderr);
+    assert!(stderr.contains("holds 256 tokens"), "{stderr}");
+}

@@ -14,6 +14,7 @@ use crate::daemon::{
 use crate::lock::DataLock;
 use crate::metrics::errors::RecentErrors;
 use crate::metrics::{Known, Metrics};
+use crate::pipeline::fixed_prompt::{DoesNotFit, FixedPrompt};
 use crate::pipeline::{ConfigWatcher, Outcome, RuntimeBuilder};
 
 pub async fn run(
@@ -50,7 +51,7 @@ pub async fn run(
     });
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channels(channels)
-        .tools(tools)
+        .tools(tools.clone())
         .metrics(metrics.clone());
     if let Some(memory) = services.turn_memory() {
         builder = builder.memory(memory);
@@ -64,18 +65,15 @@ pub async fn run(
         gateway.attach_desk(Arc::new(DaemonDesk::new(&runtime, parts)));
     }
     // Load the model now, so the first message does not wait for it.
-    let preload = models.clone();
-    let model_file = config.model.path.clone();
-    tokio::spawn(async move {
-        match preload.ensure(&model_file).await {
-            Ok(_) => tracing::info!(model = model_file, "model loaded"),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot load the model; replies will fail until it loads")
-            }
-        }
-    });
+    // A fixed prompt that leaves no room for a reply stops the daemon.
+    let unfit = preload(&models, &config, tools.clone());
     let names: Vec<String> = runtime.channels().map(|c| c.name().to_string()).collect();
-    let stop = signalled();
+    let stop = async {
+        tokio::select! {
+            () = signalled() => None,
+            Ok(why) = unfit => Some(why),
+        }
+    };
     eprintln!(
         "hearth daemon: listening on {}; Ctrl-C stops.",
         names.join(", ")
@@ -83,7 +81,7 @@ pub async fn run(
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
-    stop.await;
+    let unfit = stop.await;
     stop_services.cancel();
     eprintln!(
         "hearth daemon: stopping (in-flight replies get {} s)…",
@@ -91,7 +89,41 @@ pub async fn run(
     );
     daemon.stop().await;
     models.shutdown().await;
-    Ok(ExitCode::SUCCESS)
+    match unfit {
+        Some(why) => Err(why.into()),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Loads the model now, so the first message does not wait for it, and
+/// measures the fixed prompt against its context: the receiver hears when
+/// it leaves no room for a reply.
+fn preload(
+    models: &Arc<LocalModels>,
+    config: &Config,
+    tools: Arc<crate::tools::ToolRegistry>,
+) -> tokio::sync::oneshot::Receiver<DoesNotFit> {
+    let (unfit, heard) = tokio::sync::oneshot::channel();
+    let (models, config) = (models.clone(), config.clone());
+    tokio::spawn(async move {
+        let local = match models.ensure(&config.model.path).await {
+            Ok(local) => local,
+            Err(e) => {
+                return tracing::error!(error = %e, "cannot load the model; replies will fail until it loads");
+            }
+        };
+        tracing::info!(model = config.model.path, "model loaded");
+        match FixedPrompt::measure(&config, &tools.specs(), local.engine()) {
+            Ok(fixed) => {
+                tracing::info!(fixed = fixed.describe(), "the fixed prompt");
+                if let Err(why) = fixed.fits() {
+                    let _ = unfit.send(why);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the fixed prompt could not be measured"),
+        }
+    });
+    heard
 }
 
 /// What the web page reads besides the runtime.

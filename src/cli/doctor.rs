@@ -477,7 +477,9 @@ async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
                 engine.info().gpu_layers,
                 engine.info().n_layers + 1
             ),
-        )
+        );
+            let (fits, text) = super::doctor_prompt::line(config, &engine);
+            report.line("prompt", fits, text);
         }
         Err(e) => report.line("load", false, e.to_string()),
     }

@@ -14,6 +14,7 @@ mod conversation;
 mod cron_cmd;
 mod daemon;
 mod doctor;
+mod doctor_prompt;
 mod inbox_cmd;
 mod lms_cmd;
 mod logging;

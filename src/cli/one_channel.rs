@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::channels::Channel;
 use crate::config::{Config, Environment};
 use crate::daemon::{LoadedModel, LocalModels, Providers, Services};
+use crate::pipeline::fixed_prompt::FixedPrompt;
 use crate::pipeline::{Runtime, RuntimeBuilder};
 
 /// Loads the model and builds a runtime around `channel`; the models are
@@ -19,14 +20,18 @@ pub async fn runtime(
     let models = Arc::new(LocalModels::new(config.clone()));
     // The local model is loaded first when it answers by default; a cloud
     // default loads it only if a route asks for it.
-    if config.routing.default_provider == "local"
-        && let Err(e) = models.ensure(&config.model.path).await
-    {
-        if config.routing.fallback.is_empty() {
-            return Err(e.into());
+    let local = if config.routing.default_provider == "local" {
+        match models.ensure(&config.model.path).await {
+            Ok(local) => Some(local),
+            Err(e) if config.routing.fallback.is_empty() => return Err(e.into()),
+            Err(e) => {
+                eprintln!("hearth: {e}; answering with the fallback provider");
+                None
+            }
         }
-        eprintln!("hearth: {e}; answering with the fallback provider");
-    }
+    } else {
+        None
+    };
     let tool_context = super::tools_cmd::context(config, env)?;
     let providers = Arc::new(Providers::new(config, models.clone())?);
     // Memory as the daemon keeps it; jobs and LMS polls are the daemon's
@@ -36,6 +41,11 @@ pub async fn runtime(
     own.lms.sources.clear();
     let services = Services::open(&own, Arc::new(LoadedModel::new(models.clone())))?;
     let tools = services.tools(&own, &tool_context.sandbox);
+    if let Some(local) = local {
+        let fixed = FixedPrompt::measure(config, &tools.specs(), local.engine())?;
+        tracing::info!(fixed = fixed.describe(), "the fixed prompt");
+        fixed.fits()?;
+    }
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channel(channel)
         .tools(Arc::new(tools));

@@ -21,6 +21,7 @@ pub mod approvals;
 pub mod budget;
 mod commands;
 mod conclude;
+pub mod fixed_prompt;
 pub mod health;
 mod hear;
 pub mod hooks;

@@ -35,6 +35,7 @@ mod image_size;
 mod log;
 pub mod model_file;
 mod pieces;
+mod prompt_size;
 mod queue;
 mod repetition;
 mod reply;
@@ -185,6 +186,8 @@ pub struct Engine {
     /// The loaded model, shared for tokenising only (thread-safe in
     /// llama.cpp); released before the worker, which frees the backend.
     model: Option<Arc<LlamaModel>>,
+    /// The chat template, for counting a prompt's tokens off the worker.
+    template: Arc<template::ChatTemplate>,
     waiting: Arc<Waiting>,
     /// What the KV cache holds, posted by the worker.
     board: Arc<cache::CacheBoard>,
@@ -207,11 +210,12 @@ impl Engine {
             .spawn(move || worker::run(settings, progress, ready_tx, job_rx, shared))
             .map_err(|e| EngineError::Backend(format!("cannot start the engine thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok((info, model))) => Ok(Self {
+            Ok(Ok((info, model, template))) => Ok(Self {
                 jobs: Some(jobs),
                 thread: Some(thread),
                 info,
                 model: Some(model),
+                template,
                 waiting,
                 board,
             }),

@@ -35,7 +35,7 @@ use super::{EngineError, EngineSettings, Job, ModelInfo, ProgressFn, Work, model
 pub(super) fn run(
     settings: EngineSettings,
     progress: Option<ProgressFn>,
-    ready: std_mpsc::SyncSender<Result<(ModelInfo, Arc<LlamaModel>), EngineError>>,
+    ready: std_mpsc::SyncSender<Result<Ready, EngineError>>,
     jobs: std_mpsc::Receiver<Work>,
     (waiting, board): (Arc<Waiting>, Arc<crate::cache::CacheBoard>),
 ) {
@@ -89,7 +89,10 @@ pub(super) fn run(
     tracing::info!(?info, "model loaded");
     let mut cache =
         seq_cache(&settings, &model, (n_ctx_seq, v_transposed), checkpoints).with_board(board);
-    if ready.send(Ok((info, Arc::clone(&model)))).is_err() {
+    if ready
+        .send(Ok((info, model.clone(), template.clone())))
+        .is_err()
+    {
         return;
     }
     let generator = Generator::new(
@@ -432,7 +435,11 @@ fn architecture(model: &LlamaModel) -> String {
         .unwrap_or_default()
 }
 
-type Loaded = (Arc<LlamaModel>, ChatTemplate, Fit, ModelFamily);
+type Loaded = (Arc<LlamaModel>, Arc<ChatTemplate>, Fit, ModelFamily);
+
+/// What a started engine hands its [`super::Engine`]: the model for
+/// tokenising and the template for rendering, off the worker.
+pub(super) type Ready = (ModelInfo, Arc<LlamaModel>, Arc<ChatTemplate>);
 
 fn load(
     backend: &LlamaBackend,
@@ -487,5 +494,5 @@ fn load(
         .tool_format
         .unwrap_or_else(|| formats::detect::detect(&source));
     let template = ChatTemplate::new(source, origin, &bos, &eos)?;
-    Ok((Arc::new(model), template, fit, family))
+    Ok((Arc::new(model), Arc::new(template), fit, family))
 }
