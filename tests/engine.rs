@@ -532,6 +532,7 @@ fn one_agent_turn_with_a_required_tool_call_ends_in_an_answer() {
         first_tool_choice: ToolChoice::Required,
         context: hearth::agent::context::ContextLimits::default(),
         parallel_tools: false,
+        offered: None,
     };
     let outcome = rt()
         .block_on(tool_loop.run("agent", messages, &loop_settings, CancellationToken::new()))

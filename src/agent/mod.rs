@@ -10,6 +10,7 @@ pub mod context;
 pub mod prompt;
 pub mod skills;
 pub mod tool_loop;
+pub mod tool_pick;
 pub mod types;
 
 pub use types::{ConversationMessage, ParsedReply, ParsedToolCall, ToolResultMessage};

@@ -51,6 +51,9 @@ pub struct LoopSettings {
     /// Run all calls of one reply at once (`parallel_tools`); otherwise
     /// one after another.
     pub parallel_tools: bool,
+    /// The names of the tools this turn offers (picked by relevance);
+    /// `None`: every tool of the registry.
+    pub offered: Option<Vec<String>>,
 }
 
 #[derive(Debug)]
@@ -184,6 +187,9 @@ impl ToolLoop<'_> {
         }
         let mut request = ChatRequest::new(conversation, prompt, settings.sampling.clone());
         request.tools = self.registry.specs();
+        if let Some(offered) = &settings.offered {
+            request.tools.retain(|t| offered.contains(&t.name));
+        }
         request.tool_choice = match (iteration, turn.force_answer) {
             (_, true) => ToolChoice::None,
             (1, _) => settings.first_tool_choice,

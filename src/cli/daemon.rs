@@ -66,8 +66,9 @@ pub async fn run(
     }
     // Load the model now, so the first message does not wait for it.
     // A fixed prompt that leaves no room for a reply stops the daemon.
-    let unfit = preload(&models, &config, tools.clone());
     let names: Vec<String> = runtime.channels().map(|c| c.name().to_string()).collect();
+    let first = names.first().cloned().unwrap_or_default();
+    let unfit = preload(&models, &config, (tools.clone(), first));
     let stop = async {
         tokio::select! {
             () = signalled() => None,
@@ -101,7 +102,7 @@ pub async fn run(
 fn preload(
     models: &Arc<LocalModels>,
     config: &Config,
-    tools: Arc<crate::tools::ToolRegistry>,
+    (tools, channel): (Arc<crate::tools::ToolRegistry>, String),
 ) -> tokio::sync::oneshot::Receiver<DoesNotFit> {
     let (unfit, heard) = tokio::sync::oneshot::channel();
     let (models, config) = (models.clone(), config.clone());
@@ -113,7 +114,7 @@ fn preload(
             }
         };
         tracing::info!(model = config.model.path, "model loaded");
-        match FixedPrompt::measure(&config, &tools.specs(), local.engine()) {
+        match FixedPrompt::measure(&config, &tools.specs(), local.engine(), &channel) {
             Ok(fixed) => {
                 tracing::info!(fixed = fixed.describe(), "the fixed prompt");
                 if let Err(why) = fixed.fits() {

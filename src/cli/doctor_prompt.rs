@@ -34,7 +34,7 @@ pub fn line(config: &Config, engine: &Engine) -> (bool, String) {
         0 => String::new(),
         n => format!(" (the tools of {n} MCP servers come on top)"),
     };
-    match FixedPrompt::measure(config, &tools.specs(), engine) {
+    match FixedPrompt::measure(config, &tools.specs(), engine, "cli") {
         Ok(fixed) => match fixed.fits() {
             Ok(()) => (true, format!("{}{mcp}", fixed.describe())),
             Err(why) => (false, why.to_string()),

@@ -5,6 +5,7 @@ mod ask;
 mod backup_cmd;
 pub mod bench;
 mod bench_parallel;
+mod bench_prompt;
 mod bench_speculative;
 mod bench_stdio;
 mod bench_template;
@@ -134,6 +135,11 @@ pub enum Command {
         /// With --stdio: KV sequences (conversations decoded together).
         #[arg(long, value_name = "N", requires = "stdio")]
         slots: Option<u32>,
+        /// Instead: the prompt a fresh conversation starts with, every
+        /// configured tool (MCP servers started) against those picked by
+        /// relevance, and its first token both ways over --rounds.
+        #[arg(long, conflicts_with_all = ["template", "parallel", "stdio", "speculative"])]
+        prompt: bool,
     },
     /// The agent's tools, by hand, under the configured policy.
     Tools {
@@ -301,6 +307,7 @@ async fn with_config(
             speculative,
             stdio,
             slots,
+            prompt,
         } => {
             let json = |name: &str| {
                 json.clone()
@@ -308,6 +315,7 @@ async fn with_config(
             };
             match (template, parallel) {
                 _ if stdio => bench_stdio::run(&config, slots).await,
+                _ if prompt => bench_prompt::run(&config, env, rounds).await,
                 _ if speculative => {
                     let json = json("hearth-bench-speculative.json");
                     bench_speculative::run(&config, &json, rounds, reply_tokens).await

@@ -42,7 +42,7 @@ pub async fn runtime(
     let services = Services::open(&own, Arc::new(LoadedModel::new(models.clone())))?;
     let tools = services.tools(&own, &tool_context.sandbox);
     if let Some(local) = local {
-        let fixed = FixedPrompt::measure(config, &tools.specs(), local.engine())?;
+        let fixed = FixedPrompt::measure(config, &tools.specs(), local.engine(), channel.name())?;
         tracing::info!(fixed = fixed.describe(), "the fixed prompt");
         fixed.fits()?;
     }

@@ -37,6 +37,10 @@ pub struct AgentConfig {
     pub tool_dispatcher: DispatcherChoice,
     /// Run the calls of one reply at once instead of one after another.
     pub parallel_tools: bool,
+    /// Tools a turn is offered by relevance to its message, besides those
+    /// the conversation uses; 0 offers every tool. Unset: 4 for a context
+    /// of 8,192 tokens or fewer, every tool above.
+    pub tools_per_turn: Option<u32>,
     /// Hosts `http_request` may reach (`example.org` also allows its
     /// subdomains). Empty: the tool is not offered.
     pub http_allowed_domains: Vec<String>,
@@ -87,6 +91,7 @@ impl AgentConfig {
             max_tool_iterations: a.max_tool_iterations.unwrap_or(10),
             tool_dispatcher: dispatcher(a.tool_dispatcher.as_deref())?,
             parallel_tools: a.parallel_tools.unwrap_or(false),
+            tools_per_turn: a.tools_per_turn,
             http_allowed_domains: a
                 .http_allowed_domains
                 .unwrap_or_default()

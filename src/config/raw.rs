@@ -129,6 +129,7 @@ pub struct RawAgent {
     pub max_tool_iterations: Option<u32>,
     pub tool_dispatcher: Option<String>,
     pub parallel_tools: Option<bool>,
+    pub tools_per_turn: Option<u32>,
     pub http_allowed_domains: Option<Vec<String>>,
     pub http_max_bytes: Option<usize>,
     pub sandbox: Option<String>,

@@ -150,6 +150,9 @@ impl Config {
                 .join(", "),
             a.approval_timeout_secs
         );
+        if let Some(n) = a.tools_per_turn {
+            let _ = writeln!(out, "tools_per_turn = {n}");
+        }
     }
 
     /// `[generation]`.

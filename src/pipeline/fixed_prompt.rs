@@ -4,6 +4,7 @@
 //! print it; a configuration that leaves no room for a reply in the
 //! model's context is refused at start with both numbers, never cut.
 
+use crate::agent::tool_pick;
 use crate::chat::{ChatMessage, ProviderError, ToolSpec};
 use crate::config::Config;
 use crate::engine::Engine;
@@ -16,7 +17,8 @@ pub struct FixedPrompt {
     pub tokens: usize,
     /// Tokens of the system text alone (hearth's protocol and no tools).
     pub system_tokens: usize,
-    /// How many tools are offered.
+    /// How many tools a turn is offered at most (the largest of them
+    /// measured, where they are picked by relevance).
     pub tools: usize,
     /// The tokens one conversation's context holds.
     pub context: u32,
@@ -37,21 +39,32 @@ pub struct DoesNotFit {
 }
 
 impl FixedPrompt {
-    /// Measures the prompt a fresh `cli` conversation would start with.
+    /// Measures the prompt a fresh conversation on `channel` would start
+    /// with.
     pub fn measure(
         config: &Config,
         tools: &[ToolSpec],
         engine: &Engine,
+        channel: &str,
     ) -> Result<Self, ProviderError> {
         let info = engine.info();
         let native = info.family != ModelFamily::Xml;
         let context = info.n_ctx;
+        // Offered by relevance: at most the largest handful at once.
+        let picked;
+        let tools = match tool_pick::per_turn(config.agent.tools_per_turn, context) {
+            most if most > 0 && tools.len() > most => {
+                picked = tool_pick::largest(tools, most);
+                &picked[..]
+            }
+            _ => tools,
+        };
         let system = |tools: &[ToolSpec]| {
             let text = super::prompt::system(
                 config,
                 tools,
                 !native,
-                "cli",
+                channel,
                 crate::channels::PLAIN_TEXT,
                 "local",
                 Some(context),

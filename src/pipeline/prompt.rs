@@ -3,8 +3,10 @@
 //! context (never the system prompt, so its KV-cache prefix stays reusable).
 
 use crate::agent::prompt::{self, Profile, PromptInputs};
+use crate::agent::{call_format, tool_pick};
 use crate::chat::{ChatMessage, ToolSpec};
 use crate::config::Config;
+use crate::providers::Provider;
 
 /// The system prompt for a channel and model. Byte-identical all day.
 /// `context_window`: the provider's, when it knows it (the profile follows
@@ -35,6 +37,56 @@ pub fn system(
         date: &date,
         profile,
     })
+}
+
+/// What a turn's tools and system prompt are chosen from.
+pub struct TurnText<'a> {
+    pub user_text: &'a str,
+    pub history: &'a [ChatMessage],
+    /// The channel's name and what it shows.
+    pub channel: (&'a str, &'a str),
+    pub model: &'a str,
+    /// An API client's own system message.
+    pub instructions: Option<&'a str>,
+}
+
+/// The tools a turn offers and the system prompt that goes with them. A
+/// small model is offered the tools its message is about and those in use
+/// ([`tool_pick`]); an API client's own instructions come after hearth's
+/// text, so hearth's stays a cached prefix.
+pub fn for_turn(
+    config: &Config,
+    specs: Vec<ToolSpec>,
+    provider: &dyn Provider,
+    turn: &TurnText<'_>,
+) -> (Vec<ToolSpec>, String) {
+    let window = provider
+        .context_window()
+        .unwrap_or(config.model.context_size);
+    let specs = match tool_pick::per_turn(config.agent.tools_per_turn, window) {
+        0 => specs,
+        most if specs.len() <= most => specs,
+        most => tool_pick::pick(&specs, turn.user_text, turn.history, most),
+    };
+    let native = call_format::is_native(
+        config.agent.tool_dispatcher,
+        provider.supports_native_tools(),
+    );
+    let (channel, shows) = turn.channel;
+    let mut system = self::system(
+        config,
+        &specs,
+        !native,
+        channel,
+        shows,
+        turn.model,
+        provider.context_window(),
+    );
+    if let Some(instructions) = turn.instructions {
+        system.push_str("\n\n# The client's instructions\n\n");
+        system.push_str(instructions);
+    }
+    (specs, system)
 }
 
 /// The whole prompt: system, history, then the user turn (with its

@@ -109,7 +109,7 @@ impl Runtime {
         let message = &inbound.message;
         let scheduled = message.initiator == Initiator::Schedule;
         let said = said(message);
-        let (tool_context, provider, messages) = match self
+        let (tool_context, provider, (messages, offered)) = match self
             .prepare(
                 channel,
                 inbound,
@@ -142,7 +142,7 @@ impl Runtime {
             before_tool_call: Some(before_tool_call.as_ref()),
             after_tool_call: Some(after_tool_call.as_ref()),
         };
-        let settings = loop_settings(config, message.asked.as_deref());
+        let settings = loop_settings(config, message.asked.as_deref(), offered);
         let result = tokio::select! {
             r = tool_loop.run(key, messages, &settings, cancel.clone()) => r,
             // A provider that ignores cancellation must not hold the message.
@@ -210,7 +210,7 @@ impl Runtime {
         (history, route, vision): (Vec<ChatMessage>, &routing::Route, bool),
         config: &crate::config::Config,
         said: &crate::memory::Said,
-    ) -> Result<(ToolContext, Arc<dyn Provider>, Vec<ChatMessage>), Outcome> {
+    ) -> Result<Prepared, Outcome> {
         let message = &inbound.message;
         let scheduled = message.initiator == Initiator::Schedule;
         if !scheduled {
@@ -257,27 +257,24 @@ impl Runtime {
             return Err(self.failed(channel, inbound, key, None, NO_EYES).await);
         }
         let history = normalize::history(history, vision, sees);
-        let native = call_format::is_native(
-            config.agent.tool_dispatcher,
-            provider.supports_native_tools(),
-        );
-        let mut system = prompt::system(
+        let (specs, system) = prompt::for_turn(
             config,
-            &specs,
-            !native,
-            &message.channel,
-            channel.shows(),
-            &route.model,
-            provider.context_window(),
+            specs,
+            provider.as_ref(),
+            &prompt::TurnText {
+                user_text: &user_text,
+                history: &history,
+                channel: (&message.channel, channel.shows()),
+                model: &route.model,
+                instructions: message
+                    .asked
+                    .as_ref()
+                    .and_then(|a| a.instructions.as_deref()),
+            },
         );
-        // An API client's own system message comes after hearth's, so
-        // hearth's stays a cached prefix.
-        if let Some(instructions) = message.asked.as_ref().and_then(|a| a.instructions.as_ref()) {
-            system.push_str("\n\n# The client's instructions\n\n");
-            system.push_str(instructions);
-        }
         let messages = prompt::messages(system, history, (&user_text, &message.images), memory);
-        Ok((tool_context, provider, messages))
+        let offered = specs.into_iter().map(|t| t.name).collect();
+        Ok((tool_context, provider, (messages, offered)))
     }
 
     /// The tool loop's hooks: a call runs once approved, and the person
@@ -345,9 +342,18 @@ fn said(message: &crate::channels::ChannelMessage) -> crate::memory::Said {
 
 /// The tool loop's settings for this config, with what an API client
 /// asked of this turn.
+/// What a turn runs with: its tools' context, the provider, the prompt
+/// and the names of the tools it offers.
+type Prepared = (
+    ToolContext,
+    Arc<dyn Provider>,
+    (Vec<ChatMessage>, Vec<String>),
+);
+
 fn loop_settings(
     config: &crate::config::Config,
     asked: Option<&crate::channels::TurnRequest>,
+    offered: Vec<String>,
 ) -> LoopSettings {
     let sampling = SamplingParams::from(&config.generation);
     LoopSettings {
@@ -363,5 +369,6 @@ fn loop_settings(
         first_tool_choice: ToolChoice::Auto,
         context: ContextLimits::default(),
         parallel_tools: config.agent.parallel_tools,
+        offered: Some(offered),
     }
 }

@@ -237,6 +237,11 @@ impl ToolRegistry {
         all
     }
 
+    /// How many tools are hearth's own (not a source's).
+    pub fn built_in_count(&self) -> usize {
+        self.tools.len()
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.all().into_keys().collect()
     }

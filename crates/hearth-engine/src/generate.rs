@@ -105,6 +105,25 @@ impl<'m> Generator<'m> {
         }
     }
 
+    /// The generator of a loaded model as `settings` ask (`batch_size`,
+    /// `share_prompts`), with its sliding window if it has one.
+    pub(super) fn of(
+        settings: &super::EngineSettings,
+        (model, template, family): (&'m LlamaModel, &'m ChatTemplate, ModelFamily),
+        (reuse, window): (Reuse, Option<usize>),
+    ) -> Self {
+        let n_batch = settings.batch_size as usize;
+        Self::new(
+            model,
+            template,
+            super::formats::format(family),
+            n_batch,
+            reuse,
+        )
+        .with_window(window)
+        .with_sharing(settings.share_prompts)
+    }
+
     /// For a model with sliding-window layers of `window` positions.
     pub(super) fn with_window(mut self, window: Option<usize>) -> Self {
         self.window = window;

@@ -89,21 +89,11 @@ pub(super) fn run(
     tracing::info!(?info, "model loaded");
     let mut cache =
         seq_cache(&settings, &model, (n_ctx_seq, v_transposed), checkpoints).with_board(board);
-    if ready
-        .send(Ok((info, model.clone(), template.clone())))
-        .is_err()
-    {
+    let handed = (info, model.clone(), template.clone());
+    if ready.send(Ok(handed)).is_err() {
         return;
     }
-    let generator = Generator::new(
-        &model,
-        &template,
-        formats::format(family),
-        settings.batch_size as usize,
-        reuse,
-    )
-    .with_window(window)
-    .with_sharing(settings.share_prompts);
+    let generator = Generator::of(&settings, (&model, &template, family), (reuse, window));
     let batcher = batcher(&settings, checkpoints).with_drafter(drafter);
     let inflow = &mut Inflow {
         jobs: &jobs,

@@ -24,6 +24,7 @@ fn settings(max_iterations: u32) -> LoopSettings {
         first_tool_choice: ToolChoice::Auto,
         context: ContextLimits::default(),
         parallel_tools: false,
+        offered: None,
     }
 }
 
@@ -339,6 +340,7 @@ fn parallel_tools_run_every_call_of_a_reply_and_keep_their_order() {
     };
     let settings = LoopSettings {
         parallel_tools: true,
+        offered: None,
         ..settings(3)
     };
     let messages = vec![ChatMessage::system("sys"), ChatMessage::user("read both")];
