@@ -16,13 +16,14 @@ use crate::chat::{ChatMessage, Role, ToolSpec};
 pub const MOST_PICKED: usize = 4;
 
 /// How many tools a turn is offered by relevance (0: every tool), from
-/// `[agent] tools_per_turn` and the context window: unset, a window of
-/// 8,192 tokens or fewer (or none known) gets [`MOST_PICKED`].
-pub fn per_turn(setting: Option<u32>, context: u32) -> usize {
-    match setting {
-        Some(n) => n as usize,
-        None if context <= 8_192 => MOST_PICKED,
-        None => 0,
+/// `[agent] tools_per_turn` and the provider's context window: unset, a
+/// window of 8,192 tokens or fewer gets [`MOST_PICKED`]; a provider that
+/// names no window (a cloud model's is large) gets every tool.
+pub fn per_turn(setting: Option<u32>, context: Option<u32>) -> usize {
+    match (setting, context) {
+        (Some(n), _) => n as usize,
+        (None, Some(window)) if window <= 8_192 => MOST_PICKED,
+        (None, _) => 0,
     }
 }
 

@@ -1,8 +1,10 @@
 //! `hearth bench --prompt`: the prompt a fresh conversation starts with,
 //! every configured tool offered (MCP servers started) against the tools
 //! picked by relevance, for messages people send; and how soon its first
-//! token comes both ways, interleaved round by round. Nothing is kept: each
-//! request is a conversation of its own, so no cache helps either side.
+//! token comes both ways, interleaved round by round. Each request is a
+//! conversation of its own; with `[engine] share_prompts` on (the default)
+//! it may start from another conversation's prompt, as a new chat does in
+//! the daemon, so run it with sharing off too to see a cold start.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -34,7 +36,7 @@ pub async fn run(config: &Config, env: &Environment, rounds: usize) -> anyhow::R
     let tools = configured_tools(config, env).await?;
     let specs = tools.specs();
     let engine = provider.engine();
-    let most = match tool_pick::per_turn(config.agent.tools_per_turn, engine.info().n_ctx) {
+    let most = match tool_pick::per_turn(config.agent.tools_per_turn, Some(engine.info().n_ctx)) {
         0 => MOST_PICKED,
         n => n,
     };
@@ -135,7 +137,7 @@ async fn first_tokens(
         }
     }
     println!(
-        "\nfirst token of a fresh conversation, median of {} ({rounds} rounds, interleaved): every tool {:.0} ms, by relevance {:.0} ms",
+        "\nfirst token of a new conversation, median of {} ({rounds} rounds, interleaved): every tool {:.0} ms, by relevance {:.0} ms",
         all.len(),
         median(&mut all),
         median(&mut few)

@@ -52,7 +52,7 @@ impl FixedPrompt {
         let context = info.n_ctx;
         // Offered by relevance: at most the largest handful at once.
         let picked;
-        let tools = match tool_pick::per_turn(config.agent.tools_per_turn, context) {
+        let tools = match tool_pick::per_turn(config.agent.tools_per_turn, Some(context)) {
             most if most > 0 && tools.len() > most => {
                 picked = tool_pick::largest(tools, most);
                 &picked[..]

@@ -60,9 +60,7 @@ pub fn for_turn(
     provider: &dyn Provider,
     turn: &TurnText<'_>,
 ) -> (Vec<ToolSpec>, String) {
-    let window = provider
-        .context_window()
-        .unwrap_or(config.model.context_size);
+    let window = provider.context_window();
     let specs = match tool_pick::per_turn(config.agent.tools_per_turn, window) {
         0 => specs,
         most if specs.len() <= most => specs,

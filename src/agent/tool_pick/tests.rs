@@ -131,11 +131,15 @@ fn at_most_the_asked_number_are_picked() {
 
 #[test]
 fn small_windows_get_a_handful_unless_configured() {
-    assert_eq!(per_turn(None, 4_096), MOST_PICKED);
-    assert_eq!(per_turn(None, 0), MOST_PICKED, "unknown: small");
-    assert_eq!(per_turn(None, 32_768), 0, "large windows see every tool");
-    assert_eq!(per_turn(Some(0), 4_096), 0);
-    assert_eq!(per_turn(Some(7), 32_768), 7);
+    assert_eq!(per_turn(None, Some(4_096)), MOST_PICKED);
+    assert_eq!(
+        per_turn(None, Some(32_768)),
+        0,
+        "large windows see every tool"
+    );
+    assert_eq!(per_turn(None, None), 0, "a cloud model names none");
+    assert_eq!(per_turn(Some(0), Some(4_096)), 0);
+    assert_eq!(per_turn(Some(7), None), 7);
 }
 
 #[test]
