@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -188,8 +189,11 @@ def faults(message, tools):
         except (ValueError, KeyError, TypeError):
             malformed += 1
     text = message.get("content") or ""
+    # A call in the text: a family's call markup, or a JSON object naming
+    # an offered tool (not any code that mentions "name" and "arguments").
+    named = {m.group(1) for m in re.finditer(r'"name"\s*:\s*"([^"]+)"', text)}
     as_text = not message.get("tool_calls") and (
-        any(m in text for m in CALL_MARKUP) or ('"name"' in text and ('"arguments"' in text or '"parameters"' in text))
+        any(m in text for m in CALL_MARKUP) or bool(named & offered)
     )
     return malformed, int(as_text)
 
