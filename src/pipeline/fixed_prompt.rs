@@ -48,7 +48,11 @@ impl FixedPrompt {
         channel: &str,
     ) -> Result<Self, ProviderError> {
         let info = engine.info();
-        let native = info.family != ModelFamily::Xml;
+        // As the pipeline decides: `[agent] tool_dispatcher`, then the family.
+        let native = crate::agent::call_format::is_native(
+            config.agent.tool_dispatcher,
+            info.family != ModelFamily::Xml,
+        );
         let context = info.n_ctx;
         // Offered by relevance: at most the largest handful at once.
         let picked;
