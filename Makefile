@@ -7,7 +7,8 @@
 #                tool calling on BFCL's public questions (PyPI bfcl-eval): hearth
 #                beside llama.cpp's llama-server --jinja on the same model, case
 #                by case interleaved (benches/bfcl.py). CASES=20 per category
-#                (all: every one), TEMPLATE=a Jinja file for both, MODEL=a GGUF
+#                (all: every one), TEMPLATE=a Jinja file for both, MODEL=a GGUF,
+#                DISTRACTORS=40: multiple with 40 other functions mixed in
 #   make install the release build and its libraries in $(PREFIX)/lib/hearth,
 #                linked as $(PREFIX)/bin/hearth (PREFIX: ~/.local); config
 #                and data are never touched. make uninstall takes it away.
@@ -66,7 +67,7 @@ CASES ?= 20
 bench-tools: prereqs model build $(BFCL)/.installed
 	bash benches/llama_tools.sh
 	mkdir -p target/bench
-	python3 benches/bfcl.py --cases $(CASES) $(if $(TEMPLATE),--template $(TEMPLATE)) $(if $(MODEL),--model $(MODEL)) --json target/bench/bfcl.json
+	python3 benches/bfcl.py --cases $(CASES) $(if $(TEMPLATE),--template $(TEMPLATE)) $(if $(MODEL),--model $(MODEL)) $(if $(DISTRACTORS),--distractors $(DISTRACTORS)) --json target/bench/bfcl.json
 
 # BFCL's questions, answers and checker, without the SDKs of every provider
 # it can query (benches/bfcl.py reads only what the checker needs).

@@ -20,15 +20,25 @@ not a JSON object, a tool that was not offered), calls printed as text (no
 `tool_calls`, but call markup in the content), replies that made a call
 where none was wanted, HTTP errors, and latency.
 
+With `--distractors N`, two more rows: `multiple+N`, each `multiple` case
+with N functions of other BFCL cases mixed among its own (the order
+shuffled by the case id), every one sent; and `multiple+N picked`, the same
+list narrowed by hearth's choice by relevance (`hearth tools pick --most
+4`, what the assistant offers a small model), sent to both servers alike.
+The picked row also counts how often the right function was among those
+picked.
+
 Usage (`make bench-tools` runs it with the defaults):
   python3 benches/bfcl.py [--cases N|all] [--model GGUF] [--template JINJA]
       [--categories simple_python,multiple,...] [--threads T] [--json OUT]
+      [--distractors N]
 """
 
 import argparse
 import json
 import os
 import pathlib
+import random
 import re
 import statistics
 import subprocess
@@ -220,6 +230,53 @@ def picked(entries, n):
     return [entries[(k * len(entries)) // n] for k in range(n)]
 
 
+def distractors(b, n):
+    """Per `multiple` case, its functions with `n` of other BFCL cases'
+    (simple_python and multiple, none named like its own) mixed in."""
+    pool = {}
+    for category in ["simple_python", "multiple"]:
+        for case in b.cases(category):
+            for f in case["function"]:
+                pool.setdefault(f["name"], f)
+    names = sorted(pool)
+
+    def mixed(case):
+        rng = random.Random(case["id"])
+        own = {f["name"] for f in case["function"]}
+        others = rng.sample([name for name in names if name not in own], n)
+        functions = case["function"] + [pool[name] for name in others]
+        rng.shuffle(functions)
+        return functions
+
+    return mixed
+
+
+def hearth_pick(config, work, question, tools, most=4):
+    """The tools hearth offers a small model for this question."""
+    listed = work / "pick.json"
+    listed.write_text(json.dumps(tools))
+    text = " ".join(m["content"] for m in question if m["role"] == "user")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEARTH_")}
+    env.update(HOME=str(work), HEARTH_DATA_DIR=str(work / "data"))
+    out = subprocess.run([str(ROOT / "target/release/hearth"), "--config", str(config), "tools", "pick", text,
+                          "--from", str(listed), "--most", str(most)],
+                         env=env, capture_output=True, text=True, check=True)
+    chosen = set(out.stdout.split())
+    return [t for t in tools if t["function"]["name"] in chosen]
+
+
+def variants(b, args, work):
+    """(row, category for loading and checking, tools for a case) of each row."""
+    rows = [(c, c, lambda case: b.tools(case["function"])) for c in args.categories]
+    if args.distractors:
+        mixed = distractors(b, args.distractors)
+        row = f"multiple+{args.distractors}"
+        rows.append((row, "multiple", lambda case: b.tools(mixed(case))))
+        rows.append((f"{row} picked", "multiple",
+                     lambda case: hearth_pick(work / "hearth.toml", work, case["question"][0], b.tools(mixed(case)))))
+    return rows
+
+
 def run(args):
     b = bfcl()
     work = pathlib.Path(tempfile.mkdtemp(prefix="bfcl-", dir=ROOT / "target"))
@@ -228,18 +285,22 @@ def run(args):
         for s in servers:
             s.wait_ready()
         records = []
-        for category in args.categories:
+        for row, category, tools_of in variants(b, args, work):
             cases = picked(b.cases(category), args.cases)
             answers = {a["id"]: a for a in b.answers(category)} if category != "irrelevance" else {}
             for i, case in enumerate(cases):
-                tools = b.tools(case["function"])
+                tools = tools_of(case)
+                offered = {t["function"]["name"] for t in tools}
+                right = [name for call in answers.get(case["id"], {}).get("ground_truth", []) for name in call]
+                kept = all(name.replace(".", "_") in offered for name in right)
                 order = servers if i % 2 == 0 else servers[::-1]
                 for s in order:
                     body = {"model": s.model, "messages": case["question"][0], "tools": tools,
                             "temperature": 0, "parallel_tool_calls": True, "max_tokens": args.max_tokens}
                     status, reply, seconds = post(f"{s.base}/v1/chat/completions", body)
-                    record = {"server": s.name, "category": category, "id": case["id"], "status": status,
-                              "seconds": round(seconds, 3), "alive": s.alive()}
+                    record = {"server": s.name, "category": row, "id": case["id"], "status": status,
+                              "seconds": round(seconds, 3), "alive": s.alive(), "tools": len(tools),
+                              "right_offered": kept}
                     if status == 200:
                         message = reply["choices"][0]["message"]
                         ok, decoded, called = score(b, category, case, answers.get(case["id"]), message)
@@ -293,12 +354,21 @@ def main():
     p.add_argument("--max-tokens", type=int, default=400, help="the reply's limit, the same for both")
     p.add_argument("--llama-server", default=str(ROOT / "target/compare/build/bin/llama-server"))
     p.add_argument("--json", help="where to write every case's record")
+    p.add_argument("--distractors", type=int, default=0,
+                   help="also `multiple` with N other cases' functions mixed in, all sent and as hearth picks them")
     args = p.parse_args()
     args.cases = None if args.cases == "all" else int(args.cases)
     args.categories = args.categories.split(",")
     started = time.time()
     records = run(args)
-    out = table(records, args.categories)
+    rows = list(dict.fromkeys(r["category"] for r in records))
+    out = table(records, rows)
+    for row in rows:
+        if row.endswith("picked"):
+            mine = [r for r in records if r["category"] == row and r["server"] == "hearth"]
+            kept = sum(r["right_offered"] for r in mine)
+            tools = statistics.median(r["tools"] for r in mine)
+            out += f"\n\n{row}: the right function was among those picked in {kept} of {len(mine)} cases (median {tools:.0f} tools sent)"
     print()
     print(f"model {pathlib.Path(args.model).name}, template {args.template or 'its own'}, "
           f"{args.cases or 'all'} cases per category, {time.time() - started:.0f} s")

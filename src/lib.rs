@@ -25,6 +25,7 @@
 //! - [`history`]: conversation turns persisted in SQLite.
 //! - [`lock`]: one daemon per data folder.
 //! - [`storage`]: opening the SQLite files (WAL, busy timeout, schema).
+//! - [`scenarios`]: the requests users make, through the pipeline, scored by the state they leave.
 //! - [`retention`]: every store kept within `[retention]`; how full each is.
 //! - [`backup`]: `hearth backup` and `hearth restore`.
 //! - [`file_modes`]: files and folders only hearth's user may read.
@@ -55,6 +56,7 @@ pub mod paths;
 pub mod pipeline;
 pub mod providers;
 pub mod retention;
+pub mod scenarios;
 pub mod scheduler;
 pub mod security;
 pub mod speech;

@@ -51,7 +51,8 @@ pub struct PromptInputs<'a> {
     /// What the channel can show (markdown, images, …), one sentence.
     pub channel_capabilities: &'a str,
     pub model: &'a str,
-    /// `YYYY-MM-DD`: the date only, so the prompt stays the same all day.
+    /// The day (`Sunday 2026-11-29 (UTC)`), never the time, so the prompt
+    /// stays the same all day.
     pub date: &'a str,
     pub profile: Profile,
 }

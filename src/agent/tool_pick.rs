@@ -4,9 +4,12 @@
 //! its message is about (words of the message found in a tool's name,
 //! description or argument names, rare words counting more), at most a
 //! handful, plus every tool the conversation has already called, in the
-//! registry's order so the same set renders the same bytes. A message
-//! that names no tool's words gets only the tools in use: a question that
-//! needs no tool is offered none.
+//! registry's order so the same set renders the same bytes. The kin of a
+//! tool in use (`cron_remove` beside a called `cron_add`, an MCP server's
+//! other tools) fill the handful's free places: "make it 7pm instead"
+//! names no tool, yet needs the one that removes the first reminder. A
+//! message that names no tool's words in a conversation that called none
+//! gets no tool: a question that needs no tool is offered none.
 
 use std::collections::BTreeSet;
 
@@ -44,6 +47,7 @@ pub fn pick(
     most: usize,
 ) -> Vec<ToolSpec> {
     let in_use = called(history);
+    let kin: BTreeSet<&str> = in_use.iter().filter_map(|n| family(n)).collect();
     let query = words(asked);
     let docs: Vec<BTreeSet<String>> = offered.iter().map(document).collect();
     let rarity = |term: &str| {
@@ -55,12 +59,13 @@ pub fn pick(
         .enumerate()
         .filter(|(i, _)| !in_use.contains(&offered[*i].name))
         .map(|(i, doc)| {
-            let score: f64 = query
+            let words: f64 = query
                 .iter()
                 .filter(|t| holds(doc, t))
                 .map(|t| rarity(t))
                 .sum();
-            (score, i)
+            let related = family(&offered[i].name).is_some_and(|f| kin.contains(f));
+            (words + if related { KIN } else { 0.0 }, i)
         })
         .filter(|(score, _)| *score > 0.0)
         .collect();
@@ -82,6 +87,21 @@ pub fn largest(offered: &[ToolSpec], most: usize) -> Vec<ToolSpec> {
     by_size.sort_by_key(|&i| std::cmp::Reverse(size(&offered[i])));
     let kept: BTreeSet<usize> = by_size.into_iter().take(most).collect();
     kept.into_iter().map(|i| offered[i].clone()).collect()
+}
+
+/// What a tool of an in-use tool's family scores besides its words: less
+/// than any word of the message (at least ln 2), so kin take the places
+/// the words leave free.
+const KIN: f64 = 0.5;
+
+/// The family a tool's name gives it: an MCP server's prefix (`house__`),
+/// else what comes before the first `_` (`cron` of `cron_add`); a name of
+/// one part has none.
+fn family(name: &str) -> Option<&str> {
+    name.split_once("__")
+        .or_else(|| name.split_once('_'))
+        .map(|(f, _)| f)
+        .filter(|f| !f.is_empty())
 }
 
 /// The names of the tools `history` called.

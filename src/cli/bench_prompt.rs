@@ -5,6 +5,7 @@
 //! conversation of its own; with `[engine] share_prompts` on (the default)
 //! it may start from another conversation's prompt, as a new chat does in
 //! the daemon, so run it with sharing off too to see a cold start.
+//! `hearth tools pick` shows the same choice for one message.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -69,6 +70,56 @@ pub async fn run(config: &Config, env: &Environment, rounds: usize) -> anyhow::R
     };
     first_tokens(&provider, &pairs, (rounds, &one_token)).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hearth tools pick`: the tools a turn on `message` is offered, from
+/// `from` (a JSON array of tools) or the configured ones.
+pub async fn pick(
+    config: &Config,
+    env: &Environment,
+    message: &str,
+    from: Option<&std::path::Path>,
+    most: Option<usize>,
+) -> anyhow::Result<ExitCode> {
+    let offered = match from {
+        Some(path) => read_tools(path)?,
+        None => configured_tools(config, env).await?.specs(),
+    };
+    let window = Some(config.model.context_size).filter(|n| *n > 0);
+    let most =
+        most.unwrap_or_else(
+            || match tool_pick::per_turn(config.agent.tools_per_turn, window) {
+                0 => offered.len(),
+                n => n,
+            },
+        );
+    for tool in tool_pick::pick(&offered, message, &[], most) {
+        println!("{}", tool.name);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Tools from a JSON array: OpenAI's `{"type": "function", "function":
+/// {...}}` or name, description and parameters alone.
+fn read_tools(path: &std::path::Path) -> anyhow::Result<Vec<ToolSpec>> {
+    use anyhow::Context;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let tools: Vec<serde_json::Value> = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a JSON array of tools", path.display()))?;
+    tools
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let spec = t.get("function").cloned().unwrap_or(t);
+            serde_json::from_value(spec).with_context(|| {
+                format!(
+                    "{}: tool {i} has no name, description and parameters",
+                    path.display()
+                )
+            })
+        })
+        .collect()
 }
 
 /// The tools the daemon would offer, MCP servers started and listed.

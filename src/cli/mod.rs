@@ -6,6 +6,7 @@ mod backup_cmd;
 pub mod bench;
 mod bench_parallel;
 mod bench_prompt;
+mod bench_scenarios;
 mod bench_speculative;
 mod bench_stdio;
 mod bench_template;
@@ -140,6 +141,12 @@ pub enum Command {
         /// relevance, and its first token both ways over --rounds.
         #[arg(long, conflicts_with_all = ["template", "parallel", "stdio", "speculative"])]
         prompt: bool,
+        /// Instead: the requests users make (a reminder, "remember that…",
+        /// what is due, a file, no tool, a follow-up) through the pipeline,
+        /// scored by the state each leaves, beside a control without its
+        /// tool, over --rounds.
+        #[arg(long, conflicts_with_all = ["template", "parallel", "stdio", "speculative", "prompt"])]
+        scenarios: bool,
     },
     /// The agent's tools, by hand, under the configured policy.
     Tools {
@@ -229,6 +236,18 @@ pub enum ToolsCommand {
         #[arg(default_value = "{}")]
         arguments: String,
     },
+    /// Which tools a turn on MESSAGE is offered by relevance (a small
+    /// model sees only these), one name a line.
+    Pick {
+        message: String,
+        /// The tools to pick from, a JSON array (OpenAI's `tools`, or
+        /// name/description/parameters); default: the configured tools.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// At most this many (default: as a chat on the configured model).
+        #[arg(long, value_name = "N")]
+        most: Option<usize>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -281,12 +300,7 @@ async fn with_config(
     recent: std::sync::Arc<crate::metrics::errors::RecentErrors>,
 ) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Tools { command } => match command {
-            ToolsCommand::List => tools_cmd::list(&config, env).await,
-            ToolsCommand::Run { name, arguments } => {
-                tools_cmd::run(&config, env, &name, &arguments).await
-            }
-        },
+        Command::Tools { command } => tools_cmd::command(&config, env, command).await,
         Command::Mcp { command } => mcp_cmd::run(&config, env, command).await,
         Command::Inbox { all } => inbox_cmd::run(&config, all),
         Command::Lms { command } => lms_cmd::run(&config, command),
@@ -308,6 +322,7 @@ async fn with_config(
             stdio,
             slots,
             prompt,
+            scenarios,
         } => {
             let json = |name: &str| {
                 json.clone()
@@ -316,6 +331,10 @@ async fn with_config(
             match (template, parallel) {
                 _ if stdio => bench_stdio::run(&config, slots).await,
                 _ if prompt => bench_prompt::run(&config, env, rounds).await,
+                _ if scenarios => {
+                    let json = json("hearth-bench-scenarios.json");
+                    bench_scenarios::run(&config, env, rounds, &json).await
+                }
                 _ if speculative => {
                     let json = json("hearth-bench-speculative.json");
                     bench_speculative::run(&config, &json, rounds, reply_tokens).await

@@ -108,6 +108,23 @@ async fn registry(
     (registry, Some(hub))
 }
 
+/// `hearth tools …`.
+pub async fn command(
+    config: &Config,
+    env: &Environment,
+    command: super::ToolsCommand,
+) -> anyhow::Result<ExitCode> {
+    match command {
+        super::ToolsCommand::List => list(config, env).await,
+        super::ToolsCommand::Pick {
+            message,
+            from,
+            most,
+        } => super::bench_prompt::pick(config, env, &message, from.as_deref(), most).await,
+        super::ToolsCommand::Run { name, arguments } => run(config, env, &name, &arguments).await,
+    }
+}
+
 pub async fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
     let ctx = context(config, env)?;
     let (registry, _hub) = registry(config, &ctx, true).await;

@@ -22,7 +22,15 @@ pub fn system(
     model: &str,
     context_window: Option<u32>,
 ) -> String {
-    let date = chrono::Local::now().format("%Y-%m-%d").to_string();
+    // The day in the zone the scheduler reads times in, with its weekday:
+    // "next Tuesday at 9" needs both.
+    let zone = config.scheduler.timezone;
+    let date = format!(
+        "{} ({zone})",
+        chrono::Utc::now()
+            .with_timezone(&zone)
+            .format("%A %Y-%m-%d")
+    );
     let profile = match context_window.unwrap_or(config.model.context_size) {
         0 => Profile::Compact,
         n => Profile::for_context(n),

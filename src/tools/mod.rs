@@ -179,12 +179,19 @@ pub trait ToolSource: Send + Sync {
     fn tools(&self) -> Vec<Arc<dyn Tool>>;
 }
 
+/// Told of every call a registry runs, whatever its outcome (the scenario
+/// suite scores by what ran).
+pub trait ToolObserver: Send + Sync {
+    fn ran(&self, name: &str, args: &Value, result: &ToolResult);
+}
+
 /// Tools by name: the built-in ones, then those of each source (a source's
 /// tool named like a built-in one is not offered).
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     sources: Vec<Arc<dyn ToolSource>>,
+    observer: Option<Arc<dyn ToolObserver>>,
 }
 
 impl ToolRegistry {
@@ -219,6 +226,16 @@ impl ToolRegistry {
 
     pub fn register(&mut self, tool: Box<dyn Tool>) {
         self.tools.insert(tool.name().to_string(), Arc::from(tool));
+    }
+
+    /// Takes a built-in tool away; whether it was there.
+    pub fn remove(&mut self, name: &str) -> bool {
+        self.tools.remove(name).is_some()
+    }
+
+    /// Tells `observer` of every call from now on.
+    pub fn observe(&mut self, observer: Arc<dyn ToolObserver>) {
+        self.observer = Some(observer);
     }
 
     /// Adds tools that may change while hearth runs.
@@ -286,6 +303,15 @@ impl ToolRegistry {
 
     /// Runs one call under the context's limits.
     pub async fn run(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolResult {
+        let Some(observer) = &self.observer else {
+            return self.run_unobserved(name, args, ctx).await;
+        };
+        let result = self.run_unobserved(name, args.clone(), ctx).await;
+        observer.ran(name, &args, &result);
+        result
+    }
+
+    async fn run_unobserved(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolResult {
         let Some(tool) = self.get(name) else {
             return ToolResult::error(format!(
                 "unknown tool `{name}`; available: {}",

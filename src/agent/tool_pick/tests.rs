@@ -119,6 +119,36 @@ fn tools_in_use_stay_and_the_order_is_the_registrys() {
 }
 
 #[test]
+fn the_kin_of_a_tool_in_use_fill_the_free_places() {
+    let mut all = tools();
+    all.push(tool(
+        "cron_remove",
+        "Delete a scheduled job by its id.",
+        &["id"],
+    ));
+    all.push(tool("cron_list", "List the scheduled jobs.", &[]));
+    let history = vec![ChatMessage::assistant_calls(
+        "",
+        vec![ToolCall {
+            id: "1".into(),
+            name: "cron_add".into(),
+            arguments: json!({"at": "18:00"}),
+        }],
+    )];
+    // The follow-up names no tool; the reminder's kin come with it.
+    let picked = pick(&all, "Actually, make it 7pm instead.", &history, 4);
+    assert_eq!(names(&picked), ["cron_add", "cron_remove", "cron_list"]);
+    // Words of the message come first: one place, the file tool takes it.
+    let picked = pick(&all, "Now read the file notes.txt", &history, 1);
+    assert_eq!(names(&picked), ["file_read", "cron_add"]);
+    // Control: with no tool in use the follow-up gets none.
+    assert!(pick(&all, "Actually, make it 7pm instead.", &[], 4).is_empty());
+    assert_eq!(family("house__lights_on"), Some("house"));
+    assert_eq!(family("cron_add"), Some("cron"));
+    assert_eq!(family("shell"), None);
+}
+
+#[test]
 fn at_most_the_asked_number_are_picked() {
     let picked = pick(
         &tools(),
