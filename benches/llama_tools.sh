@@ -15,10 +15,14 @@ fi
 if [ ! -d "$work/llama_cpp_python-0.3.36" ]; then
   echo "== downloading llama-cpp-python 0.3.36's sources (for its vendor/llama.cpp)"
   python3 - "$work" <<'PY'
-import hashlib, json, sys, urllib.request
-meta = json.load(urllib.request.urlopen("https://pypi.org/pypi/llama-cpp-python/0.3.36/json"))
-sdist = next(u for u in meta["urls"] if u["packagetype"] == "sdist")
-data = urllib.request.urlopen(sdist["url"]).read()
+import hashlib, json, sys, urllib.parse, urllib.request
+# The project's JSON lists every release (the per-version address is not
+# always served).
+index = "https://pypi.org/pypi/llama-cpp-python/json"
+meta = json.load(urllib.request.urlopen(index))
+sdist = next(u for u in meta["releases"]["0.3.36"] if u["packagetype"] == "sdist")
+# A mirror may give the file's address relative to the index's.
+data = urllib.request.urlopen(urllib.parse.urljoin(index, sdist["url"])).read()
 if hashlib.sha256(data).hexdigest() != sdist["digests"]["sha256"]:
     sys.exit("llama-cpp-python 0.3.36: the download does not match PyPI's sha256")
 open(f"{sys.argv[1]}/llama_cpp_python-0.3.36.tar.gz", "wb").write(data)
