@@ -73,6 +73,7 @@ mod telegram_e2e;
 mod telegram_pictures;
 mod telegram_resilience;
 mod templates;
+mod templates_jinja2;
 mod tools_pick;
 mod trust;
 mod two_people;

@@ -109,6 +109,10 @@ impl ChatTemplate {
         // A template is code from the model file: bound its work, so a
         // looping one fails with an error instead of hanging the engine.
         env.set_fuel(Some(TEMPLATE_FUEL));
+        // As transformers (and llama.cpp) read templates: a block tag's
+        // newline and the indentation before it are not output.
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function(
             "raise_exception",
