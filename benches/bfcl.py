@@ -374,6 +374,7 @@ def main():
           f"{args.cases or 'all'} cases per category, {time.time() - started:.0f} s")
     print(out)
     if args.json:
+        pathlib.Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.json).write_text(json.dumps({"args": vars(args), "records": records}, indent=1))
 
 
