@@ -19,6 +19,7 @@ mod batching;
 mod chat_pty;
 mod cli_errors;
 mod config_cli;
+mod copied_calls;
 mod crash;
 mod daemon_cli;
 mod dispatch;

@@ -20,6 +20,8 @@ pub struct Running {
     sandbox: common::Sandbox,
     config: PathBuf,
     pub base: String,
+    /// The served model's name.
+    served: String,
     /// The daemon's log lines (the engine's at `info`).
     log: tokio::sync::mpsc::UnboundedReceiver<String>,
     /// Held while the daemon runs: its engine takes its turn with the
@@ -58,10 +60,15 @@ impl Running {
 }
 
 /// [`daemon`] with `model` keys added to its `[model]` section.
-#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
 pub async fn daemon_with(model_keys: &str, extra: &str) -> Running {
+    daemon_on(common::SMOLLM2, model_keys, extra).await
+}
+
+/// [`daemon_with`] serving the test model `file`.
+#[allow(clippy::await_holding_lock)] // the test's own runtime; engines take turns
+pub async fn daemon_on(file: &str, model_keys: &str, extra: &str) -> Running {
     let engine_turn = common::engine_lock();
-    let model = common::model(common::SMOLLM2);
+    let model = common::model(file);
     let sandbox = common::Sandbox::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -73,12 +80,14 @@ pub async fn daemon_with(model_keys: &str, extra: &str) -> Running {
         model.display()
     ));
     let base = format!("http://127.0.0.1:{port}");
-    let (daemon, log) = launch(&sandbox, &config, &base).await;
+    let served = file.trim_end_matches(".gguf").to_string();
+    let (daemon, log) = launch(&sandbox, &config, &base, &served).await;
     Running {
         daemon,
         sandbox,
         config,
         base,
+        served,
         log,
         _engine_turn: engine_turn,
     }
@@ -102,7 +111,7 @@ impl Running {
             .unwrap();
         assert!(status.success(), "{status:?}");
         between(&self);
-        let (daemon, log) = launch(&self.sandbox, &self.config, &self.base).await;
+        let (daemon, log) = launch(&self.sandbox, &self.config, &self.base, &self.served).await;
         Self {
             daemon,
             log,
@@ -128,6 +137,7 @@ async fn launch(
     sandbox: &common::Sandbox,
     config: &std::path::Path,
     base: &str,
+    served: &str,
 ) -> (
     tokio::process::Child,
     tokio::sync::mpsc::UnboundedReceiver<String>,
@@ -176,7 +186,7 @@ async fn launch(
             let warm = client
                 .post(format!("{base}/v1/chat/completions"))
                 .bearer_auth(TOKEN)
-                .json(&json!({"model": SERVED, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}))
+                .json(&json!({"model": served, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}))
                 .send()
                 .await;
             if warm.is_ok_and(|r| r.status() == 200) {

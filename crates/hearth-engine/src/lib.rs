@@ -23,6 +23,7 @@ mod cache;
 mod call_grammar;
 mod coalesce;
 mod control;
+mod echo;
 mod embed;
 mod error;
 pub mod formats;

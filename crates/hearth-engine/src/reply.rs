@@ -19,7 +19,7 @@ use super::formats::{self, Format, Ids, Piece, Splitter};
 use super::speculate::DraftGate;
 use super::utf8::Utf8Stream;
 use super::vision::Picture;
-use super::{pieces, repetition, sampling::Picker};
+use super::{echo, pieces, repetition, sampling::Picker};
 use hearth_core::chat::{ChatRequest, FinishReason, Priority, ProviderError, StreamEvent, Usage};
 
 /// Why a reply ended early: an error, or the caller stopped listening.
@@ -98,6 +98,8 @@ pub(super) struct Reply<'m> {
     started: Instant,
     /// What its drafts have earned (see [`DraftGate`]).
     drafts: DraftGate,
+    /// The text sent since the last call, its tail (see [`super::echo`]).
+    said: String,
 }
 
 impl<'m> Reply<'m> {
@@ -132,6 +134,7 @@ impl<'m> Reply<'m> {
             reasoned: 0,
             started: a.started,
             drafts: DraftGate::default(),
+            said: String::new(),
         }
     }
 
@@ -332,9 +335,20 @@ impl<'m> Reply<'m> {
     /// Sends one decided piece of output. Returns true at a stop string.
     fn forward(&mut self, part: Piece) -> Result<bool, Stop> {
         match part {
-            Piece::Content(t) => self.outbox.push(StreamEvent::TextDelta(t))?,
+            Piece::Content(t) => {
+                self.said.push_str(&t);
+                echo::keep_tail(&mut self.said);
+                self.outbox.push(StreamEvent::TextDelta(t))?
+            }
             Piece::Reasoning(t) => self.outbox.push(StreamEvent::ReasoningDelta(t))?,
             Piece::Call { text, closed } => {
+                if echo::copies_system(&self.said, &self.request.messages) {
+                    tracing::info!(
+                        "the reply copied its system text into a tool call; the call is dropped and the reply ends"
+                    );
+                    return Ok(true);
+                }
+                self.said.clear();
                 let tools = self.request.offered_tools();
                 let mut calls = self.format.parse(&text, tools, &mut self.ids);
                 if !closed && (calls.calls.is_empty() || !calls.malformed.is_empty()) {
