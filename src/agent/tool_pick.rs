@@ -98,7 +98,7 @@ const KIN: f64 = 0.5;
 /// else what comes before the first `_` (`cron` of `cron_add`); a name of
 /// one part has none.
 fn family(name: &str) -> Option<&str> {
-    name.split_once("__")
+    name.split_once(crate::config::MCP_SEPARATOR)
         .or_else(|| name.split_once('_'))
         .map(|(f, _)| f)
         .filter(|f| !f.is_empty())

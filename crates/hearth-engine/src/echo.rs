@@ -28,7 +28,8 @@ pub fn copies_system(said: &str, messages: &[ChatMessage]) -> bool {
         .any(|m| m.content.contains(&tail))
 }
 
-/// Keeps the last `TAIL * 4` characters of `said`, enough for the check.
+/// Bounds `said`: past `TAIL * 4` characters only its last `TAIL * 2` are
+/// kept, which is enough for the check.
 pub fn keep_tail(said: &mut String) {
     let count = said.chars().count();
     if count > TAIL * 4 {
