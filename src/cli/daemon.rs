@@ -82,6 +82,8 @@ pub async fn run(
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
+    let engine = models.clone();
+    services.index_memory(Arc::new(move || engine.idle()), stop_services.clone());
     let unfit = stop.await;
     stop_services.cancel();
     eprintln!(

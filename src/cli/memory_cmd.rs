@@ -70,16 +70,14 @@ pub fn run(config: &Config, command: MemoryCommand) -> anyhow::Result<ExitCode> 
             scope,
             limit,
         } => {
-            let scopes = match scope {
-                Some(s) => vec![s],
-                None => store.scopes()?,
+            let store = match crate::memory::meaning::start(config)? {
+                Some(model) => store.with_meaning(model),
+                None => store,
             };
-            let mut found = Vec::new();
-            for s in &scopes {
-                found.extend(store.recall(&query, limit, s)?);
-            }
-            found.sort_by(|a, b| b.score.total_cmp(&a.score));
-            found.truncate(limit);
+            let found = match scope {
+                Some(s) => store.recall(&query, limit, &s)?,
+                None => store.search_everywhere(&query, limit)?,
+            };
             if found.is_empty() {
                 println!("nothing matches");
             }

@@ -4,6 +4,8 @@ mod acp;
 mod ask;
 mod backup_cmd;
 pub mod bench;
+mod bench_memory;
+mod bench_memory_decode;
 mod bench_parallel;
 mod bench_prompt;
 mod bench_scenarios;
@@ -147,6 +149,11 @@ pub enum Command {
         /// tool, over --rounds.
         #[arg(long, conflicts_with_all = ["template", "parallel", "stdio", "speculative", "prompt"])]
         scenarios: bool,
+        /// Instead: memory by meaning (retrieval on a paraphrase set by
+        /// words and by words and meaning, its cost, recall among 10,000
+        /// memories, and decode with memory off and on over --rounds).
+        #[arg(long, conflicts_with_all = ["template", "parallel", "stdio", "speculative", "prompt", "scenarios"])]
+        memory: bool,
     },
     /// The agent's tools, by hand, under the configured policy.
     Tools {
@@ -323,6 +330,7 @@ async fn with_config(
             slots,
             prompt,
             scenarios,
+            memory,
         } => {
             let json = |name: &str| {
                 json.clone()
@@ -331,6 +339,10 @@ async fn with_config(
             match (template, parallel) {
                 _ if stdio => bench_stdio::run(&config, slots).await,
                 _ if prompt => bench_prompt::run(&config, env, rounds).await,
+                _ if memory => {
+                    let json = json("hearth-bench-memory.json");
+                    bench_memory::run(&config, rounds, &json).await
+                }
                 _ if scenarios => {
                     let json = json("hearth-bench-scenarios.json");
                     bench_scenarios::run(&config, env, rounds, &json).await

@@ -75,6 +75,7 @@ fn list(config: &Config, catalogue: &Catalogue) -> anyhow::Result<ExitCode> {
                 Kind::Vision => "or, to see pictures too (it replaces the chat model)",
                 Kind::SpeechToText => "to hear voice notes",
                 Kind::TextToSpeech => "to speak replies",
+                Kind::Embedding => "to find memories by meaning",
             };
             commands.push(format!(
                 "{why}: hearth models pull {name} && hearth models use {name}"

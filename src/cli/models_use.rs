@@ -1,6 +1,7 @@
 //! `hearth models use NAME`: points the config file at a downloaded model,
 //! by its kind: `[model] path` (and `mmproj` for a vision model),
-//! `[voice] model` for a Whisper model, `[voice] voice` for a Piper voice.
+//! `[voice] model` for a Whisper model, `[voice] voice` for a Piper voice,
+//! `[memory] embedding_model` for an embedding model.
 //! The rest of the file, comments included, is kept; a file hearth would
 //! refuse to start with is never written.
 
@@ -23,6 +24,10 @@ pub fn in_use(config: &Config, model: &Model, path: &Path) -> bool {
             .is_ok_and(|dir| path.parent().is_some_and(|p| same_file(&dir, p))),
         Kind::TextToSpeech => crate::speech::voice_file(&config.voice, &config.data_dir)
             .is_ok_and(|voice| same_file(&voice, path)),
+        Kind::Embedding => matches!(
+            crate::memory::meaning::locate(config),
+            Ok(crate::memory::meaning::Located::Found(p)) if same_file(&p, path)
+        ),
     }
 }
 
@@ -63,6 +68,7 @@ pub fn use_model(config: &Config, env: &Environment, model: &Model) -> anyhow::R
     let table = match model.entry.kind {
         Kind::Chat | Kind::Vision => "model",
         Kind::SpeechToText | Kind::TextToSpeech => "voice",
+        Kind::Embedding => "memory",
     };
     let section = doc
         .entry(table)
@@ -79,6 +85,10 @@ pub fn use_model(config: &Config, env: &Environment, model: &Model) -> anyhow::R
             set(section, "voice", &model.config_name());
             Vec::new()
         }
+        Kind::Embedding => {
+            set(section, "embedding_model", &model.config_name());
+            Vec::new()
+        }
     };
     let new_text = doc.to_string();
     // Never write a config hearth would refuse to start with.
@@ -90,6 +100,7 @@ pub fn use_model(config: &Config, env: &Environment, model: &Model) -> anyhow::R
         Kind::Vision => "hearth now runs, and sees pictures with,",
         Kind::SpeechToText => "voice notes are now heard by",
         Kind::TextToSpeech => "replies are now spoken by",
+        Kind::Embedding => "memories are now found by meaning with",
     };
     println!(
         "{what} {} ({}); [{table}] set in {}",

@@ -19,6 +19,7 @@ pub struct RawMemory {
     pub context_entries: Option<usize>,
     pub context_entry_chars: Option<usize>,
     pub context_chars: Option<usize>,
+    pub embedding_model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +40,11 @@ pub struct MemoryConfig {
     pub context_entries: usize,
     pub context_entry_chars: usize,
     pub context_chars: usize,
+    /// The sentence-embedding model that finds memories by meaning: a GGUF
+    /// path or a file name in the models folders; `None` looks for the
+    /// catalogue's default beside the chat model; `"off"` keeps keywords
+    /// only.
+    pub embedding_model: Option<String>,
 }
 
 impl Default for MemoryConfig {
@@ -54,6 +60,7 @@ impl Default for MemoryConfig {
             context_entries: 4,
             context_entry_chars: 800,
             context_chars: 4_000,
+            embedding_model: None,
         }
     }
 }
@@ -73,7 +80,17 @@ impl MemoryConfig {
             context_entries: r.context_entries.unwrap_or(d.context_entries),
             context_entry_chars: r.context_entry_chars.unwrap_or(d.context_entry_chars),
             context_chars: r.context_chars.unwrap_or(d.context_chars),
+            embedding_model: r
+                .embedding_model
+                .map(|m| m.trim().to_string())
+                .or(d.embedding_model),
         };
+        if c.embedding_model.as_deref() == Some("") {
+            return Err(ConfigError::invalid(
+                "memory.embedding_model",
+                "is empty; name a GGUF file, or \"off\" for keywords only",
+            ));
+        }
         if !(c.min_relevance.is_finite() && (0.0..=1.0).contains(&c.min_relevance)) {
             return Err(ConfigError::invalid(
                 "memory.min_relevance",
@@ -116,7 +133,7 @@ impl MemoryConfig {
     pub(super) fn render(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "[memory]\nenabled = {}\nauto_save = {}\nauto_save_min_chars = {}\nconsolidate = {}\nconsolidate_max_tokens = {}\nmin_relevance = {}\nrecall_limit = {}\ncontext_entries = {}\ncontext_entry_chars = {}\ncontext_chars = {}\n",
+            "[memory]\nenabled = {}\nauto_save = {}\nauto_save_min_chars = {}\nconsolidate = {}\nconsolidate_max_tokens = {}\nmin_relevance = {}\nrecall_limit = {}\ncontext_entries = {}\ncontext_entry_chars = {}\ncontext_chars = {}",
             self.enabled,
             self.auto_save,
             self.auto_save_min_chars,
@@ -128,6 +145,12 @@ impl MemoryConfig {
             self.context_entry_chars,
             self.context_chars
         );
+        match &self.embedding_model {
+            Some(m) => {
+                let _ = writeln!(out, "embedding_model = {}\n", super::render::quote(m));
+            }
+            None => out.push_str("# embedding_model: the catalogue's, where downloaded\n\n"),
+        }
     }
 }
 

@@ -55,6 +55,13 @@ impl LocalModels {
         waiting.as_ref().map(|w| w.depth()).unwrap_or_default()
     }
 
+    /// Whether the engine has nothing to decode (true before one is
+    /// loaded): background work goes now without slowing a reply.
+    pub fn idle(&self) -> bool {
+        let waiting = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        waiting.as_ref().is_none_or(|w| w.idle())
+    }
+
     /// Loads `model_file` unless it is the loaded one.
     pub async fn ensure(&self, model_file: &str) -> Result<Arc<LocalProvider>, ProviderError> {
         let mut loaded = self.loaded.lock().await;

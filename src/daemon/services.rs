@@ -40,8 +40,13 @@ impl Services {
     /// consolidation and summaries.
     pub fn open(config: &Config, background: Arc<dyn Provider>) -> Result<Self, ServiceError> {
         let memory = if config.memory.enabled {
-            let store = MemoryStore::open(&MemoryStore::path_in(&config.data_dir))
+            let mut store = MemoryStore::open(&MemoryStore::path_in(&config.data_dir))
                 .map_err(|e| ServiceError::Memory(e.to_string()))?;
+            if let Some(model) =
+                memory::meaning::start(config).map_err(|e| ServiceError::Memory(e.to_string()))?
+            {
+                store = store.with_meaning(model);
+            }
             let mut m = StoreMemory::new(Arc::new(store), config.memory.clone());
             if config.memory.consolidate {
                 m = m.with_consolidation(background.clone());
@@ -115,6 +120,14 @@ impl Services {
         self.memory
             .as_ref()
             .map(|m| -> Arc<dyn TurnMemory> { m.clone() })
+    }
+
+    /// Embeds memories that have no vector yet while `idle` says the
+    /// engine is, until `stop` (nothing without an embedding model).
+    pub fn index_memory(&self, idle: memory::indexer::Idle, stop: CancellationToken) {
+        if let Some(m) = &self.memory {
+            tokio::spawn(memory::indexer::run(m.store().clone(), idle, stop));
+        }
     }
 
     /// Runs the scheduler and the LMS poll loop until `stop`.

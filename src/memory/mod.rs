@@ -6,6 +6,9 @@
 //! [`StoreMemory`] is the real one, over the SQLite [`MemoryStore`].
 //!
 //! - [`store`]: entries in SQLite, searched with FTS5 and BM25.
+//! - [`meaning`]: the embedding model; `hybrid`: recall by words and
+//!   meaning fused; `vectors`: the vectors beside the rows; [`indexer`]:
+//!   embeds what has no vector yet, when the engine is idle.
 //! - [`query`]: user text made into a query that cannot fail.
 //! - [`scope`]: whose memory a message or tool call uses.
 //! - [`context`]: the capped memory context of one turn.
@@ -17,6 +20,9 @@ pub mod consolidate;
 pub mod context;
 mod entry;
 mod forget;
+mod hybrid;
+pub mod indexer;
+pub mod meaning;
 mod message;
 pub mod query;
 pub mod scope;
@@ -24,6 +30,7 @@ mod statement;
 mod store;
 mod tools;
 mod turn;
+mod vectors;
 
 pub use entry::{Category, MemoryEntry, Recalled};
 pub use forget::forget_beyond;

@@ -8,11 +8,12 @@
 //! (WAL, busy timeout).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::entry::{Category, MemoryEntry, Recalled};
+use super::meaning::Embed;
 use super::query;
 
 #[derive(Debug, thiserror::Error)]
@@ -26,13 +27,15 @@ pub enum MemoryError {
     Open(#[from] crate::storage::OpenError),
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Meaning(#[from] super::meaning::EmbedError),
 }
 
 /// `memory.sqlite3`'s schema.
 pub const FILE: crate::storage::Schema = crate::storage::Schema {
     name: "memory",
     pragmas: "",
-    steps: &[v1],
+    steps: &[v1, super::vectors::v2],
 };
 
 /// The tables as of the first release that kept versions (idempotent).
@@ -70,6 +73,9 @@ const SCHEMA: &str = "
 pub struct MemoryStore {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// Finds entries by meaning too, when an embedding model is loaded
+    /// (see [`super::hybrid`]).
+    pub(super) meaning: Option<Arc<dyn Embed>>,
 }
 
 /// How many FTS candidates are ranked per result asked for.
@@ -86,7 +92,14 @@ impl MemoryStore {
         Ok(Self {
             conn: Mutex::new(crate::storage::open(path, &FILE)?),
             path: path.to_path_buf(),
+            meaning: None,
         })
+    }
+
+    /// Recall by meaning as well as by words, with vectors from `model`.
+    pub fn with_meaning(mut self, model: Arc<dyn Embed>) -> Self {
+        self.meaning = Some(model);
+        self
     }
 
     /// Stores `content` under (`scope`, `key`), replacing an entry with the
@@ -153,14 +166,32 @@ impl MemoryStore {
         Ok(key.to_string())
     }
 
-    /// Up to `limit` entries of `scope` that share words with `query`, the
-    /// most relevant first. Any text is a valid query.
+    /// Up to `limit` entries of `scope` that share words with `query`, or
+    /// (with an embedding model) mean what it means, the most relevant
+    /// first. Any text is a valid query.
     pub fn recall(
         &self,
         query_text: &str,
         limit: usize,
         scope: &str,
     ) -> Result<Vec<Recalled>, MemoryError> {
+        if self.meaning.is_some() && !query_text.trim().is_empty() {
+            return self.recall_hybrid(query_text, limit, scope);
+        }
+        let mut found = self.by_words(query_text, limit, scope)?;
+        found.truncate(limit);
+        Ok(found.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// Entries of `scope` that share words with `query`, with their row
+    /// ids, the most relevant first: up to [`CANDIDATES_PER_RESULT`] for
+    /// each of `limit`.
+    pub(super) fn by_words(
+        &self,
+        query_text: &str,
+        limit: usize,
+        scope: &str,
+    ) -> Result<Vec<(i64, Recalled)>, MemoryError> {
         let terms = query::terms(query_text);
         let Some(expression) = query::fts_expression(&terms) else {
             return Ok(Vec::new());
@@ -169,26 +200,25 @@ impl MemoryStore {
         let rows = self.with(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT m.key, m.content, m.category, m.scope, m.created, m.updated,
-                        bm25(memories_fts)
+                        bm25(memories_fts), m.id
                  FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
                  WHERE memories_fts MATCH ?1 AND m.scope = ?2
                  ORDER BY bm25(memories_fts) LIMIT ?3",
             )?;
             let rows = stmt.query_map(params![expression, scope, candidates], |row| {
-                Ok((entry_from_row(row)?, row.get::<_, f64>(6)?))
+                Ok((entry_from_row(row)?, row.get::<_, f64>(6)?, row.get(7)?))
             })?;
             rows.collect::<Result<Vec<_>, _>>()
         })?;
-        let mut found: Vec<Recalled> = rows
+        let mut found: Vec<(i64, Recalled)> = rows
             .into_iter()
-            .filter_map(|(entry, bm25)| {
+            .filter_map(|(entry, bm25, id)| {
                 let entry = entry?;
                 let score = relevance(query::coverage(&terms, &entry.content), bm25);
-                Some(Recalled { entry, score })
+                Some((id, Recalled { entry, score }))
             })
             .collect();
-        found.sort_by(|a, b| b.score.total_cmp(&a.score));
-        found.truncate(limit);
+        found.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
         Ok(found)
     }
 
@@ -264,7 +294,7 @@ impl MemoryStore {
         })
     }
 
-    fn with<T>(
+    pub(super) fn with<T>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
     ) -> Result<T, MemoryError> {
@@ -289,7 +319,9 @@ pub fn relevance(coverage: f64, bm25: f64) -> f64 {
 
 /// A row as an entry; `None` (logged) when its category is unknown, so one
 /// bad row never hides the others.
-fn entry_from_row(row: &rusqlite::Row<'_>) -> Result<Option<MemoryEntry>, rusqlite::Error> {
+pub(super) fn entry_from_row(
+    row: &rusqlite::Row<'_>,
+) -> Result<Option<MemoryEntry>, rusqlite::Error> {
     let category: String = row.get(2)?;
     let Ok(category) = category.parse() else {
         tracing::warn!(category, "skipping a memory with an unknown category");

@@ -95,9 +95,24 @@ impl<T> PriorityQueue<T> {
 pub struct Waiting {
     interactive: AtomicUsize,
     background: AtomicUsize,
+    /// Replies the worker is decoding now.
+    running: AtomicUsize,
 }
 
 impl Waiting {
+    /// Posted by the worker whenever the replies it decodes change.
+    pub fn set_running(&self, n: usize) {
+        self.running.store(n, AtomicOrdering::Relaxed);
+    }
+
+    /// Whether nothing waits and nothing decodes: background work (memory
+    /// vectors) goes now without slowing anyone's reply.
+    pub fn idle(&self) -> bool {
+        self.running.load(AtomicOrdering::Relaxed) == 0
+            && self.interactive.load(AtomicOrdering::Relaxed) == 0
+            && self.background.load(AtomicOrdering::Relaxed) == 0
+    }
+
     fn counter(&self, priority: Priority) -> &AtomicUsize {
         match priority {
             Priority::Interactive => &self.interactive,

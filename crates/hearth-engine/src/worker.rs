@@ -111,11 +111,11 @@ pub(super) fn run(
 fn start(
     settings: &EngineSettings,
     progress: Option<ProgressFn>,
-) -> Result<(LlamaBackend, Loaded), EngineError> {
+) -> Result<(Arc<LlamaBackend>, Loaded), EngineError> {
     let backend_error = |e: String| EngineError::Backend(e);
     let backends = backends::load(settings.backends_dir.as_deref(), &settings.rpc_servers)
         .map_err(|e| backend_error(e.to_string()))?;
-    let backend = LlamaBackend::init().map_err(|e| backend_error(e.to_string()))?;
+    let backend = super::shared_backend::backend()?;
     let loaded = load(&backend, backends, settings, progress)?;
     Ok((backend, loaded))
 }
@@ -378,9 +378,11 @@ fn serve<'m>(
             waiting.add(job.request.priority);
             queue.push(job.request.priority, job);
         }
+        waiting.set_running(batcher.len());
         if !batcher.is_empty() {
             let before = batcher.len();
             batcher.step(ctx, cache, work.vision.as_mut());
+            waiting.set_running(batcher.len());
             if batcher.len() < before {
                 // A reply ended: its sequence's size is final for now.
                 cache.post();

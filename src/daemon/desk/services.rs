@@ -116,9 +116,18 @@ pub fn memories(
     let Some(memory) = memory else {
         return Ok(Vec::new());
     };
-    Ok(memory
-        .find(query.trim(), MEMORIES)
-        .map_err(failed)?
+    // Everything, newest first; or what the query means and holds.
+    let entries = if query.trim().is_empty() {
+        memory.find("", MEMORIES).map_err(failed)?
+    } else {
+        memory
+            .search_everywhere(query, MEMORIES)
+            .map_err(failed)?
+            .into_iter()
+            .map(|r| r.entry)
+            .collect()
+    };
+    Ok(entries
         .into_iter()
         .map(|e| Remembered {
             scope: e.scope,

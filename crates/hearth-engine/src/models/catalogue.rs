@@ -5,8 +5,8 @@
 //! reads from the same file) and, where measured, its exact size and sha256.
 //! A model is of a [`Kind`]: a chat model (one GGUF file), a vision model
 //! (a GGUF file and its projector), a speech-to-text model (a Whisper
-//! folder in CTranslate2's format) or a text-to-speech voice (a Piper
-//! voice and its JSON). The memory a model needs is estimated from its
+//! folder in CTranslate2's format), a text-to-speech voice (a Piper
+//! voice and its JSON) or a sentence-embedding model (one GGUF file). The memory a model needs is estimated from its
 //! weights and quantisation.
 
 use std::collections::BTreeMap;
@@ -35,14 +35,17 @@ pub enum Kind {
     SpeechToText,
     /// Speaks replies: `[voice] voice`.
     TextToSpeech,
+    /// Finds memories by meaning: `[memory] embedding_model`.
+    Embedding,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 5] = [
         Kind::Chat,
         Kind::Vision,
         Kind::SpeechToText,
         Kind::TextToSpeech,
+        Kind::Embedding,
     ];
 
     pub fn title(self) -> &'static str {
@@ -51,6 +54,7 @@ impl Kind {
             Kind::Vision => "vision models (chat that sees pictures; the projector comes along)",
             Kind::SpeechToText => "speech to text (voice notes heard)",
             Kind::TextToSpeech => "text to speech (replies spoken)",
+            Kind::Embedding => "embedding models (memories found by meaning)",
         }
     }
 }
@@ -254,7 +258,7 @@ impl Model {
         let file = self.file_bytes();
         let overhead = match self.entry.kind {
             Kind::Chat | Kind::Vision => OVERHEAD_BYTES,
-            Kind::SpeechToText | Kind::TextToSpeech => SPEECH_OVERHEAD_BYTES,
+            Kind::SpeechToText | Kind::TextToSpeech | Kind::Embedding => SPEECH_OVERHEAD_BYTES,
         };
         file + file / 10 + overhead
     }

@@ -25,6 +25,9 @@ const CPU_MAX_SPEECH_PARAMS_B: f64 = 0.25;
 /// Largest Piper voice recommended for a CPU (a medium one): a high one
 /// takes twice the time to speak.
 const CPU_MAX_VOICE_PARAMS_B: f64 = 0.02;
+/// The largest embedding model recommended on a CPU: BGE small (33M); a
+/// question is embedded before every reply.
+const CPU_MAX_EMBEDDING_PARAMS_B: f64 = 0.05;
 
 /// The memory a model may take on this machine.
 #[derive(Debug, Clone)]
@@ -66,12 +69,14 @@ impl Budget {
     /// The largest model of `kind` to run here. On a CPU: a chat model up
     /// to [`CPU_MAX_PARAMS_B`], a Whisper model up to
     /// [`CPU_MAX_SPEECH_PARAMS_B`], a voice up to
-    /// [`CPU_MAX_VOICE_PARAMS_B`]; never a chat test model.
+    /// [`CPU_MAX_VOICE_PARAMS_B`], an embedding model up to
+    /// [`CPU_MAX_EMBEDDING_PARAMS_B`]; never a chat test model.
     pub fn recommend_kind<'a>(&self, catalogue: &'a Catalogue, kind: Kind) -> Option<&'a Model> {
         let cpu_max = match kind {
             Kind::Chat | Kind::Vision => CPU_MAX_PARAMS_B,
             Kind::SpeechToText => CPU_MAX_SPEECH_PARAMS_B,
             Kind::TextToSpeech => CPU_MAX_VOICE_PARAMS_B,
+            Kind::Embedding => CPU_MAX_EMBEDDING_PARAMS_B,
         };
         let of_kind = || {
             catalogue

@@ -1,0 +1,121 @@
+//! Memory by meaning: the embedding model behind recall.
+//!
+//! [`Embed`] is the narrow seam the store needs (a model's name and its
+//! vectors); [`EmbeddingModel`] is the real one, llama.cpp on a thread of
+//! its own. [`locate`] finds the model `[memory] embedding_model` names,
+//! or the catalogue's embedding model wherever the chat model could be
+//! found, and [`start`] loads it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::chat::ProviderError;
+use crate::config::Config;
+use crate::engine::{EmbeddingModel, EmbeddingSettings, EngineError, model_file};
+use crate::models::{self, Catalogue, Kind};
+
+/// What makes memory vectors.
+pub trait Embed: Send + Sync {
+    /// The model that makes them: vectors of two models never mix.
+    fn model_id(&self) -> &str;
+
+    /// One vector of length 1 per text. Blocking.
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("the embedding model failed: {0}")]
+    Failed(#[from] ProviderError),
+    #[error("the embedding model gave {got} vectors for {asked} texts")]
+    Count { asked: usize, got: usize },
+}
+
+impl Embed for EmbeddingModel {
+    fn model_id(&self) -> &str {
+        &self.info().id
+    }
+
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let asked = texts.len();
+        let (vectors, _) = EmbeddingModel::embed(self, texts, CancellationToken::new())?;
+        if vectors.len() != asked {
+            return Err(EmbedError::Count {
+                asked,
+                got: vectors.len(),
+            });
+        }
+        Ok(vectors)
+    }
+}
+
+/// What `[memory] embedding_model` says to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Located {
+    /// `"off"`: memories are found by their words only.
+    Off,
+    /// Nothing configured, and no catalogue embedding model downloaded.
+    NotFound,
+    Found(PathBuf),
+}
+
+/// The embedding model to load: the configured file (a path, a file name
+/// in the models folders, or a catalogue name), else the first catalogue
+/// embedding model present in the models folders or beside the chat
+/// model. A configured model that is missing is an error naming where it
+/// was looked for.
+pub fn locate(config: &Config) -> Result<Located, EngineError> {
+    let catalogue = Catalogue::builtin();
+    match config.memory.embedding_model.as_deref() {
+        Some("off") => Ok(Located::Off),
+        Some(name) => {
+            let file = catalogue
+                .get(name)
+                .ok()
+                .filter(|m| m.entry.kind == Kind::Embedding)
+                .map_or_else(|| name.to_string(), |m| m.config_name());
+            model_file::locate(&file, &config.data_dir).map(Located::Found)
+        }
+        None => {
+            let beside_chat = model_file::locate(&config.model.path, &config.data_dir)
+                .ok()
+                .and_then(|p| p.parent().map(PathBuf::from));
+            let found = catalogue
+                .models
+                .iter()
+                .filter(|m| m.entry.kind == Kind::Embedding)
+                .find_map(|m| {
+                    models::installed(m, &config.data_dir).or_else(|| {
+                        let beside = beside_chat.as_ref()?.join(m.config_name());
+                        beside.is_file().then_some(beside)
+                    })
+                });
+            Ok(found.map_or(Located::NotFound, Located::Found))
+        }
+    }
+}
+
+/// Loads the embedding model [`locate`] finds; `None` when there is none
+/// (memory then works by keywords, as before). Blocking.
+pub fn start(config: &Config) -> Result<Option<Arc<EmbeddingModel>>, EngineError> {
+    let path = match locate(config)? {
+        Located::Found(path) => path,
+        Located::Off => return Ok(None),
+        Located::NotFound => {
+            tracing::info!(
+                "no embedding model: memories are found by their words only \
+                 (fix: hearth models pull bge-small-en-v1.5 && hearth models use bge-small-en-v1.5)"
+            );
+            return Ok(None);
+        }
+    };
+    let model = EmbeddingModel::start(EmbeddingSettings {
+        path,
+        threads: config.model.threads,
+        backends_dir: config.engine.backends_dir.clone(),
+        rpc_servers: config.engine.rpc_servers.clone(),
+    })?;
+    Ok(Some(Arc::new(model)))
+}
