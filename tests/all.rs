@@ -48,6 +48,7 @@ mod mcp_serve;
 mod mcp_uvx;
 mod mcp_venv;
 mod memory_cron_cli;
+mod memory_meaning;
 mod models_cli;
 mod models_kinds;
 mod moved_reuse;

@@ -27,22 +27,29 @@ use support::*;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-const ADA: i64 = 2001;
-const BOB: i64 = 2002;
+pub(crate) const ADA: i64 = 2001;
+pub(crate) const BOB: i64 = 2002;
 /// What only Ada told or gave the bot.
 const ADA_SECRETS: &[&str] = &["4711", "9876", "passport", "secret.txt", "dentist"];
 
-struct Family {
+pub(crate) struct Family {
     fake: FakeTelegram,
     parrot: Arc<Parrot>,
     daemon: Daemon,
     rx: mpsc::UnboundedReceiver<Report>,
-    stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
     workspace: PathBuf,
     _home: tempfile::TempDir,
+    /// The data folder the services keep their databases in.
+    pub(crate) data_dir: PathBuf,
 }
 
-async fn family() -> Family {
+pub(crate) async fn family() -> Family {
+    family_with(|_| {}).await
+}
+
+/// [`family`], with `adjust` applied to its config first.
+pub(crate) async fn family_with(adjust: impl FnOnce(&mut hearth::config::Config)) -> Family {
     let fake = FakeTelegram::start().await;
     let home = tempfile::tempdir().unwrap();
     let env = Environment::with_home(home.path());
@@ -57,7 +64,9 @@ async fn family() -> Family {
     cfg.scheduler.enabled = true;
     // Approvals have tests of their own; here every call is the person's.
     cfg.agent.approve.clear();
+    adjust(&mut cfg);
     let parrot: Arc<Parrot> = Arc::new(Parrot::default());
+    let data_dir = cfg.data_dir.clone();
     let services = Services::open(&cfg, parrot.clone()).unwrap();
     let context = hearth::cli::tools_cmd::context(&cfg, &env).unwrap();
     let tools = services.tools(&cfg, &context.sandbox);
@@ -85,12 +94,13 @@ async fn family() -> Family {
         stop,
         workspace,
         _home: home,
+        data_dir,
     }
 }
 
 impl Family {
     /// `who` sends `text`; returns what the bot sent to their chat for it.
-    async fn say(&mut self, who: i64, text: &str) -> String {
+    pub(crate) async fn say(&mut self, who: i64, text: &str) -> String {
         self.send(Incoming::text(who, text)).await
     }
 

@@ -83,6 +83,10 @@ impl StoreMemory {
                 Err(e) => tracing::warn!(scope, "memory recall failed: {e}"),
             }
         }
+        tracing::debug!(
+            recalled = ?recalled.iter().map(|r| (r.entry.key.as_str(), r.score)).collect::<Vec<_>>(),
+            "memory recalled for a turn"
+        );
         context::build(recalled, &self.limits())
     }
 

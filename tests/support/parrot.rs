@@ -10,8 +10,8 @@ use hearth::chat::{ChatRequest, ChatStream, Role};
 use hearth::providers::Provider;
 use tokio_util::sync::CancellationToken;
 
-/// Replies to `CALL <text>` with `<text>` (the model writing a call of its
-/// own), to a tool result by quoting it whole, and to anything else by
+/// Replies to `CALL <text>` in the user's own words with `<text>` (the
+/// model writing a call of its own), to a tool result by quoting it whole, and to anything else by
 /// quoting the whole user turn (memory context included).
 #[derive(Default)]
 pub struct Parrot {
@@ -42,14 +42,20 @@ impl Provider for Parrot {
             let body = &body[body.find('>').map_or(0, |i| i + 1)..];
             let body = body.split("</tool_result>").next().unwrap_or_default();
             format!("The tool says: {body}")
-        } else if let Some(i) = last.find("CALL ") {
-            last[i + 5..].to_string()
+        } else if let Some(i) = own_words(&last).find("CALL ") {
+            own_words(&last)[i + 5..].to_string()
         } else {
             format!("You wrote: {last}")
         };
         self.requests.lock().unwrap().push(request);
         ChatStream::text(text)
     }
+}
+
+/// The user's own words of a turn: what follows the fenced memory context
+/// (an order written in a remembered message is not one given now).
+fn own_words(turn: &str) -> &str {
+    turn.rsplit("</untrusted>").next().unwrap_or(turn)
 }
 
 /// A reply that repeats the memory fence, a tool's result block and a

@@ -355,6 +355,9 @@ mod tests {
                     );
                     assert_eq!(m.pieces()[1].local, format!("{main}.json"), "{}", m.name);
                 }
+                Kind::Embedding => {
+                    assert!(main.ends_with(".gguf") && e.folder.is_none(), "{}", m.name);
+                }
             }
             assert!(e.params_b > 0.0);
             if let Some(sha) = &e.sha256 {

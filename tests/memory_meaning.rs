@@ -1,0 +1,114 @@
+//! Memory by meaning, end to end: a fact stored through the agent's own
+//! `memory_store` tool (two people on one bot, the parrot as the model) is
+//! found when asked in other words, through `memory_recall` and through
+//! `hearth memory search`; never in the other person's scope. Controls:
+//! each person's own fact is found by them, and with the embedding model
+//! off the same question finds nothing (the words do not match).
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use crate::common::{Sandbox, assert_no_panic};
+use crate::support::call;
+use crate::two_people::{ADA, BOB, Family, family, family_with};
+use serde_json::json;
+
+const ADA_FACT: &str = "I'm allergic to penicillin";
+const ADA_ASKS: &str = "What medicine can't I take?";
+const BOB_FACT: &str = "I park the car on level 3 of the station garage";
+const BOB_ASKS: &str = "Where did I leave the vehicle?";
+
+async fn recall(f: &mut Family, who: i64, query: &str) -> String {
+    f.say(who, &call("memory_recall", json!({"query": query})))
+        .await
+}
+
+async fn store_both(f: &mut Family) {
+    f.say(ADA, &call("memory_store", json!({"content": ADA_FACT})))
+        .await;
+    f.say(BOB, &call("memory_store", json!({"content": BOB_FACT})))
+        .await;
+}
+
+/// `hearth memory search QUERY [--scope SCOPE]` on the family's data.
+fn search(f: &Family, query: &str, scope: Option<&str>, embedding: &str) -> String {
+    let mut args = vec!["search", query];
+    if let Some(scope) = scope {
+        args.extend(["--scope", scope]);
+    }
+    memory(f, &args, embedding)
+}
+
+/// `hearth memory ARGS…` on the family's data.
+fn memory(f: &Family, args: &[&str], embedding: &str) -> String {
+    let s = Sandbox::new();
+    let config = s.config(&format!("[memory]\nembedding_model = {embedding:?}\n"));
+    let mut cmd = s.hearth();
+    cmd.env("HEARTH_DATA_DIR", &f.data_dir)
+        .arg("--config")
+        .arg(&config)
+        .arg("memory")
+        .args(args);
+    let out = cmd.output().unwrap();
+    assert_no_panic(&String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The scope `hearth memory list` shows for the entry holding `text`.
+fn scope_of(listing: &str, text: &str) -> String {
+    let line = listing.lines().find(|l| l.contains(text)).unwrap();
+    line.split_whitespace().next().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_fact_is_found_in_other_words_and_never_in_another_persons_scope() {
+    let mut f = family().await;
+    store_both(&mut f).await;
+
+    // Through the tool: each finds their own fact in other words...
+    assert!(recall(&mut f, ADA, ADA_ASKS).await.contains("penicillin"));
+    assert!(recall(&mut f, BOB, BOB_ASKS).await.contains("level 3"));
+    // ...and never the other's, asked the same way.
+    let bob = recall(&mut f, BOB, ADA_ASKS).await;
+    assert!(
+        !bob.contains("penicillin"),
+        "Bob was shown Ada's memory: {bob}"
+    );
+    let ada = recall(&mut f, ADA, BOB_ASKS).await;
+    assert!(
+        !ada.contains("level 3"),
+        "Ada was shown Bob's memory: {ada}"
+    );
+
+    // `hearth memory search`, every scope: the fact comes first.
+    let all = search(&f, ADA_ASKS, None, "all-minilm-l6-v2");
+    assert!(all.lines().next().unwrap().contains("penicillin"), "{all}");
+    let listing = memory(&f, &["list"], "off");
+    let (ada_scope, bob_scope) = (
+        scope_of(&listing, "penicillin"),
+        scope_of(&listing, "level 3"),
+    );
+    assert_ne!(ada_scope, bob_scope);
+    // One scope: Bob's never holds Ada's fact; Ada's does.
+    let in_bobs = search(&f, ADA_ASKS, Some(&bob_scope), "all-minilm-l6-v2");
+    assert!(!in_bobs.contains("penicillin"), "{in_bobs}");
+    let in_adas = search(&f, ADA_ASKS, Some(&ada_scope), "all-minilm-l6-v2");
+    assert!(in_adas.contains("penicillin"), "{in_adas}");
+    // By words alone the question finds nothing of it.
+    let by_words = search(&f, ADA_ASKS, Some(&ada_scope), "off");
+    assert!(!by_words.contains("penicillin"), "{by_words}");
+    f.stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_embedding_model_off_memory_works_by_words_as_before() {
+    let mut f = family_with(|c| c.memory.embedding_model = Some("off".into())).await;
+    store_both(&mut f).await;
+    // Other words find nothing; the fact's own words still do.
+    assert!(!recall(&mut f, ADA, ADA_ASKS).await.contains("penicillin"));
+    assert!(
+        recall(&mut f, ADA, "penicillin allergy")
+            .await
+            .contains("penicillin")
+    );
+    f.stop.cancel();
+}
