@@ -11,6 +11,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hearth::chat::{CacheOrigin, ChatMessage, ChatRequest, SamplingParams};
 use hearth::engine::{Engine, EngineSettings};
@@ -196,6 +197,44 @@ fn this_releases_data_folder_opens_keeps_every_record_and_serves_the_next_turn()
         }
     }
     assert_eq!(memory.list(None, None, 100).unwrap().len(), 2);
+    // The release's memories are embedded by the indexer, as the daemon
+    // runs it, and found in other words; every row is still there.
+    let memory = Arc::new(memory.with_meaning(common::embedding_model()));
+    let stop = CancellationToken::new();
+    runtime.block_on(async {
+        let indexer = tokio::spawn(hearth::memory::indexer::run(
+            memory.clone(),
+            Arc::new(|| true),
+            stop.clone(),
+        ));
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        while memory.vector_counts().unwrap() != Some((2, 2)) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the memories were never embedded"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        stop.cancel();
+        indexer.await.unwrap();
+    });
+    let found = memory
+        .recall("when do the flower bulbs get planted?", 1, "telegram:7")
+        .unwrap();
+    assert_eq!(found[0].entry.key, "garden", "{found:?}");
+    let after = rows(&data.join("memory.sqlite3"));
+    for (table, old) in &before["memory.sqlite3"] {
+        assert_eq!(&after[table], old, "{table} changed while embedding");
+    }
+    // A memory file from a hearth newer than this one is refused, untouched.
+    let newer = work.path().join("newer-memory.sqlite3");
+    std::fs::copy(data.join("memory.sqlite3"), &newer).unwrap();
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 99;")
+        .unwrap();
+    let refused = hearth::memory::MemoryStore::open(&newer).err().unwrap();
+    assert!(refused.to_string().contains("newer hearth"), "{refused}");
     assert_eq!(jobs.list().unwrap().len(), 1);
     assert!(!lms.status(&["school"]).unwrap().is_empty());
 

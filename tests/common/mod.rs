@@ -11,6 +11,28 @@ use assert_cmd::Command;
 
 pub const SMOLLM2: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 pub const GEMMA3: &str = "gemma-3-270m-q4_k_m.gguf";
+/// The sentence-embedding test model (`make test-embedding`).
+pub const MINILM: &str = "all-MiniLM-L6-v2.F16.gguf";
+
+/// The embedding test model, loaded on its own thread.
+pub fn embedding_model() -> std::sync::Arc<hearth::engine::EmbeddingModel> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models")
+        .join(MINILM);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make test-embedding` (make test does)",
+        path.display()
+    );
+    let model = hearth::engine::EmbeddingModel::start(hearth::engine::EmbeddingSettings {
+        path,
+        threads: 2,
+        backends_dir: None,
+        rpc_servers: Vec::new(),
+    })
+    .expect("the embedding test model loads");
+    std::sync::Arc::new(model)
+}
 
 /// The path of a test model; fails the test with the fix when it is absent.
 pub fn model(name: &str) -> PathBuf {
