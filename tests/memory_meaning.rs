@@ -112,3 +112,43 @@ async fn with_the_embedding_model_off_memory_works_by_words_as_before() {
     );
     f.stop.cancel();
 }
+
+#[test]
+fn doctor_says_how_memories_are_found_and_names_a_missing_model() {
+    let doctor = |memory: &str| {
+        let s = Sandbox::new();
+        let config = s.config(&format!(
+            "[model]\npath = {:?}\n[memory]\n{memory}\n",
+            crate::common::model(crate::common::SMOLLM2)
+                .display()
+                .to_string()
+        ));
+        let out = s
+            .hearth()
+            .arg("--config")
+            .arg(&config)
+            .arg("doctor")
+            .output()
+            .unwrap();
+        assert_no_panic(&String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let line = stdout
+            .lines()
+            .find(|l| l.contains("memory "))
+            .unwrap()
+            .to_string();
+        (out.status.success(), line)
+    };
+    let (_, found) = doctor("");
+    assert!(
+        found.contains("by meaning, with") && found.contains("all-MiniLM-L6-v2"),
+        "{found}"
+    );
+    let (_, off) = doctor("embedding_model = \"off\"");
+    assert!(off.contains("by words only"), "{off}");
+    let (ok, missing) = doctor("embedding_model = \"no-such-model.gguf\"");
+    assert!(
+        !ok && missing.starts_with("FAIL") && missing.contains("no-such-model.gguf"),
+        "{missing}"
+    );
+}

@@ -246,6 +246,11 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
     stores(&mut report, &config);
     report.info("cloud", cloud_line(&config));
     report.info("voice", voice_line(&config));
+    match super::doctor_memory::line(&config) {
+        (super::doctor_memory::Mark::Ok, text) => report.line("memory", true, text),
+        (super::doctor_memory::Mark::Info, text) => report.info("memory", text),
+        (super::doctor_memory::Mark::Fail, text) => report.line("memory", false, text),
+    }
     sandbox(&mut report, &config).await?;
 
     if !model(&mut report, &config) {
@@ -398,7 +403,7 @@ fn model(report: &mut Report, config: &Config) -> bool {
 }
 
 /// The catalogue model of `kind` that fits here, as the commands to get it.
-fn pull_hint(config: &Config, kind: crate::models::Kind) -> String {
+pub(super) fn pull_hint(config: &Config, kind: crate::models::Kind) -> String {
     let catalogue = crate::models::Catalogue::builtin();
     let budget = crate::models::Budget::of(
         backends::load(

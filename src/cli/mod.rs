@@ -18,6 +18,7 @@ mod conversation;
 mod cron_cmd;
 mod daemon;
 mod doctor;
+mod doctor_memory;
 mod doctor_prompt;
 mod inbox_cmd;
 mod lms_cmd;
