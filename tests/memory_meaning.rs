@@ -152,3 +152,70 @@ fn doctor_says_how_memories_are_found_and_names_a_missing_model() {
         "{missing}"
     );
 }
+
+/// Vectors of `sentences` from the original weights, by numpy
+/// (tests/clients/bert_reference.py).
+fn reference(sentences: &[&str]) -> Vec<Vec<f32>> {
+    use std::io::Write;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source = root.join("target/minilm-source");
+    assert!(
+        source.join("model.safetensors").is_file(),
+        "the embedding model's source is missing: run `make test-embedding`"
+    );
+    let mut child = std::process::Command::new("python3")
+        .arg(root.join("tests/clients/bert_reference.py"))
+        .arg(&source)
+        .env("PYTHONPATH", root.join("target/pyclients"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(sentences.join("\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "bert_reference.py failed");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn the_converted_model_gives_the_original_weights_vectors() {
+    let sentences = [
+        "I'm allergic to penicillin.",
+        "What medicine can't I take?",
+        "Übermorgen fährt der Zug um 7:05 nach Zürich — 🚆!",
+        "plum-otter-42",
+    ];
+    let expected = reference(&sentences);
+    let model = crate::common::embedding_model();
+    let (got, tokens) = model
+        .embed(
+            sentences.iter().map(|s| s.to_string()).collect(),
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .unwrap();
+    assert!(tokens > 0);
+    for (i, sentence) in sentences.iter().enumerate() {
+        let same = cosine(&got[i], &expected[i]);
+        assert!(same > 0.999, "{sentence}: cosine {same} with the original");
+        // Control: another sentence's vector is far from it.
+        let other = cosine(&got[i], &expected[(i + 1) % sentences.len()]);
+        assert!(
+            other < 0.9,
+            "{sentence}: cosine {other} with another sentence"
+        );
+    }
+    // A text longer than the model's 512 positions is read in pieces.
+    let long = "The lighthouse keeper climbed the stairs again. ".repeat(120);
+    let (vectors, tokens) = model.embed(vec![long], Default::default()).unwrap();
+    assert!(tokens > 512, "{tokens}");
+    assert!((cosine(&vectors[0], &vectors[0]) - 1.0).abs() < 1e-3);
+}

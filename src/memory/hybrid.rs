@@ -202,6 +202,127 @@ fn choose(words: &[(i64, Recalled)], near: &[(i64, f32)], limit: usize) -> Vec<(
 mod tests {
     use super::*;
     use crate::memory::Category;
+    use crate::memory::meaning::{Embed, EmbedError};
+    use std::sync::Arc;
+
+    /// A model whose vector of a text says which of a few topics it names
+    /// (so "medicine" and "penicillin" meet), under its own name.
+    struct Topics(&'static str);
+
+    impl Embed for Topics {
+        fn model_id(&self) -> &str {
+            self.0
+        }
+
+        fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+            const TOPICS: [&[&str]; 3] =
+                [&["medicine", "penicillin"], &["car", "vehicle"], &["tea"]];
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let t = t.to_lowercase();
+                    let mut v: Vec<f32> = TOPICS
+                        .iter()
+                        .map(|words| f32::from(u8::from(words.iter().any(|w| t.contains(w)))))
+                        .collect();
+                    v.push(0.1);
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    v.iter().map(|x| x / norm).collect()
+                })
+                .collect())
+        }
+    }
+
+    fn store_with(dir: &std::path::Path, model: &'static str) -> MemoryStore {
+        let path = dir.join("memory.sqlite3");
+        MemoryStore::open(&path)
+            .unwrap()
+            .with_meaning(Arc::new(Topics(model)))
+    }
+
+    #[test]
+    fn vectors_go_with_their_rows_and_a_changed_text_is_embedded_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = store_with(dir.path(), "a");
+        m.store(
+            "ada",
+            "allergy",
+            "I'm allergic to penicillin",
+            Category::Core,
+        )
+        .unwrap();
+        m.store("ada", "car", "The car is on level 3", Category::Core)
+            .unwrap();
+        assert_eq!(m.embed_missing(None, 10).unwrap(), 2);
+        assert_eq!(m.vector_counts().unwrap(), Some((2, 2)));
+        let found = m.recall("which medicine?", 1, "ada").unwrap();
+        assert_eq!(found[0].entry.key, "allergy");
+        // Forgetting (as retention does) takes the vector with the row.
+        assert!(m.forget("ada", "allergy").unwrap());
+        assert_eq!(m.vector_counts().unwrap(), Some((1, 1)));
+        // A new text drops the old vector; the next search embeds the new.
+        m.store("ada", "car", "I drink tea", Category::Core)
+            .unwrap();
+        assert_eq!(m.vector_counts().unwrap(), Some((0, 1)));
+        assert_eq!(m.recall("tea?", 1, "ada").unwrap()[0].entry.key, "car");
+        assert_eq!(m.vector_counts().unwrap(), Some((1, 1)));
+    }
+
+    #[test]
+    fn another_model_embeds_everything_again_and_never_reads_the_old_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = store_with(dir.path(), "old");
+        old.store(
+            "ada",
+            "allergy",
+            "I'm allergic to penicillin",
+            Category::Core,
+        )
+        .unwrap();
+        old.embed_missing(None, 10).unwrap();
+        let new = store_with(dir.path(), "new");
+        assert_eq!(new.vector_counts().unwrap(), Some((0, 1)));
+        assert_eq!(new.drop_other_vectors().unwrap(), 1);
+        // The old model's vectors are gone; the new one's are made.
+        assert_eq!(old.vector_counts().unwrap(), Some((0, 1)));
+        assert_eq!(new.embed_missing(None, 10).unwrap(), 1);
+        assert_eq!(
+            new.recall("medicine", 1, "ada").unwrap()[0].entry.key,
+            "allergy"
+        );
+    }
+
+    #[test]
+    fn nobody_is_shown_another_scopes_memory_by_meaning() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = store_with(dir.path(), "a");
+        m.store(
+            "ada",
+            "allergy",
+            "I'm allergic to penicillin",
+            Category::Core,
+        )
+        .unwrap();
+        m.store("bob", "car", "The car is on level 3", Category::Core)
+            .unwrap();
+        // Bob asks about Ada's topic: nothing of hers, in any form.
+        assert!(
+            m.recall("which medicine?", 5, "bob")
+                .unwrap()
+                .iter()
+                .all(|r| r.entry.scope == "bob")
+        );
+        assert!(m.recall("which medicine?", 5, "bob").unwrap().is_empty());
+        // Control: each finds their own.
+        assert_eq!(
+            m.recall("which medicine?", 5, "ada").unwrap()[0].entry.key,
+            "allergy"
+        );
+        assert_eq!(
+            m.recall("my vehicle?", 5, "bob").unwrap()[0].entry.key,
+            "car"
+        );
+    }
 
     fn hit(id: i64, score: f64) -> (i64, Recalled) {
         let entry = MemoryEntry {
