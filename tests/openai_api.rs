@@ -28,8 +28,13 @@ fn text(v: &Value) -> &str {
 async fn openai_litellm_and_langchain_get_what_they_ask_for() {
     let run = daemon("").await;
     let seen = python("openai_api.py", &[&run.base, TOKEN, SERVED], "").await;
-    // Two things to ask for, and nothing else.
-    assert_eq!(seen["models"], json!(["hearth", SERVED]), "{seen}");
+    // Three things to ask for (the assistant, the chat model, memory's
+    // embedding model), and nothing else.
+    assert_eq!(
+        seen["models"],
+        json!(["hearth", SERVED, "all-MiniLM-L6-v2.F16"]),
+        "{seen}"
+    );
     assert_eq!(seen["retrieved"], SERVED);
     for missing in ["missing_model", "missing_chat_model"] {
         assert_eq!(seen[missing]["status"], 404, "{seen}");
@@ -206,6 +211,19 @@ fn responses_and_embeddings(seen: &Value) {
         assert!((norm.as_f64().unwrap() - 1.0).abs() < 1e-3, "{seen}");
     }
     assert_eq!(seen["assistant_embeddings"]["status"], 400);
+    // Memory's embedding model: listed, 384 dimensions, a paraphrase
+    // closer than an unrelated sentence; it writes no replies.
+    let m = &seen["meaning"];
+    assert_eq!(m["listed"], true, "{seen}");
+    assert!(
+        m["dims"].as_array().unwrap().iter().all(|d| d == 384),
+        "{seen}"
+    );
+    assert!(
+        m["close"].as_f64().unwrap() > m["far"].as_f64().unwrap() + 0.2,
+        "{seen}"
+    );
+    assert_eq!(seen["meaning_chat"]["status"], 400, "{seen}");
 }
 
 /// A long streamed reply, read until its first text.

@@ -27,7 +27,10 @@ pub async fn run(
     let _lock = DataLock::acquire(&config.data_dir, "hearth daemon")?;
     let metrics = Arc::new(Metrics::new());
     let models = Arc::new(LocalModels::new(config.clone()));
-    let served = Arc::new(ServedLocal::new(&config, models.clone()));
+    let services = Services::open(&config, Arc::new(LoadedModel::new(models.clone())))
+        .context("cannot start the daemon")?;
+    let served =
+        Arc::new(ServedLocal::new(&config, models.clone()).with_meaning(services.meaning.clone()));
     let built = build_channels(&config, &metrics, Some(served))?;
     let channels = built.channels;
     if channels.is_empty() {
@@ -39,8 +42,6 @@ pub async fn run(
     let tool_context = super::tools_cmd::context(&config, env)?;
     let depth = models.clone();
     metrics.queue_source(Arc::new(move || depth.queue_depth()));
-    let services = Services::open(&config, Arc::new(LoadedModel::new(models.clone())))
-        .context("cannot start the daemon")?;
     let providers = Arc::new(Providers::new(&config, models.clone())?);
     let tools = Arc::new(services.tools(&config, &tool_context.sandbox));
     metrics.known(&Known {

@@ -12,10 +12,13 @@ use super::LocalModels;
 use crate::channels::gateway::{Embedded, ServedModel};
 use crate::chat::{ChatRequest, ChatStream, ProviderError, SamplingParams};
 use crate::config::Config;
+use crate::engine::EmbeddingModel;
 use crate::providers::Provider;
 
 pub struct ServedLocal {
     models: Arc<LocalModels>,
+    /// The sentence-embedding model, served under its own name.
+    meaning: Option<Arc<EmbeddingModel>>,
     /// The configured model file.
     path: String,
     defaults: SamplingParams,
@@ -25,9 +28,18 @@ impl ServedLocal {
     pub fn new(config: &Config, models: Arc<LocalModels>) -> Self {
         Self {
             models,
+            meaning: None,
             path: config.model.path.clone(),
             defaults: SamplingParams::from(&config.generation),
         }
+    }
+}
+
+impl ServedLocal {
+    /// Serves `model` on `/v1/embeddings` beside the chat model.
+    pub fn with_meaning(mut self, model: Option<Arc<EmbeddingModel>>) -> Self {
+        self.meaning = model;
+        self
     }
 }
 
@@ -72,6 +84,29 @@ impl ServedModel for ServedLocal {
             let _stop = cancel.clone().drop_guard();
             let (vectors, tokens) =
                 tokio::task::spawn_blocking(move || provider.engine().embed(inputs, cancel))
+                    .await
+                    .map_err(|e| {
+                        ProviderError::Failed(format!("the embedding task failed: {e}"))
+                    })??;
+            Ok(Embedded { vectors, tokens })
+        })
+    }
+
+    fn embedding_model(&self) -> Option<String> {
+        self.meaning.as_ref().map(|m| m.info().name.clone())
+    }
+
+    fn embed_meaning(&self, inputs: Vec<String>) -> BoxFuture<'_, Result<Embedded, ProviderError>> {
+        Box::pin(async move {
+            let model = self.meaning.clone().ok_or_else(|| {
+                ProviderError::InvalidRequest("no embedding model is loaded".into())
+            })?;
+            // Dropped with this future (the client went away): the model
+            // stops before its next input.
+            let cancel = CancellationToken::new();
+            let _stop = cancel.clone().drop_guard();
+            let (vectors, tokens) =
+                tokio::task::spawn_blocking(move || model.embed(inputs, cancel))
                     .await
                     .map_err(|e| {
                         ProviderError::Failed(format!("the embedding task failed: {e}"))

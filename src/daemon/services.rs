@@ -21,6 +21,9 @@ use futures::future::BoxFuture;
 /// What the config turned on.
 pub struct Services {
     pub memory: Option<Arc<StoreMemory>>,
+    /// The embedding model memory finds by meaning with, if any; served
+    /// on `/v1/embeddings` under its own name too.
+    pub meaning: Option<Arc<crate::engine::EmbeddingModel>>,
     pub scheduler: Option<Arc<Scheduler>>,
     pub notifier: Option<Arc<Notifier>>,
 }
@@ -39,13 +42,14 @@ impl Services {
     /// Opens the stores of every enabled service. `background` serves
     /// consolidation and summaries.
     pub fn open(config: &Config, background: Arc<dyn Provider>) -> Result<Self, ServiceError> {
+        let mut meaning = None;
         let memory = if config.memory.enabled {
             let mut store = MemoryStore::open(&MemoryStore::path_in(&config.data_dir))
                 .map_err(|e| ServiceError::Memory(e.to_string()))?;
-            if let Some(model) =
-                memory::meaning::start(config).map_err(|e| ServiceError::Memory(e.to_string()))?
-            {
-                store = store.with_meaning(model);
+            meaning =
+                memory::meaning::start(config).map_err(|e| ServiceError::Memory(e.to_string()))?;
+            if let Some(model) = &meaning {
+                store = store.with_meaning(model.clone());
             }
             let mut m = StoreMemory::new(Arc::new(store), config.memory.clone());
             if config.memory.consolidate {
@@ -76,6 +80,7 @@ impl Services {
         };
         Ok(Self {
             memory,
+            meaning,
             scheduler,
             notifier,
         })

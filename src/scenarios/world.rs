@@ -109,6 +109,7 @@ impl World {
         let mut tools = ToolRegistry::for_config(&self.config.agent, &self.context.sandbox);
         Services {
             memory: Some(self.memory.clone()),
+            meaning: None,
             scheduler: Some(self.scheduler.clone()),
             notifier: Some(self.notifier.clone()),
         }

@@ -177,6 +177,16 @@ out["embeddings"] = {"count": len(vectors), "dims": [len(v) for v in vectors],
                      "norms": [math.sqrt(sum(x * x for x in v)) for v in vectors],
                      "tokens": e.usage.prompt_tokens}
 out["assistant_embeddings"] = refused(lambda: client.embeddings.create(model="hearth", input="x"))
+# The memory's sentence-embedding model, served under its own name.
+minilm = "all-MiniLM-L6-v2.F16"
+m = client.embeddings.create(model=minilm, input=[
+    "I'm allergic to penicillin", "What medicine can't I take?", "the stock market"])
+mv = [d.embedding for d in m.data]
+dot = lambda a, b: sum(x * y for x, y in zip(a, b))
+out["meaning"] = {"listed": minilm in [x.id for x in client.models.list()],
+                  "dims": [len(v) for v in mv], "close": dot(mv[0], mv[1]), "far": dot(mv[0], mv[2])}
+out["meaning_chat"] = refused(lambda: client.chat.completions.create(
+    model=minilm, messages=[{"role": "user", "content": "hi"}]))
 
 mark('The assistant')
 # The assistant: the client's system message is added to hearth's own.

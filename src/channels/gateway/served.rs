@@ -31,6 +31,24 @@ pub trait ServedModel: Send + Sync {
     /// One vector per input, in order.
     fn embed(&self, inputs: Vec<String>) -> BoxFuture<'_, Result<Embedded, ProviderError>>;
 
+    /// The name of a sentence-embedding model served beside it on
+    /// `/v1/embeddings` (memory's), if any.
+    fn embedding_model(&self) -> Option<String> {
+        None
+    }
+
+    /// One vector per input from [`Self::embedding_model`].
+    fn embed_meaning(
+        &self,
+        _inputs: Vec<String>,
+    ) -> BoxFuture<'_, Result<Embedded, ProviderError>> {
+        Box::pin(async {
+            Err(ProviderError::InvalidRequest(
+                "no embedding model is served here".into(),
+            ))
+        })
+    }
+
     /// Sampling when the request sets none: `[generation]`.
     fn defaults(&self) -> crate::chat::SamplingParams;
 }

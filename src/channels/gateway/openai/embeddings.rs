@@ -83,8 +83,9 @@ pub(in super::super) async fn embeddings(
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
-    let served = match super::target(&app, &asked.model) {
-        Ok(super::Target::Served(s)) => s,
+    let (served, meaning) = match super::target(&app, &asked.model) {
+        Ok(super::Target::Served(s)) => (s, false),
+        Ok(super::Target::Embedder(s)) => (s, true),
         Ok(super::Target::Assistant) => {
             let name = app.served.as_ref().map(|s| s.name());
             let why = match name {
@@ -97,18 +98,22 @@ pub(in super::super) async fn embeddings(
         }
         Err(e) => return e.into_response(),
     };
-    let embedded =
-        match tokio::time::timeout(app.shared.reply_timeout, served.embed(asked.inputs)).await {
-            Ok(Ok(e)) => e,
-            Ok(Err(e)) => return ApiError::from(e).into_response(),
-            Err(_) => {
-                return ApiError::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "the embeddings took longer than `reply_timeout_secs`",
-                )
-                .into_response();
-            }
-        };
+    let embedding = if meaning {
+        served.embed_meaning(asked.inputs)
+    } else {
+        served.embed(asked.inputs)
+    };
+    let embedded = match tokio::time::timeout(app.shared.reply_timeout, embedding).await {
+        Ok(Ok(e)) => e,
+        Ok(Err(e)) => return ApiError::from(e).into_response(),
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "the embeddings took longer than `reply_timeout_secs`",
+            )
+            .into_response();
+        }
+    };
     let data: Vec<Value> = embedded
         .vectors
         .iter()

@@ -67,12 +67,15 @@ fn call_name(messages: &[crate::chat::ChatMessage], id: &str) -> Option<String> 
 enum Target {
     Assistant,
     Served(std::sync::Arc<dyn super::ServedModel>),
+    /// The sentence-embedding model served beside the chat model.
+    Embedder(std::sync::Arc<dyn super::ServedModel>),
 }
 
 /// The names offered: the assistant, and the served model if any.
 fn names(app: &App) -> Vec<String> {
     let mut names = vec![MODEL.to_string()];
     names.extend(app.served.as_ref().map(|s| s.name()));
+    names.extend(app.served.as_ref().and_then(|s| s.embedding_model()));
     names
 }
 
@@ -83,6 +86,9 @@ fn target(app: &App, model: &str) -> Result<Target, ApiError> {
     }
     match &app.served {
         Some(served) if served.name() == model => Ok(Target::Served(served.clone())),
+        Some(served) if served.embedding_model().as_deref() == Some(model) => {
+            Ok(Target::Embedder(served.clone()))
+        }
         _ => Err(ApiError {
             param: Some("model".into()),
             ..ApiError::new(
@@ -174,6 +180,13 @@ async fn start(app: &App, headers: &HeaderMap, asked: Asked) -> Result<Turn, Api
             };
             assistant::start(app, headers, asked).await
         }
+        Target::Embedder(_) => Err(ApiError::field(
+            "model",
+            format!(
+                "`{}` makes embeddings, not replies: ask /v1/embeddings",
+                asked.model
+            ),
+        )),
         Target::Served(served) => {
             let asked = Direct {
                 messages: asked.messages,
