@@ -83,8 +83,7 @@ pub async fn run(
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
-    let engine = models.clone();
-    services.index_memory(Arc::new(move || engine.idle()), stop_services.clone());
+    services.index_memory(LocalModels::idle_fn(&models), stop_services.clone());
     let unfit = stop.await;
     stop_services.cancel();
     eprintln!(

@@ -62,6 +62,12 @@ impl LocalModels {
         waiting.as_ref().is_none_or(|w| w.idle())
     }
 
+    /// [`Self::idle`], for background work that holds on to it.
+    pub fn idle_fn(models: &Arc<Self>) -> crate::memory::indexer::Idle {
+        let models = models.clone();
+        Arc::new(move || models.idle())
+    }
+
     /// Loads `model_file` unless it is the loaded one.
     pub async fn ensure(&self, model_file: &str) -> Result<Arc<LocalProvider>, ProviderError> {
         let mut loaded = self.loaded.lock().await;
