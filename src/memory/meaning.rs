@@ -51,6 +51,14 @@ impl Embed for EmbeddingModel {
     }
 }
 
+/// A configured embedding model that cannot be found.
+#[derive(Debug, thiserror::Error)]
+#[error("the embedding model `{name}` was not found (looked in {}); fix: `hearth models pull bge-small-en-v1.5 && hearth models use bge-small-en-v1.5`, or set `[memory] embedding_model` to a GGUF file, or to \"off\"", .searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+pub struct NotFound {
+    pub name: String,
+    pub searched: Vec<PathBuf>,
+}
+
 /// What `[memory] embedding_model` says to load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Located {
@@ -66,7 +74,7 @@ pub enum Located {
 /// embedding model present in the models folders or beside the chat
 /// model. A configured model that is missing is an error naming where it
 /// was looked for.
-pub fn locate(config: &Config) -> Result<Located, EngineError> {
+pub fn locate(config: &Config) -> Result<Located, NotFound> {
     let catalogue = Catalogue::builtin();
     match config.memory.embedding_model.as_deref() {
         Some("off") => Ok(Located::Off),
@@ -76,7 +84,15 @@ pub fn locate(config: &Config) -> Result<Located, EngineError> {
                 .ok()
                 .filter(|m| m.entry.kind == Kind::Embedding)
                 .map_or_else(|| name.to_string(), |m| m.config_name());
-            model_file::locate(&file, &config.data_dir).map(Located::Found)
+            model_file::locate(&file, &config.data_dir)
+                .map(Located::Found)
+                .map_err(|e| NotFound {
+                    name: name.to_string(),
+                    searched: match e {
+                        EngineError::ModelNotFound { searched, .. } => searched,
+                        _ => Vec::new(),
+                    },
+                })
         }
         None => {
             let beside_chat = model_file::locate(&config.model.path, &config.data_dir)
@@ -97,9 +113,18 @@ pub fn locate(config: &Config) -> Result<Located, EngineError> {
     }
 }
 
+/// Why the embedding model did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    NotFound(#[from] NotFound),
+    #[error("the embedding model: {0}")]
+    Load(#[from] EngineError),
+}
+
 /// Loads the embedding model [`locate`] finds; `None` when there is none
 /// (memory then works by keywords, as before). Blocking.
-pub fn start(config: &Config) -> Result<Option<Arc<EmbeddingModel>>, EngineError> {
+pub fn start(config: &Config) -> Result<Option<Arc<EmbeddingModel>>, StartError> {
     let path = match locate(config)? {
         Located::Found(path) => path,
         Located::Off => return Ok(None),
