@@ -28,6 +28,10 @@ pub const MEANING_FLOOR: f32 = 0.2;
 const EMBED_BEFORE_SEARCH: usize = 64;
 /// Texts sent to the model at once.
 pub const BATCH: usize = 16;
+/// The most characters of one memory that are embedded: a longer memory is
+/// found by its beginning (about 2,000 tokens, four reads of MiniLM), so no
+/// single memory can hold the model for long.
+pub const EMBEDDED_CHARS: usize = 8_000;
 /// Candidates by meaning per result asked for.
 const CANDIDATES_PER_RESULT: usize = 4;
 
@@ -112,7 +116,10 @@ impl MemoryStore {
         let rows = self.with(|c| vectors::missing(c, id, scope, most))?;
         let mut done = 0;
         for batch in rows.chunks(BATCH) {
-            let texts = batch.iter().map(|(_, t)| t.clone()).collect();
+            let texts = batch
+                .iter()
+                .map(|(_, t)| t.chars().take(EMBEDDED_CHARS).collect())
+                .collect();
             let made = model.embed(texts)?;
             self.with(|c| {
                 for ((row, text), vector) in batch.iter().zip(&made) {
