@@ -36,15 +36,18 @@ pub const EMBEDDED_CHARS: usize = 8_000;
 const CANDIDATES_PER_RESULT: usize = 4;
 
 impl MemoryStore {
+    /// Recall in `scope` by words and by the meaning `asked` (the
+    /// question's vector; by words only when it could not be made).
     pub(super) fn recall_hybrid(
         &self,
         query: &str,
+        asked: Option<&[f32]>,
         limit: usize,
         scope: &str,
     ) -> Result<Vec<Recalled>, MemoryError> {
         let words = self.by_words(query, limit, scope)?;
-        let near = match self.similar(query, scope) {
-            Ok(near) => near,
+        let near = match asked.map(|a| self.similar(a, scope)).transpose() {
+            Ok(near) => near.unwrap_or_default(),
             Err(e) => {
                 tracing::warn!("memory by meaning failed; searching by words only: {e}");
                 Vec::new()
@@ -67,6 +70,54 @@ impl MemoryStore {
             .collect())
     }
 
+    /// [`MemoryStore::recall`] with the question's vector made already
+    /// (`None`: by words only).
+    pub(super) fn recall_with(
+        &self,
+        query: &str,
+        asked: Option<&[f32]>,
+        limit: usize,
+        scope: &str,
+    ) -> Result<Vec<Recalled>, MemoryError> {
+        if self.meaning.is_some() && !query.trim().is_empty() {
+            return self.recall_hybrid(query, asked, limit, scope);
+        }
+        self.recall_by_words(query, limit, scope)
+    }
+
+    /// The question's vector from the loaded model; `None` without one, or
+    /// when it failed (said in the log: recall then goes by words).
+    pub(super) fn asked(&self, query: &str) -> Option<Vec<f32>> {
+        let model = self.meaning.as_ref()?;
+        if query.trim().is_empty() {
+            return None;
+        }
+        match model.embed(vec![query.to_string()]) {
+            Ok(mut v) if !v.is_empty() => Some(v.swap_remove(0)),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!("memory by meaning failed; searching by words only: {e}");
+                None
+            }
+        }
+    }
+
+    /// [`MemoryStore::recall`] in each of `scopes` (the question embedded
+    /// once), all of them together.
+    pub fn recall_each(
+        &self,
+        query: &str,
+        limit: usize,
+        scopes: &[&str],
+    ) -> Result<Vec<Recalled>, MemoryError> {
+        let asked = self.asked(query);
+        let mut found = Vec::new();
+        for scope in scopes {
+            found.extend(self.recall_with(query, asked.as_deref(), limit, scope)?);
+        }
+        Ok(found)
+    }
+
     /// The owner's search over every scope (`hearth memory search`, the web
     /// page): each scope's best by [`MemoryStore::recall`], then entries
     /// whose text holds `query` as written; at most `limit`, best first.
@@ -75,10 +126,9 @@ impl MemoryStore {
         query: &str,
         limit: usize,
     ) -> Result<Vec<Recalled>, MemoryError> {
-        let mut found = Vec::new();
-        for scope in self.scopes()? {
-            found.extend(self.recall(query, limit, &scope)?);
-        }
+        let scopes = self.scopes()?;
+        let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let mut found = self.recall_each(query, limit, &scopes)?;
         found.sort_by(|a, b| b.score.total_cmp(&a.score));
         for entry in self.find(query.trim(), limit)? {
             let known = found
@@ -92,16 +142,13 @@ impl MemoryStore {
         Ok(found)
     }
 
-    /// Every embedded entry of `scope` and its similarity to `query`.
-    fn similar(&self, query: &str, scope: &str) -> Result<Vec<(i64, f32)>, MemoryError> {
+    /// Every embedded entry of `scope` and its similarity to `asked`, once
+    /// the scope's entries without a vector (a few) are embedded.
+    fn similar(&self, asked: &[f32], scope: &str) -> Result<Vec<(i64, f32)>, MemoryError> {
         let Some(model) = &self.meaning else {
             return Ok(Vec::new());
         };
         self.embed_missing(Some(scope), EMBED_BEFORE_SEARCH)?;
-        let asked = model.embed(vec![query.to_string()])?;
-        let Some(asked) = asked.first() else {
-            return Ok(Vec::new());
-        };
         self.with(|c| vectors::similar(c, model.model_id(), scope, asked))
     }
 

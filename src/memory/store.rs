@@ -175,9 +175,17 @@ impl MemoryStore {
         limit: usize,
         scope: &str,
     ) -> Result<Vec<Recalled>, MemoryError> {
-        if self.meaning.is_some() && !query_text.trim().is_empty() {
-            return self.recall_hybrid(query_text, limit, scope);
-        }
+        let asked = self.asked(query_text);
+        self.recall_with(query_text, asked.as_deref(), limit, scope)
+    }
+
+    /// Recall by words only (no embedding model, or an empty question).
+    pub(super) fn recall_by_words(
+        &self,
+        query_text: &str,
+        limit: usize,
+        scope: &str,
+    ) -> Result<Vec<Recalled>, MemoryError> {
         let mut found = self.by_words(query_text, limit, scope)?;
         found.truncate(limit);
         Ok(found.into_iter().map(|(_, r)| r).collect())

@@ -73,16 +73,21 @@ impl StoreMemory {
         }
         let own_key = Self::auto_save_key(message);
         let scopes = Scopes::of_message(message);
-        let mut recalled = Vec::new();
-        for scope in scopes.all() {
+        let scopes: Vec<&str> = scopes.all().collect();
+        let recalled: Vec<_> =
             match self
                 .store
-                .recall(&message.text, self.config.recall_limit, scope)
+                .recall_each(&message.text, self.config.recall_limit, &scopes)
             {
-                Ok(found) => recalled.extend(found.into_iter().filter(|r| r.entry.key != own_key)),
-                Err(e) => tracing::warn!(scope, "memory recall failed: {e}"),
-            }
-        }
+                Ok(found) => found
+                    .into_iter()
+                    .filter(|r| r.entry.key != own_key)
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(?scopes, "memory recall failed: {e}");
+                    Vec::new()
+                }
+            };
         tracing::debug!(
             recalled = ?recalled.iter().map(|r| (r.entry.key.as_str(), r.score)).collect::<Vec<_>>(),
             "memory recalled for a turn"
