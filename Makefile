@@ -83,6 +83,12 @@ build:
 PREFIX ?= $(HOME)/.local
 INSTALL_LIB := $(PREFIX)/lib/hearth
 INSTALL_BIN := $(PREFIX)/bin
+# What the installed binary finds beside it (its models/ folder), so that
+# it runs with the checkout gone: the catalogue, the default chat model,
+# the embedding model, the voice and the speech model `make test-speech`
+# fetched. Models pulled with `hearth models pull` live in the data folder.
+INSTALL_MODELS := models/models.toml models/SmolLM2-135M-Instruct.Q4_1.gguf models/all-MiniLM-L6-v2.F16.gguf models/piper-joe models/whisper-tiny.en
+DATA_MODELS := $${XDG_DATA_HOME:-$$HOME/.local/share}/hearth/models
 # NO_BUILD=1 installs the build that is there (the tests do, from inside
 # cargo, which holds the build folder).
 install: $(if $(NO_BUILD),,build)
@@ -100,6 +106,17 @@ install: $(if $(NO_BUILD),,build)
 	  mv -f "$(INSTALL_LIB)/onnxruntime/$(notdir $(ORT)).new" "$(INSTALL_LIB)/onnxruntime/$(notdir $(ORT))" || exit 1; \
 	else echo "note: spoken replies need ONNX Runtime's library: make test-speech fetches it, then make install again"; fi
 	@install -m 0755 $(HEARTH) "$(INSTALL_LIB)/hearth.new" && mv -f "$(INSTALL_LIB)/hearth.new" "$(INSTALL_LIB)/hearth"
+	@mkdir -p "$(INSTALL_LIB)/models"
+	@for item in $(INSTALL_MODELS); do \
+	  [ -e "$$item" ] || continue; \
+	  dest="$(INSTALL_LIB)/models/$$(basename "$$item")"; \
+	  rm -rf "$$dest.new" && cp -R "$$item" "$$dest.new" && rm -rf "$$dest" && mv "$$dest.new" "$$dest" || exit 1; \
+	done
+	@for item in models/*.gguf; do \
+	  [ -e "$$item" ] || continue; \
+	  case " $(INSTALL_MODELS) " in *" $$item "*) continue;; esac; \
+	  echo "note: $$item stays in the checkout; to keep it when the checkout goes: mv $$item $(DATA_MODELS)/"; \
+	done
 	@ln -sfn "$(INSTALL_LIB)/hearth" "$(INSTALL_BIN)/hearth"
 	@echo "installed $(INSTALL_BIN)/hearth (files in $(INSTALL_LIB)); your config and data are untouched."
 	@case ":$$PATH:" in *":$(INSTALL_BIN):"*) ;; *) echo "note: $(INSTALL_BIN) is not on your PATH; add it, e.g. in ~/.profile: export PATH=\"$(INSTALL_BIN):\$$PATH\"";; esac

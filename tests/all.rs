@@ -65,6 +65,7 @@ mod sandbox;
 mod sandbox_io_uring;
 mod sandbox_servers;
 mod scenarios;
+mod secrets;
 mod security;
 mod services;
 mod sliding_window;

@@ -1,7 +1,7 @@
-//! `make install`: the release build and its libraries go to
-//! `PREFIX/lib/hearth`, linked from `PREFIX/bin/hearth`, and the installed
-//! command runs from anywhere with nothing of the build tree; the config
-//! beside it is never touched. The control: the binary copied alone, as a
+//! `make install`: the release build, its libraries and the models it uses
+//! by default go to `PREFIX/lib/hearth`, linked from `PREFIX/bin/hearth`,
+//! and the installed command chats and speaks from anywhere with nothing of
+//! the build tree or the checkout; the config beside it is never touched. The control: the binary copied alone, as a
 //! user would without the target, cannot start, which is why the libraries
 //! travel with it.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
@@ -30,6 +30,29 @@ fn run(binary: &Path, home: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+/// [`run`] with `input` on stdin.
+fn run_with_stdin(binary: &Path, home: &Path, args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(binary)
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 #[test]
@@ -86,6 +109,55 @@ fn make_install_puts_a_runnable_hearth_under_prefix_and_keeps_the_config() {
         .find(|l| l.contains(" voice "))
         .unwrap_or_else(|| panic!("{report}"));
     assert!(voice.contains(&runtime.display().to_string()), "{voice}");
+
+    // Installed means it runs from PREFIX and the data folder alone: the
+    // model, the voice, the embedding model and the speech model it uses
+    // are the installed copies, and the checkout is not among the places
+    // it looks (deleting the checkout takes nothing from it).
+    let installed = prefix.join("lib/hearth/models");
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in [" model ", " voice ", " memory "] {
+        let line = report
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{report}"));
+        assert!(
+            line.contains(&installed.display().to_string())
+                && !line.contains(&checkout.join("models").display().to_string()),
+            "{line}"
+        );
+    }
+    let chat = run_with_stdin(&link, &home, &["chat"], "Say hello.\n/quit\n");
+    assert!(
+        chat.status.success() && !chat.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&chat.stderr)
+    );
+    let note = home.join("note.ogg");
+    let said = run(
+        &link,
+        &home,
+        &["say", "The kettle is on.", "-o", note.to_str().unwrap()],
+    );
+    assert!(
+        said.status.success() && std::fs::read(&note).unwrap().starts_with(b"OggS"),
+        "{}",
+        String::from_utf8_lossy(&said.stderr)
+    );
+    // The control: without the installed model, chat fails, and what it
+    // searched names no folder of the checkout.
+    let model = installed.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let kept = dir.path().join("kept.gguf");
+    std::fs::rename(&model, &kept).unwrap();
+    let chat = run_with_stdin(&link, &home, &["chat"], "Say hello.\n/quit\n");
+    let stderr = String::from_utf8_lossy(&chat.stderr);
+    assert!(
+        !chat.status.success()
+            && stderr.contains("not found")
+            && !stderr.contains(&checkout.display().to_string()),
+        "{stderr}"
+    );
+    std::fs::rename(&kept, &model).unwrap();
 
     // The control: the binary alone.
     let alone = dir.path().join("alone");

@@ -7,7 +7,12 @@ use crate::config::{Config, Environment};
 
 pub fn run(path: Option<&Path>, env: &Environment) -> anyhow::Result<ExitCode> {
     let config = Config::load(path, env)?;
+    // A config the daemon would refuse is not ok, though `hearth ask` runs.
+    config.gateway.check_serving()?;
     print!("{}", config.render());
+    if let Some(secrets) = env.secrets_read() {
+        eprintln!("secrets read from {}", secrets.display());
+    }
     for notice in &config.notices {
         eprintln!("hearth: warning: config: {notice}");
     }

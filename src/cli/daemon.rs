@@ -35,7 +35,8 @@ pub async fn run(
     let channels = built.channels;
     if channels.is_empty() {
         eprintln!(
-            "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform."
+            "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN in {}), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform.",
+            crate::config::secrets::HINT
         );
         return Ok(ExitCode::FAILURE);
     }
@@ -76,10 +77,7 @@ pub async fn run(
             Ok(why) = unfit => Some(why),
         }
     };
-    eprintln!(
-        "hearth daemon: listening on {}; Ctrl-C stops.",
-        names.join(", ")
-    );
+    announce(&names, built.gateway.as_deref());
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
@@ -141,5 +139,16 @@ fn desk_parts(
         notifier: services.notifier.clone(),
         memory: services.memory.as_ref().map(|m| m.store().clone()),
         errors: Some(errors),
+    }
+}
+
+/// Says what the daemon listens on, and where the web page is.
+fn announce(names: &[String], gateway: Option<&crate::channels::gateway::GatewayChannel>) {
+    eprintln!(
+        "hearth daemon: listening on {}; Ctrl-C stops.",
+        names.join(", ")
+    );
+    if let Some(gateway) = gateway {
+        eprintln!("hearth daemon: the web page: {}", gateway.page_url());
     }
 }

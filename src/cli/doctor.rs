@@ -26,61 +26,18 @@ impl Report {
     fn info(&self, name: &str, text: impl AsRef<str>) {
         println!("--   {name:<7} {}", text.as_ref());
     }
+
+    fn marked(&mut self, name: &str, (mark, text): (super::doctor_memory::Mark, String)) {
+        use super::doctor_memory::Mark;
+        match mark {
+            Mark::Ok => self.line(name, true, text),
+            Mark::Info => self.info(name, text),
+            Mark::Fail => self.line(name, false, text),
+        }
+    }
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
-
-/// What the cloud providers are set up to do (not contacted).
-fn cloud_line(config: &Config) -> String {
-    let providers = [
-        (
-            "openai",
-            config.openai.model.as_deref(),
-            config.openai.base_url.as_str(),
-            config.openai.api_key.is_some(),
-        ),
-        (
-            "anthropic",
-            config.anthropic.model.as_deref(),
-            config.anthropic.base_url.as_str(),
-            config.anthropic.api_key.is_some(),
-        ),
-    ];
-    let lines: Vec<String> = providers
-        .into_iter()
-        .filter_map(|(name, model, url, key)| {
-            let key = if key {
-                "with an API key"
-            } else {
-                "without an API key"
-            };
-            let url = crate::config::mask_url(url);
-            Some(format!(
-                "{name} `{}` at {url} {key}, {}",
-                model?,
-                cloud_role(config, name)
-            ))
-        })
-        .collect();
-    if lines.is_empty() {
-        return "none configured: hearth answers only locally".to_string();
-    }
-    format!("{} (not contacted)", lines.join("; "))
-}
-
-/// What the routes use cloud provider `name` for.
-fn cloud_role(config: &Config, name: &str) -> String {
-    let routing = &config.routing;
-    if routing.default_provider == name {
-        "the default provider".into()
-    } else if routing.fallback.iter().any(|p| p == name) {
-        "a fallback".into()
-    } else if routing.rules.iter().any(|r| r.provider == name) {
-        "for matching routing rules".into()
-    } else {
-        format!("unused: no [routing] entry names \"{name}\"")
-    }
-}
 
 /// Each backend by the folder its module came from (a GPU module from
 /// `[engine] backends_dir`, the CPU's from the build's folder), in the
@@ -241,16 +198,18 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
             return Ok(ExitCode::FAILURE);
         }
     };
+    for (name, line) in [
+        ("secrets", super::doctor_lines::secrets_line(env)),
+        ("gateway", super::doctor_lines::gateway_line(&config)),
+    ] {
+        report.marked(name, line);
+    }
     backend_lines(&mut report, &hw, &config);
     report.info("models", models_line(&config));
     stores(&mut report, &config);
-    report.info("cloud", cloud_line(&config));
+    report.info("cloud", super::doctor_lines::cloud_line(&config));
     report.info("voice", voice_line(&config));
-    match super::doctor_memory::line(&config) {
-        (super::doctor_memory::Mark::Ok, text) => report.line("memory", true, text),
-        (super::doctor_memory::Mark::Info, text) => report.info("memory", text),
-        (super::doctor_memory::Mark::Fail, text) => report.line("memory", false, text),
-    }
+    report.marked("memory", super::doctor_memory::line(&config));
     sandbox(&mut report, &config).await?;
 
     if !model(&mut report, &config) {

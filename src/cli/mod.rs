@@ -18,6 +18,7 @@ mod conversation;
 mod cron_cmd;
 mod daemon;
 mod doctor;
+mod doctor_lines;
 mod doctor_memory;
 mod doctor_prompt;
 mod inbox_cmd;
@@ -269,7 +270,7 @@ pub enum ConfigCommand {
 
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let env = Environment::from_process();
+    let env = Environment::from_process().with_secrets_file()?;
     let path = cli.config.as_deref();
     match cli.command {
         // These read the config themselves: doctor and check report a bad one.

@@ -1,8 +1,10 @@
 //! `hearth service install`: a systemd user unit that runs `hearth daemon`
 //! at boot and restarts it after a failure.
 //!
-//! The unit reads the Telegram token from an optional environment file
-//! (`~/.config/hearth/telegram.env`), so the secret never sits in the unit.
+//! No secret sits in the unit: hearth reads its tokens from
+//! `~/.config/hearth/secrets.env` itself (see `config::secrets`), the same
+//! file `hearth ask` in a shell reads. The unit still reads the
+//! `telegram.env` that older installs wrote.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -29,7 +31,9 @@ After=network-online.target
 [Service]
 Type=simple
 ExecStart={exec}
-# HEARTH_TELEGRAM_TOKEN=... (chmod 600); the leading '-' makes it optional.
+# Secrets: hearth reads ~/.config/hearth/secrets.env itself (NAME=value
+# lines, chmod 600). telegram.env is what older installs wrote; the leading
+# '-' makes it optional.
 EnvironmentFile=-%h/.config/hearth/telegram.env
 Restart=on-failure
 RestartSec=5
@@ -87,6 +91,13 @@ pub fn install(
     }
     let path = write_unit(env, &text)?;
     println!("wrote {}", path.display());
+    match env.secrets_path() {
+        Some(secrets) if !secrets.exists() => println!(
+            "its tokens go in {} (NAME=value lines, chmod 600), read at start",
+            secrets.display()
+        ),
+        _ => {}
+    }
     if !enable {
         println!(
             "enable it with: systemctl --user daemon-reload && systemctl --user enable --now hearth"

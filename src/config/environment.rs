@@ -14,6 +14,8 @@ pub struct Environment {
     /// Whether a variable the config itself names (`bearer_token_env`) is
     /// read from this process when asked.
     process: bool,
+    /// The secrets file read into `vars`, if one was there.
+    secrets: Option<PathBuf>,
 }
 
 impl Environment {
@@ -28,7 +30,35 @@ impl Environment {
             vars,
             home: std::env::var_os("HOME").map(PathBuf::from),
             process: true,
+            secrets: None,
         }
+    }
+
+    /// Adds the variables of the secrets file (`secrets.env` in hearth's
+    /// config folder) that this environment does not set itself.
+    pub fn with_secrets_file(mut self) -> Result<Self, super::secrets::SecretsError> {
+        let Some(path) = self.secrets_path() else {
+            return Ok(self);
+        };
+        let vars = super::secrets::read(&path)?;
+        if !vars.is_empty() || path.exists() {
+            self.secrets = Some(path);
+        }
+        for (name, value) in vars {
+            self.vars.entry(name).or_insert(value);
+        }
+        Ok(self)
+    }
+
+    /// `$XDG_CONFIG_HOME/hearth/secrets.env`, else `~/.config/hearth/secrets.env`.
+    pub fn secrets_path(&self) -> Option<PathBuf> {
+        self.xdg_dir("XDG_CONFIG_HOME", ".config")
+            .map(|d| d.join("hearth").join(super::secrets::FILE_NAME))
+    }
+
+    /// The secrets file that was read, if there was one.
+    pub fn secrets_read(&self) -> Option<&PathBuf> {
+        self.secrets.as_ref()
     }
 
     /// An environment with only a home directory, for tests.
@@ -37,6 +67,7 @@ impl Environment {
             vars: HashMap::new(),
             home: Some(home.into()),
             process: false,
+            secrets: None,
         }
     }
 

@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+use super::secrets::HINT as SECRETS_HINT;
 use super::{ConfigError, Environment, Secret};
 
 #[derive(Debug, Default, Deserialize)]
@@ -106,7 +107,7 @@ impl GatewayConfig {
             .or(raw.token.filter(|t| !t.is_empty()))
             .map(Secret::new);
         let allow_loopback_without_token = raw.allow_loopback_without_token.unwrap_or(false);
-        check_token(listen, token.as_ref(), allow_loopback_without_token)?;
+        check_length(token.as_ref())?;
         let reply_timeout_secs = at_least_one(
             raw.reply_timeout_secs,
             defaults.reply_timeout_secs,
@@ -157,6 +158,37 @@ impl GatewayConfig {
         })
     }
 
+    /// Whether the gateway may serve as configured: one that listens needs
+    /// a token, and without one it may listen on loopback only, and only
+    /// when the config says so. Checked by what serves the gateway (the
+    /// daemon, `config check`), not by every command that reads the config:
+    /// `hearth ask` in a shell without the token is not refused for it.
+    pub fn check_serving(&self) -> Result<(), ConfigError> {
+        let Some(addr) = self.listen else {
+            return Ok(());
+        };
+        if self.token.is_some() {
+            return Ok(());
+        }
+        if !addr.ip().is_loopback() {
+            return Err(ConfigError::invalid(
+                "channels.gateway.token",
+                format!(
+                    "listening on {addr}, beyond this machine, needs a token (HEARTH_GATEWAY_TOKEN in {SECRETS_HINT}, or `token` here)"
+                ),
+            ));
+        }
+        if !self.allow_loopback_without_token {
+            return Err(ConfigError::invalid(
+                "channels.gateway.token",
+                format!(
+                    "the gateway needs a token even on loopback, where any web page the browser shows can reach it: put HEARTH_GATEWAY_TOKEN=<`openssl rand -hex 24`> in {SECRETS_HINT}, or set allow_loopback_without_token = true"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub(super) fn render(&self, out: &mut String) {
         out.push_str("[channels.gateway]\n");
         match self.listen {
@@ -203,31 +235,21 @@ fn session_minutes(value: Option<u64>, default: u64) -> Result<u64, ConfigError>
     Ok(minutes)
 }
 
-/// A gateway that listens needs a token of 16 characters or more; without
-/// one it may listen on loopback only, and only when the config says so.
-fn check_token(
-    listen: Option<SocketAddr>,
-    token: Option<&Secret>,
-    allow_loopback_without_token: bool,
-) -> Result<(), ConfigError> {
-    if let Some(addr) = listen
-        && token.is_none()
-    {
-        if !addr.ip().is_loopback() {
-            return Err(ConfigError::invalid(
-                "channels.gateway.token",
-                format!(
-                    "listening on {addr}, beyond this machine, needs a token (or HEARTH_GATEWAY_TOKEN)"
-                ),
-            ));
-        }
-        if !allow_loopback_without_token {
-            return Err(ConfigError::invalid(
-                "channels.gateway.token",
-                "the gateway needs a token even on loopback, where any web page the browser shows can reach it (try `openssl rand -hex 24`), or set allow_loopback_without_token = true",
-            ));
-        }
+/// The web page's address for a gateway listening on `addr`: an address
+/// that listens on every interface is named by loopback, with a word on
+/// reaching it from elsewhere.
+pub fn page_url(addr: SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        let port = addr.port();
+        return format!(
+            "http://127.0.0.1:{port}/ (from another machine: http://<this machine's address>:{port}/)"
+        );
     }
+    format!("http://{addr}/")
+}
+
+/// A token, wherever it came from, is 16 characters or more.
+fn check_length(token: Option<&Secret>) -> Result<(), ConfigError> {
     if let Some(token) = token
         && token.expose().chars().count() < 16
     {

@@ -44,6 +44,13 @@ pub fn build_channels(
         channels.push(Arc::new(telegram));
     }
     if let Some(gateway) = GatewayChannel::from_config(&config.gateway) {
+        config
+            .gateway
+            .check_serving()
+            .map_err(|e| BuildError::Channel {
+                channel: "gateway".into(),
+                message: e.to_string(),
+            })?;
         let gateway = gateway.bind_now().map_err(|e| BuildError::Channel {
             channel: "gateway".into(),
             message: e.to_string(),

@@ -1,7 +1,10 @@
 //! Finding the model file and checking it before llama.cpp sees it.
 //!
-//! A bare file name is looked up in the `models/` folder of the checkout the
-//! binary was built from, then in `<data dir>/models/`. A path is used as is.
+//! A bare file name is looked up in the `models/` folder beside the binary
+//! (the checkout's, for a binary in `target/`; the one `make install`
+//! fills, for an installed one), then in `<data dir>/models/`. A path is
+//! used as is. An installed binary never looks into the checkout it was
+//! built from: deleting the checkout takes nothing from it.
 //! The file is then checked: against the size recorded in a `models.toml`
 //! beside it (which catches an interrupted download), and by reading its GGUF
 //! header (which catches a file that is not a model at all).
@@ -13,7 +16,9 @@ use serde::Deserialize;
 use super::EngineError;
 use super::gguf::GgufMetadata;
 
-/// The folders a bare model file name is looked up in, in order.
+/// The folders a bare model file name is looked up in, in order: the
+/// nearest `models/` holding a `models.toml` above the binary, then the
+/// data folder's.
 pub fn model_dirs(data_dir: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(dir) = std::env::current_exe().ok().and_then(|exe| {
@@ -22,12 +27,6 @@ pub fn model_dirs(data_dir: &Path) -> Vec<PathBuf> {
             .find(|d| d.join("models.toml").is_file())
     }) {
         dirs.push(dir);
-    }
-    // The workspace this crate was built in (crates/hearth-engine/../..).
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2);
-    let built_from = workspace.unwrap_or(Path::new(".")).join("models");
-    if built_from.join("models.toml").is_file() && !dirs.contains(&built_from) {
-        dirs.push(built_from);
     }
     dirs.push(data_dir.join("models"));
     dirs

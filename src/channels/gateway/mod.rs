@@ -286,6 +286,19 @@ impl GatewayChannel {
         self.shared.parked().len()
     }
 
+    /// The web page's address, as a person types it: the port taken at
+    /// start (port 0 picks a free one), and this machine's loopback for an
+    /// address that listens on every interface.
+    pub fn page_url(&self) -> String {
+        let taken = self
+            .bound_at_start
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|l| l.local_addr().ok());
+        crate::config::gateway_page_url(taken.unwrap_or(self.listen))
+    }
+
     /// The address it listens on, once it does (port 0 picks a free one).
     pub async fn local_addr(&self) -> SocketAddr {
         let mut bound = self.shared.bound.subscribe();

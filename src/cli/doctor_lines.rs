@@ -1,0 +1,89 @@
+//! `hearth doctor`'s lines that read only the config: where the service's
+//! secrets come from, whether the gateway can serve as configured (with the
+//! web page's address when it can), and what the cloud providers are for.
+
+use super::doctor_memory::Mark;
+use crate::config::{Config, Environment, gateway_page_url, secrets};
+
+/// Where the secrets come from.
+pub fn secrets_line(env: &Environment) -> (Mark, String) {
+    match env.secrets_read() {
+        Some(path) => (Mark::Ok, format!("read from {}", path.display())),
+        None => (
+            Mark::Info,
+            format!(
+                "no {}: tokens (HEARTH_TELEGRAM_TOKEN, HEARTH_GATEWAY_TOKEN, an LMS or MCP server's) go there, one NAME=value a line, chmod 600",
+                secrets::HINT
+            ),
+        ),
+    }
+}
+
+/// The gateway: off, refused for want of a token, or where its page is.
+pub fn gateway_line(config: &Config) -> (Mark, String) {
+    let Some(addr) = config.gateway.listen else {
+        return (
+            Mark::Info,
+            "off (`[channels.gateway] listen` is not set)".into(),
+        );
+    };
+    match config.gateway.check_serving() {
+        Ok(()) => (
+            Mark::Ok,
+            format!("the daemon serves the page at {}", gateway_page_url(addr)),
+        ),
+        Err(e) => (Mark::Fail, e.to_string()),
+    }
+}
+
+/// What the cloud providers are set up to do (not contacted).
+pub fn cloud_line(config: &Config) -> String {
+    let providers = [
+        (
+            "openai",
+            config.openai.model.as_deref(),
+            config.openai.base_url.as_str(),
+            config.openai.api_key.is_some(),
+        ),
+        (
+            "anthropic",
+            config.anthropic.model.as_deref(),
+            config.anthropic.base_url.as_str(),
+            config.anthropic.api_key.is_some(),
+        ),
+    ];
+    let lines: Vec<String> = providers
+        .into_iter()
+        .filter_map(|(name, model, url, key)| {
+            let key = if key {
+                "with an API key"
+            } else {
+                "without an API key"
+            };
+            let url = crate::config::mask_url(url);
+            Some(format!(
+                "{name} `{}` at {url} {key}, {}",
+                model?,
+                cloud_role(config, name)
+            ))
+        })
+        .collect();
+    if lines.is_empty() {
+        return "none configured: hearth answers only locally".to_string();
+    }
+    format!("{} (not contacted)", lines.join("; "))
+}
+
+/// What the routes use cloud provider `name` for.
+fn cloud_role(config: &Config, name: &str) -> String {
+    let routing = &config.routing;
+    if routing.default_provider == name {
+        "the default provider".into()
+    } else if routing.fallback.iter().any(|p| p == name) {
+        "a fallback".into()
+    } else if routing.rules.iter().any(|r| r.provider == name) {
+        "for matching routing rules".into()
+    } else {
+        format!("unused: no [routing] entry names \"{name}\"")
+    }
+}
