@@ -294,3 +294,40 @@ async fn the_reference_fetch_server_reaches_the_network_only_when_its_config_all
     assert!(said(&out).contains("hi"), "{}", said(&out));
     assert!(hits.load(Ordering::SeqCst) >= 1);
 }
+
+/// A server that dies at start says why on its stderr; `mcp list` and
+/// `doctor` show those words (they were only in the log, at `info`, hidden
+/// by the default level). The control: a server that started shows none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_fails_at_start_is_shown_with_its_own_last_words() {
+    let s = Sandbox::new();
+    let servers = [
+        hostile("notes", "broken", "start_timeout_secs = 10"),
+        time_server("time", ""),
+    ];
+    let config = s.config(&config_text("auto", &servers));
+    let out = hearth_with(&s, &config, &["mcp", "list"]).await;
+    let listed = said(&out);
+    assert!(!out.status.success(), "{listed}");
+    assert!(
+        listed.contains("notes: FAILED")
+            && listed.contains("its stderr ended with:")
+            && listed.contains("cannot open /srv/notes/notes.db"),
+        "{listed}"
+    );
+    let time = listed
+        .split("\n\n")
+        .find(|block| block.starts_with("time:"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(time.contains("ready") && !time.contains("stderr"), "{time}");
+    let out = hearth_with(&s, &config, &["doctor"]).await;
+    let doctor = said(&out);
+    let line = doctor
+        .lines()
+        .find(|l| l.contains("mcp     notes"))
+        .unwrap_or_else(|| panic!("{doctor}"));
+    assert!(
+        line.starts_with("FAIL") && line.contains("cannot open /srv/notes/notes.db"),
+        "{line}"
+    );
+}

@@ -139,3 +139,55 @@ fn cron_add_list_remove() {
         "{out}"
     );
 }
+
+/// `hearth tools list` and `tools run` have the tools a conversation has:
+/// memory and jobs beside the core ones, run by hand in the `local` scope.
+#[test]
+fn tools_list_and_run_have_the_memory_and_job_tools() {
+    let s = Sandbox::new();
+    let (ok, out, err) = run(&s, &["tools", "list"]);
+    assert!(ok, "{err}");
+    for tool in [
+        "file_read",
+        "memory_store",
+        "memory_recall",
+        "cron_add",
+        "cron_list",
+    ] {
+        assert!(out.contains(tool), "{tool} is not listed: {out}");
+    }
+    let (ok, out, err) = run(
+        &s,
+        &[
+            "tools",
+            "run",
+            "memory_store",
+            r#"{"key": "kettle", "content": "The kettle descaler is under the sink"}"#,
+        ],
+    );
+    assert!(ok, "{out}{err}");
+    let (ok, out, _) = run(&s, &["memory", "list"]);
+    assert!(
+        ok && out.contains("kettle") && out.contains("local"),
+        "{out}"
+    );
+    // The control: with memory off, the tool is not there to run.
+    let config = s.config("[memory]\nenabled = false\n");
+    let (ok, out, _) = run(&s, &["--config", config.to_str().unwrap(), "tools", "list"]);
+    assert!(
+        ok && !out.contains("memory_store") && out.contains("cron_add"),
+        "{out}"
+    );
+    let (ok, _, err) = run(
+        &s,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "tools",
+            "run",
+            "memory_store",
+            r#"{"key": "x", "content": "y"}"#,
+        ],
+    );
+    assert!(!ok && err.contains("memory_store"), "{err}");
+}

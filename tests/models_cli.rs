@@ -296,6 +296,40 @@ async fn use_switches_the_configured_model_and_keeps_the_rest_of_the_file() {
     assert!(line("smollm2-135m").contains("test model"), "{listing}");
     assert!(line("qwen3-4b").contains("yes") || line("qwen3-4b").contains("no"));
     assert!(listing.contains("fits: in "), "{listing}");
+    // What it recommends: nothing for a model here and in use (the voice
+    // and speech models of the checkout are), `use` alone for one here.
+    let commands: Vec<&str> = listing
+        .lines()
+        .skip_while(|l| !l.starts_with("recommended here"))
+        .collect();
+    let mut in_use = 0;
+    let rows = listing
+        .lines()
+        .take_while(|l| !l.starts_with("recommended here"));
+    for row in rows.filter(|l| l.ends_with("recommended") || l.contains("recommended,")) {
+        let Some(name) = row.split_whitespace().next() else {
+            continue;
+        };
+        let named: Vec<&&str> = commands
+            .iter()
+            .filter(|c| c.contains(&format!("use {name}")))
+            .collect();
+        if row.contains("in use") {
+            in_use += 1;
+            assert!(named.is_empty(), "{name} is in use: {listing}");
+        } else if row.contains("downloaded") {
+            assert!(
+                named.len() == 1 && !named[0].contains("pull"),
+                "{name} is here: {listing}"
+            );
+        } else {
+            assert!(
+                named.len() == 1 && named[0].contains(&format!("pull {name}")),
+                "{listing}"
+            );
+        }
+    }
+    assert!(in_use > 0, "no recommended model is in use here: {listing}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

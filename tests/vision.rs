@@ -357,3 +357,44 @@ fn hearth_chat_takes_a_picture_with_slash_image() {
         "the picture and `hello` were answered: {stdout}"
     );
 }
+
+/// `/image` in `hearth chat` on a model without eyes: the refusal is said
+/// once (it was the reply and a log line too); the chat goes on.
+#[test]
+fn a_picture_in_the_chat_of_a_blind_model_is_refused_once() {
+    use std::io::Write;
+    let _turn = lock();
+    let s = common::Sandbox::new();
+    let photo = s.path("red.png");
+    std::fs::write(&photo, png(100, 80, [200, 30, 30])).unwrap();
+    let config = s.config(&format!(
+        "[model]\npath = \"{}\"\n[generation]\ntemperature = 0.0\nmax_tokens = 8\n",
+        common::model(common::SMOLLM2).display()
+    ));
+    let mut child = s
+        .hearth_process()
+        .arg("--config")
+        .arg(config)
+        .arg("chat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = format!("/image {} What is this?\nSay hi.\n/quit\n", photo.display());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let both = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    common::assert_no_panic(&both);
+    assert!(out.status.success(), "{both}");
+    assert_eq!(both.matches("cannot see images").count(), 1, "{both}");
+}

@@ -103,7 +103,11 @@ fn state_line(status: &ServerStatus) -> String {
             format!("ready, {} tools{pid}", status.tools.len())
         }
         ServerState::Starting => "starting".to_string(),
-        ServerState::Failed(why) => format!("FAILED: {why}"),
+        ServerState::Failed(why) if status.stderr.is_empty() => format!("FAILED: {why}"),
+        ServerState::Failed(why) => format!(
+            "FAILED: {why}\n  its stderr ended with: {}",
+            status.stderr.join("\n    ")
+        ),
     }
 }
 
@@ -125,7 +129,7 @@ pub async fn doctor_lines(config: &Config, sandbox: &Sandbox) -> Vec<(bool, Stri
         .map(|s| {
             (
                 s.state == ServerState::Ready,
-                format!("{}: {}", s.name, state_line(s)),
+                format!("{}: {}", s.name, state_line(s).replace("\n", " ")),
             )
         })
         .collect();

@@ -69,7 +69,13 @@ fn list(config: &Config, catalogue: &Catalogue) -> anyhow::Result<ExitCode> {
             );
             println!("  {line}");
         }
-        if let Some(name) = recommended {
+        // Nothing to suggest for a model that is here and in use; one
+        // that is here needs only `use`.
+        let here = recommended
+            .as_deref()
+            .and_then(|name| catalogue.models.iter().find(|m| m.name == name))
+            .and_then(|m| models::installed(m, &config.data_dir).map(|p| in_use(config, m, &p)));
+        if let Some(name) = recommended.filter(|_| here != Some(true)) {
             let why = match kind {
                 Kind::Chat => "to chat",
                 Kind::Vision => "or, to see pictures too (it replaces the chat model)",
@@ -77,9 +83,10 @@ fn list(config: &Config, catalogue: &Catalogue) -> anyhow::Result<ExitCode> {
                 Kind::TextToSpeech => "to speak replies",
                 Kind::Embedding => "to find memories by meaning",
             };
-            commands.push(format!(
-                "{why}: hearth models pull {name} && hearth models use {name}"
-            ));
+            commands.push(match here {
+                Some(_) => format!("{why}: hearth models use {name} (it is here)"),
+                None => format!("{why}: hearth models pull {name} && hearth models use {name}"),
+            });
         }
         println!();
     }

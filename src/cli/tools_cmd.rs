@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::config::{Config, Environment};
+use crate::daemon::{LoadedModel, LocalModels, Services};
 use crate::sandbox::{Containment, Sandbox};
 use crate::security::{Scrubber, SecurityPolicy};
 use crate::tools::{ToolContext, ToolRegistry};
@@ -87,14 +88,21 @@ fn move_old_workspace(config: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The configured tools, with the MCP servers' when `mcp` (each server
-/// tried once first); the hub runs as long as it is kept.
+/// The agent's tools as a conversation has them (the core ones, memory,
+/// jobs, the LMS), with the MCP servers' when `mcp` (each server tried once
+/// first); the hub runs as long as it is kept.
 async fn registry(
     config: &Config,
     ctx: &ToolContext,
     mcp: bool,
 ) -> (ToolRegistry, Option<Arc<crate::mcp::McpHub>>) {
     let mut registry = ToolRegistry::for_config(&config.agent, &ctx.sandbox);
+    // The agent's own tools beside the core ones: memory, jobs, the LMS.
+    let idle = Arc::new(LoadedModel::new(Arc::new(LocalModels::new(config.clone()))));
+    match Services::open(config, idle) {
+        Ok(services) => services.add_tools(&mut registry),
+        Err(e) => eprintln!("hearth: the memory, job and LMS tools are not offered: {e}"),
+    }
     if !mcp {
         return (registry, None);
     }
@@ -128,9 +136,11 @@ pub async fn command(
 pub async fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
     let ctx = context(config, env)?;
     let (registry, _hub) = registry(config, &ctx, true).await;
-    for spec in registry.specs() {
-        println!("{:<11} {}", spec.name, spec.description);
-        println!("{:<11} arguments: {}", "", spec.parameters);
+    let specs = registry.specs();
+    let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for spec in specs {
+        println!("{:<width$} {}", spec.name, spec.description);
+        println!("{:<width$} arguments: {}", "", spec.parameters);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,21 +10,17 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use super::McpError;
 use super::handler::Handler;
 use super::launcher;
+use super::stderr::{self, StderrTail};
 use crate::config::{McpServerConfig, McpTransport};
 use crate::sandbox::{Limits, Sandbox, Serving};
 
 /// The longest message a server may send: longer ones are dropped unread,
 /// so a server that floods cannot grow hearth's memory without bound.
 pub(super) const MAX_MESSAGE_BYTES: usize = 4 << 20;
-
-/// A line of a server's stderr kept in the log, and how many lines are.
-const STDERR_LINE_CHARS: usize = 1_000;
-const STDERR_LINES: u64 = 500;
 
 /// A live connection, and the process behind it when hearth started one.
 pub(super) struct Connection {
@@ -51,7 +47,7 @@ pub(super) async fn connect(
     config: &McpServerConfig,
     base: &Sandbox,
     data_dir: &Path,
-    handler: Handler,
+    (handler, tail): (Handler, &StderrTail),
 ) -> Result<Connection, McpError> {
     let timeout = Duration::from_secs(config.start_timeout_secs);
     match &config.transport {
@@ -78,7 +74,7 @@ pub(super) async fn connect(
             let env =
                 launcher::prepare(name, &program, args, env, *network, &sandbox, &folder).await?;
             let (process, stdin, stdout) =
-                spawn_logged(name, command, &sandbox, &program, args, &env)?;
+                spawn_logged((name, tail), command, &sandbox, &program, args, &env)?;
             let transport =
                 AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES);
             let client = match initialize(handler.serve(transport), timeout).await {
@@ -121,10 +117,10 @@ pub(super) async fn connect(
     }
 }
 
-/// Starts `program` contained, its stderr into the log: the process, its
-/// stdin and its stdout.
+/// Starts `program` contained, its stderr into the log and `tail`: the
+/// process, its stdin and its stdout.
 fn spawn_logged(
-    name: &str,
+    (name, tail): (&str, &StderrTail),
     command: &str,
     sandbox: &Sandbox,
     program: &str,
@@ -146,7 +142,8 @@ fn spawn_logged(
         })?;
     let (stdin, stdout, stderr) = process.take_io();
     if let Some(stderr) = stderr {
-        tokio::spawn(log_stderr(name.to_string(), stderr));
+        tail.clear();
+        tokio::spawn(stderr::follow(name.to_string(), stderr, tail.clone()));
     }
     match (stdin, stdout) {
         (Some(stdin), Some(stdout)) => Ok((process, stdin, stdout)),
@@ -208,58 +205,5 @@ async fn initialize<E: std::fmt::Display>(
 fn tls_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
-/// A server's stderr, line by line into the log: each line cut, and after
-/// [`STDERR_LINES`] lines only a count, so a chatty server cannot fill the
-/// disk.
-async fn log_stderr(server: String, stderr: impl AsyncRead + Unpin) {
-    let mut lines = BufReader::new(stderr);
-    let mut line = Vec::new();
-    let mut seen = 0u64;
-    loop {
-        line.clear();
-        match read_line_capped(&mut lines, &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        seen += 1;
-        if seen <= STDERR_LINES {
-            let text = String::from_utf8_lossy(&line);
-            let text = crate::tools::cap(text.trim_end(), STDERR_LINE_CHARS);
-            tracing::info!(server, "MCP server stderr: {text}");
-        } else if seen.is_power_of_two() {
-            tracing::warn!(
-                server,
-                lines = seen,
-                "MCP server keeps writing to stderr; not logged"
-            );
-        }
-    }
-}
-
-/// One line, keeping at most [`STDERR_LINE_CHARS`] × 4 bytes of it.
-async fn read_line_capped(
-    reader: &mut BufReader<impl AsyncRead + Unpin>,
-    line: &mut Vec<u8>,
-) -> std::io::Result<usize> {
-    let mut total = 0;
-    loop {
-        let buf = reader.fill_buf().await?;
-        if buf.is_empty() {
-            return Ok(total);
-        }
-        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (buf.len(), false),
-        };
-        let room = (STDERR_LINE_CHARS * 4).saturating_sub(line.len());
-        line.extend_from_slice(&buf[..take.min(room)]);
-        reader.consume(take);
-        total += take;
-        if done {
-            return Ok(total);
-        }
     }
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::stderr::StderrTail;
 use super::tool::{McpTool, result_text};
 use crate::config::{McpConfig, McpServerConfig};
 use crate::sandbox::Sandbox;
@@ -38,6 +39,8 @@ pub struct ServerStatus {
     pub failures: u32,
     /// Its process, when hearth started one and it runs.
     pub pid: Option<u32>,
+    /// The last lines its process wrote to stderr (its latest start).
+    pub stderr: Vec<String>,
 }
 
 /// What a server has now.
@@ -57,6 +60,8 @@ pub(super) struct Server {
     pub(super) name: String,
     pub(super) config: McpServerConfig,
     pub(super) live: watch::Sender<Live>,
+    /// The last lines its process wrote to stderr.
+    pub(super) stderr: StderrTail,
 }
 
 impl Server {
@@ -73,6 +78,7 @@ impl Server {
             name: name.to_string(),
             config: config.clone(),
             live,
+            stderr: StderrTail::default(),
         })
     }
 
@@ -160,6 +166,7 @@ impl Server {
                 .collect(),
             failures: live.failures,
             pid: live.pid,
+            stderr: self.stderr.lines(),
         }
     }
 }

@@ -17,6 +17,7 @@ mod launcher;
 mod packages;
 mod resolve;
 pub mod serve;
+mod stderr;
 mod supervise;
 mod tool;
 
@@ -84,7 +85,7 @@ impl McpError {
                 "the server refused hearth: check the token (`bearer_token_env` names a variable that must hold it) and `headers`"
             }
             Self::Initialize(_) | Self::List(_) => {
-                "run its command by hand (or open its URL) to see why; the server's stderr is in hearth's log"
+                "the server's last stderr lines (shown by `hearth mcp list` and `hearth doctor`) or its command run by hand (or its URL opened) say why"
             }
             Self::Header(_) => "fix the header's name or value under `headers`",
         }

@@ -40,7 +40,7 @@ pub(super) async fn run(
             tools_changed: changed.clone(),
         };
         let attempt = tokio::select! {
-            c = connect(&server.name, &server.config, &sandbox, &data_dir, handler) => c,
+            c = connect(&server.name, &server.config, &sandbox, &data_dir, (handler, &server.stderr)) => c,
             _ = stop.cancelled() => return,
         };
         let started = Instant::now();

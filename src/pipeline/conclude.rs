@@ -208,6 +208,23 @@ impl Runtime {
         error: &str,
     ) -> Outcome {
         tracing::warn!(error, "the provider failed");
+        self.failed_quietly(channel, inbound, key, draft, error)
+            .await
+    }
+
+    /// [`Self::failed`] for a refusal known before the provider is asked
+    /// (a picture sent to a model without eyes): the person reads why in
+    /// the reply, so the log says it at `info` only, and a terminal chat
+    /// shows it once.
+    pub(super) async fn failed_quietly(
+        &self,
+        channel: &Arc<dyn Channel>,
+        inbound: &Inbound,
+        key: &str,
+        draft: Option<String>,
+        error: &str,
+    ) -> Outcome {
+        tracing::info!(error, "refused before the provider was asked");
         let detail = sanitize::error(error, &self.tool_context.scrubber);
         let reply = Reply {
             draft,

@@ -254,7 +254,9 @@ impl Runtime {
         };
         let sees = provider.sees_images();
         if !message.images.is_empty() && !sees {
-            return Err(self.failed(channel, inbound, key, None, NO_EYES).await);
+            return Err(self
+                .failed_quietly(channel, inbound, key, None, NO_EYES)
+                .await);
         }
         let history = normalize::history(history, vision, sees);
         let (specs, system) = prompt::for_turn(

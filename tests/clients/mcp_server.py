@@ -8,6 +8,7 @@
     changing a tool whose call adds another, with notifications/tools/list_changed
     hungry   a tool that holds as many MiB as it is asked for, in a child process
     mute     reads stdin and never answers `initialize` (no SDK at all)
+    broken   says why on stderr and exits 1 before answering (a missing file)
 """
 
 import os
@@ -24,6 +25,10 @@ def mute():
 def main(mode):
     if mode == "mute":
         return mute()
+    if mode == "broken":
+        print("starting notes server", file=sys.stderr)
+        print("error: cannot open /srv/notes/notes.db: no such file", file=sys.stderr)
+        sys.exit(1)
     from mcp.server.mcpserver import MCPServer, Context
 
     server = MCPServer(f"hostile-{mode}")
