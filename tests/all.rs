@@ -59,6 +59,7 @@ mod openai_provider;
 mod parallel_calls;
 mod pipeline_phases;
 mod published_templates;
+mod readme_recipes;
 mod real_model;
 mod rpc_device;
 mod sandbox;

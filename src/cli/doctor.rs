@@ -420,7 +420,7 @@ async fn load(report: &mut Report, config: &Config) -> anyhow::Result<bool> {
             report.info("images", match (&projector, engine.info().vision) {
                 (Some(p), true) => format!("seen, through the projector {}", p.display()),
                 _ => format!(
-                    "text only; to see photos set `[model] mmproj` to the model's vision projector, or {} (README: Photos and voice)",
+                    "text only; to see photos set `[model] mmproj` to the model's vision projector, or {} (docs/GUIDE.md: Photos and voice)",
                     pull_hint(config, crate::models::Kind::Vision)
                 ),
             });

@@ -62,7 +62,7 @@ pub async fn started(config: &Config, sandbox: &Sandbox) -> Arc<McpHub> {
 async fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
     if config.mcp.servers.is_empty() {
         println!(
-            "No MCP server is configured: add one under [mcp.servers.NAME] (the README shows how)."
+            "No MCP server is configured: add one under [mcp.servers.NAME] (the README shows how, docs/GUIDE.md all of it)."
         );
         return Ok(ExitCode::SUCCESS);
     }

@@ -268,7 +268,11 @@ fn server(name: &str, r: RawServer, env: &Environment) -> Result<ServerConfig, C
                 ));
             }
             Transport::Stdio {
-                command,
+                // A venv's console script is often written `~/…`.
+                command: match command.strip_prefix("~/") {
+                    Some(_) => env.expand(&command).display().to_string(),
+                    None => command,
+                },
                 args: r.args.unwrap_or_default(),
                 env: r.env.unwrap_or_default(),
                 reads: r

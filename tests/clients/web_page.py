@@ -462,4 +462,5 @@ def questions():
 
 
 MODES = {"expiry": expiry, "box": box, "full": full, "questions": questions}
-print(json.dumps(MODES[MODE]()))
+if __name__ == "__main__":
+    print(json.dumps(MODES[MODE]()))

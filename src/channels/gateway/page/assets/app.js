@@ -51,18 +51,41 @@ async function signedIn(csrf) {
   $("signin").hidden = true;
   $("app").hidden = false;
   loadQuestions();
-  const list = await refreshList();
-  if (list.length) await openChat(list[0].chat);
-  else newChat();
+  // A fresh conversation of the page's own: the most recent one may be a
+  // script's (a chat of /v1/message), which is not the person's to continue.
+  await refreshList();
+  newChat();
 }
+
+/// A conversation's date as people tell them apart: the time today, the
+/// weekday this week, the day and month before.
+function dated(seconds) {
+  const at = new Date(seconds * 1000);
+  const now = new Date();
+  const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (at.toDateString() === now.toDateString()) return `today ${time}`;
+  if (now - at < 6 * 86400000) return `${at.toLocaleDateString([], { weekday: "short" })} ${time}`;
+  const day = { day: "numeric", month: "short" };
+  if (at.getFullYear() !== now.getFullYear()) day.year = "numeric";
+  return at.toLocaleDateString([], day);
+}
+
+/// The page's own conversations are named `web-…`; the others are scripts'
+/// and apps' (a chat of /v1/message or /ws/chat), listed apart by name.
+const ownChat = (chat) => chat.startsWith("web-");
 
 async function refreshList() {
   const list = await api("/ui/api/conversations");
-  const ul = $("conversations");
-  ul.replaceChildren();
+  const own = $("conversations");
+  const other = $("other-conversations");
+  own.replaceChildren();
+  other.replaceChildren();
   for (const c of list) {
+    const mine = ownChat(c.chat);
     const li = document.createElement("li");
-    li.textContent = c.title || c.chat;
+    const title = c.title || "(no words yet)";
+    li.append(el("span", mine ? title : `${c.chat}: ${title}`, "title"),
+      el("span", `${dated(c.updated)} · ${c.messages} messages`, "when"));
     li.title = `${c.chat} · ${c.messages} messages`;
     li.dataset.chat = c.chat;
     li.tabIndex = 0;
@@ -70,8 +93,9 @@ async function refreshList() {
     if (c.chat === state.chat) li.setAttribute("aria-current", "true");
     li.addEventListener("click", () => openChat(c.chat));
     li.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openChat(c.chat); } });
-    ul.append(li);
+    (mine ? own : other).append(li);
   }
+  $("other-heading").hidden = !other.children.length;
   return list;
 }
 
@@ -197,7 +221,7 @@ async function openChat(chat) {
   setBusy(false);
   closeMenu();
   $("messages").replaceChildren();
-  for (const li of $("conversations").children) li.toggleAttribute("aria-current", li.dataset.chat === chat);
+  for (const li of document.querySelectorAll("#sidebar li")) li.toggleAttribute("aria-current", li.dataset.chat === chat);
   try {
     for (const m of await api(`/ui/api/conversations/${encodeURIComponent(chat)}`)) {
       const li = item(m.role === "tool" ? "tool" : m.role, m.text);
@@ -217,7 +241,8 @@ function newChat() {
   setBusy(false);
   closeMenu();
   $("messages").replaceChildren();
-  for (const li of $("conversations").children) li.removeAttribute("aria-current");
+  item("notice", "A new conversation: what you write below starts it. Earlier ones are in the list (☰ on a phone).");
+  for (const li of document.querySelectorAll("#sidebar li")) li.removeAttribute("aria-current");
   connect().catch((e) => item("notice", e.message));
   $("input").focus();
 }
@@ -338,14 +363,41 @@ function renderEngine(box) {
   chart("chart-decode", box.speed.decode_tokens_per_sec, "tokens/s");
 }
 
+/// A cached conversation as a person names it: `gateway_kitchen_kitchen`
+/// is the chat "kitchen", the page's own `web-20261129121320-ab12` is "this
+/// page" and when it began; other keys are shown as they are.
+function kvName(key) {
+  const m = key.match(/^([a-z]+)_(.+)_(.+)$/);
+  if (!m || m[2] !== m[3]) return key.replaceAll("_", " ");
+  const [, channel, chat] = m;
+  const stamp = chat.match(/^web-(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})-/);
+  if (channel === "gateway" && stamp) {
+    const [, y, mo, d, h, mi, sec] = stamp.map(Number);
+    return `this page, ${dated(Date.UTC(y, mo - 1, d, h, mi, sec) / 1000)}`;
+  }
+  return channel === "gateway" ? `chat ${chat}` : `${channel} ${chat}`;
+}
+
 function renderCache(box) {
   const tbody = $("box-cache").querySelector("tbody");
   tbody.replaceChildren();
   const tiers = { slot: "in the context", ram: "RAM", disk: "disk" };
-  for (const c of box.cache) {
+  const size = (bytes) => (bytes === null ? "" : mib(Math.round((bytes / 1048576) * 10) / 10));
+  // API clients' conversations (`api-…`, one per distinct prompt) are many
+  // and nameless: one row says how many and what they hold.
+  const api = box.cache.filter((c) => c.conversation.startsWith("api-"));
+  for (const c of box.cache.filter((c) => !c.conversation.startsWith("api-"))) {
     const tr = el("tr");
-    tr.append(el("td", c.conversation), el("td", tiers[c.tier] || c.tier), el("td", c.tokens),
-      el("td", c.bytes === null ? "" : mib(Math.round((c.bytes / 1048576) * 10) / 10)));
+    tr.title = c.conversation;
+    tr.append(el("td", kvName(c.conversation), "name"), el("td", tiers[c.tier] || c.tier), el("td", c.tokens), el("td", size(c.bytes)));
+    tbody.append(tr);
+  }
+  if (api.length) {
+    const tr = el("tr");
+    const tokens = api.reduce((n, c) => n + c.tokens, 0);
+    const bytes = api.some((c) => c.bytes !== null) ? api.reduce((n, c) => n + (c.bytes || 0), 0) : null;
+    const where = [...new Set(api.map((c) => tiers[c.tier] || c.tier))].join(", ");
+    tr.append(el("td", `API clients (${api.length})`, "name"), el("td", where), el("td", tokens), el("td", size(bytes)));
     tbody.append(tr);
   }
   if (!box.cache.length) {
