@@ -94,14 +94,17 @@ fn move_old_workspace(config: &Config) -> anyhow::Result<()> {
 async fn registry(
     config: &Config,
     ctx: &ToolContext,
-    mcp: bool,
+    (mcp, only_mcp): (bool, bool),
 ) -> (ToolRegistry, Option<Arc<crate::mcp::McpHub>>) {
     let mut registry = ToolRegistry::for_config(&config.agent, &ctx.sandbox);
-    // The agent's own tools beside the core ones: memory, jobs, the LMS.
-    let idle = Arc::new(LoadedModel::new(Arc::new(LocalModels::new(config.clone()))));
-    match Services::open(config, idle) {
-        Ok(services) => services.add_tools(&mut registry),
-        Err(e) => eprintln!("hearth: the memory, job and LMS tools are not offered: {e}"),
+    // The agent's own tools beside the core ones: memory, jobs, the LMS
+    // (not for running an MCP server's tool, which needs none of them).
+    if !only_mcp {
+        let idle = Arc::new(LoadedModel::new(Arc::new(LocalModels::new(config.clone()))));
+        match Services::open(config, idle) {
+            Ok(services) => services.add_tools(&mut registry),
+            Err(e) => eprintln!("hearth: the memory, job and LMS tools are not offered: {e}"),
+        }
     }
     if !mcp {
         return (registry, None);
@@ -135,7 +138,7 @@ pub async fn command(
 
 pub async fn list(config: &Config, env: &Environment) -> anyhow::Result<ExitCode> {
     let ctx = context(config, env)?;
-    let (registry, _hub) = registry(config, &ctx, true).await;
+    let (registry, _hub) = registry(config, &ctx, (true, false)).await;
     let specs = registry.specs();
     let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
     for spec in specs {
@@ -155,7 +158,7 @@ pub async fn run(
         .with_context(|| format!("the arguments are not JSON: {json}"))?;
     let ctx = context(config, env)?;
     let mcp = name.contains(crate::config::MCP_SEPARATOR);
-    let (registry, _hub) = registry(config, &ctx, mcp).await;
+    let (registry, _hub) = registry(config, &ctx, (mcp, mcp)).await;
     let result = registry.run(name, args, &ctx).await;
     if result.is_error {
         eprintln!("{name}: {}", result.content);

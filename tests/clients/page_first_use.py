@@ -14,7 +14,7 @@ import os
 import sys
 
 import web_page
-from web_page import browser, idle, messages, say, sign_in, until, visible
+from web_page import all_items, browser, idle, messages, say, sign_in, until, visible
 from selenium.webdriver.common.by import By
 
 URL, TOKEN, SHOTS = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
@@ -54,8 +54,8 @@ seen = {}
 try:
     sign_in(driver, TOKEN)
     until(driver, lambda d: visible(d, "app"), "the app after signing in")
-    until(driver, lambda d: messages(d), "the new conversation's hint")
-    seen["opened"] = messages(driver)
+    until(driver, lambda d: all_items(d), "the new conversation's hint")
+    seen["opened"] = all_items(driver)
     seen["chat_layout"] = driver.execute_script(LAYOUT)
     driver.save_screenshot(os.path.join(SHOTS, "first-use-chat.png"))
     say(driver, "Hello!")
