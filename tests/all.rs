@@ -33,6 +33,7 @@ mod gateway_people;
 mod grammar_handoff;
 mod hostile_tools;
 mod http_tool;
+mod init;
 mod internal_tags;
 mod lms_calendar;
 mod lms_canvas;

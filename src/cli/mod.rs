@@ -22,6 +22,7 @@ mod doctor_lines;
 mod doctor_memory;
 mod doctor_prompt;
 mod inbox_cmd;
+mod init;
 mod lms_cmd;
 mod logging;
 pub mod mcp_cmd;
@@ -104,6 +105,10 @@ pub enum Command {
     Daemon,
     /// Check this machine, the config and the model, one line each.
     Doctor,
+    /// Write a working config: Telegram (your user id found for you), the
+    /// gateway and web page (a token made), the model, the service unit.
+    /// Asks at a terminal; flags for scripts. Again changes only what is asked.
+    Init(init::InitArgs),
     /// Measure speed and what the KV cache saves; prints a table, writes JSON.
     Bench {
         /// Where to write the figures as JSON (target/bench/hearth-bench.json,
@@ -284,6 +289,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             logging::init(cli.verbose, "warn");
             config_check::run(checked.as_deref().or(path), &env)
         }
+        Command::Init(args) => {
+            logging::init(cli.verbose, "warn");
+            init::run(path, &env, args).await
+        }
         Command::Service {
             command: ServiceCommand::Install { print, no_enable },
         } => {
@@ -376,7 +385,7 @@ async fn with_config(
             transcribe::run(&config, &file, language.as_deref()).await
         }
         Command::Say { text, output } => transcribe::say(&config, &text, &output).await,
-        Command::Doctor | Command::Config { .. } | Command::Service { .. } => {
+        Command::Doctor | Command::Init(_) | Command::Config { .. } | Command::Service { .. } => {
             anyhow::bail!("this command reads its config itself")
         }
     }

@@ -1,0 +1,121 @@
+//! `hearth init` in a fresh home, as a script runs it: Telegram with the
+//! person's id found from their first message (the fake Bot API), the
+//! gateway with a token made for it; the config passes `config check` and
+//! the daemon serves both. Again, asked one thing, it changes only that.
+//! A wrong bot token is a clear error that writes nothing.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use crate::common::{Sandbox, assert_no_panic};
+use crate::support::daemon_process::{Daemon, until};
+use crate::support::telegram_fake::{FakeTelegram, Incoming, TOKEN};
+
+fn init(sandbox: &Sandbox, args: &[&str]) -> (bool, String) {
+    let out = sandbox.hearth().arg("init").args(args).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_panic(&text);
+    (out.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_writes_a_config_that_serves_telegram_and_the_gateway() {
+    let sandbox = Sandbox::new();
+    let home = sandbox.dir.path();
+    let config = home.join(".config/hearth/config.toml");
+    let secrets = home.join(".config/hearth/secrets.env");
+    let fake = FakeTelegram::start().await;
+    let user = 6_061_001;
+    // The person messages their bot, as init asks them to.
+    fake.inject(Incoming::text(user, "hi"));
+
+    // The control first: a token Telegram refuses writes nothing.
+    let (ok, said) = init(
+        &sandbox,
+        &[
+            "--telegram-token",
+            "999:wrong",
+            "--telegram-api-url",
+            &fake.url,
+        ],
+    );
+    assert!(!ok && said.contains("refused the bot's token"), "{said}");
+    assert!(!config.exists() && !secrets.exists());
+
+    let (ok, said) = init(
+        &sandbox,
+        &[
+            "--telegram-token",
+            TOKEN,
+            "--telegram-api-url",
+            &fake.url,
+            "--gateway",
+            "127.0.0.1:0",
+        ],
+    );
+    assert!(ok, "{said}");
+    assert!(said.contains("the web page: http://127.0.0.1:0/"), "{said}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains(&format!("\"{user}\"")), "{text}");
+    assert!(!text.contains(TOKEN), "no token in the config: {text}");
+    let kept = std::fs::read_to_string(&secrets).unwrap();
+    assert!(
+        kept.contains(&format!("HEARTH_TELEGRAM_TOKEN={TOKEN}")),
+        "{kept}"
+    );
+    let gateway_token = kept
+        .lines()
+        .find_map(|l| l.strip_prefix("HEARTH_GATEWAY_TOKEN="))
+        .unwrap()
+        .to_string();
+    assert_eq!(gateway_token.len(), 48);
+    assert_eq!(
+        std::fs::metadata(&secrets).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let check = sandbox.hearth().args(["config", "check"]).output().unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    // Again, asked only for the gateway's address: the rest stays, a
+    // comment the person wrote included, and the token is not replaced.
+    let edited = format!("# my notes\n{text}");
+    std::fs::write(&config, &edited).unwrap();
+    let (ok, said) = init(&sandbox, &["--gateway", "127.0.0.1:0"]);
+    assert!(ok, "{said}");
+    let again = std::fs::read_to_string(&config).unwrap();
+    assert_eq!(again, edited, "nothing asked changed");
+    assert_eq!(std::fs::read_to_string(&secrets).unwrap(), kept);
+
+    // The daemon serves what init wrote: the person is answered.
+    let child = sandbox
+        .hearth_process()
+        .arg("daemon")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let daemon = Daemon::watch(child);
+    daemon.wait_log("the web page: http://127.0.0.1:", Duration::from_secs(120));
+    fake.inject(Incoming::text(user, "Hello!"));
+    until("the bot's answer", Duration::from_secs(120), || {
+        fake.chat(user).len() >= 1
+    })
+    .await;
+    daemon.term();
+}
+
+#[test]
+fn init_with_nothing_to_do_says_what_it_takes() {
+    let sandbox = Sandbox::new();
+    let (ok, said) = init(&sandbox, &[]);
+    assert!(!ok && said.contains("--telegram-token"), "{said}");
+}
