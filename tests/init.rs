@@ -119,3 +119,61 @@ fn init_with_nothing_to_do_says_what_it_takes() {
     let (ok, said) = init(&sandbox, &[]);
     assert!(!ok && said.contains("--telegram-token"), "{said}");
 }
+
+/// A course site is checked by one poll before anything is written: the
+/// fake Moodle with its token is read; with a wrong token init says why and
+/// writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_checks_a_course_site_before_writing_it() {
+    use crate::support::lms_fake::{MOODLE_TOKEN, moodle_fake, moodle_server};
+    let sandbox = Sandbox::new();
+    let config = sandbox.dir.path().join(".config/hearth/config.toml");
+    let url = moodle_server(moodle_fake()).await;
+    let run = |token: &'static str| {
+        let sandbox_home = sandbox.dir.path().to_path_buf();
+        let url = url.clone();
+        let mut cmd = sandbox.hearth_process();
+        cmd.env("HOME", &sandbox_home).args([
+            "init",
+            "--lms",
+            "moodle",
+            "--lms-url",
+            &url,
+            "--lms-token",
+            token,
+            "--lms-name",
+            "uni",
+        ]);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let out = run("wrong-token-0123456789").await.unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_no_panic(&said);
+    assert!(
+        !out.status.success()
+            && said.contains("`uni` cannot be read")
+            && said.contains("nothing was written"),
+        "{said}"
+    );
+    assert!(!said.contains("wrong-token-0123456789"), "{said}");
+    assert!(!config.exists());
+    let out = run(MOODLE_TOKEN).await.unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && said.contains("uni: read,"),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.contains("[[lms.sources]]") && text.contains("name = \"uni\""),
+        "{text}"
+    );
+    assert!(!text.contains(MOODLE_TOKEN), "{text}");
+    let secrets =
+        std::fs::read_to_string(sandbox.dir.path().join(".config/hearth/secrets.env")).unwrap();
+    assert!(
+        secrets.contains(&format!("HEARTH_LMS_UNI_TOKEN={MOODLE_TOKEN}")),
+        "{secrets}"
+    );
+}

@@ -37,6 +37,19 @@ pub struct InitArgs {
     /// Pull this catalogue model and use it (`recommended`: the one that fits).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
+    /// Adds a course site: moodle, canvas, ical or rss (with --lms-url),
+    /// checked by one poll before anything is written.
+    #[arg(long, value_name = "KIND", requires = "lms_url")]
+    pub lms: Option<String>,
+    /// The site's address (Moodle's or Canvas's root, a feed's URL).
+    #[arg(long, value_name = "URL")]
+    pub lms_url: Option<String>,
+    /// Its token (Moodle, Canvas), kept in the secrets file.
+    #[arg(long, value_name = "TOKEN")]
+    pub lms_token: Option<String>,
+    /// Its name in notices (default: the kind).
+    #[arg(long, value_name = "NAME")]
+    pub lms_name: Option<String>,
     /// Write the systemd user unit (`hearth service install --no-enable`).
     #[arg(long)]
     pub service: bool,
@@ -50,6 +63,7 @@ impl InitArgs {
         self.telegram_token.is_none()
             && self.gateway.is_none()
             && self.model.is_none()
+            && self.lms.is_none()
             && !self.service
     }
 }
@@ -116,12 +130,34 @@ pub async fn run(
             secrets_file.display()
         ));
     }
+    let lms = match (&args.lms, &args.lms_url) {
+        (Some(kind), Some(url)) => {
+            let name = args.lms_name.clone().unwrap_or_else(|| kind.clone());
+            lms_source(&mut doc, kind, &name, url)?;
+            if let Some(token) = &args.lms_token {
+                secrets.set(&crate::config::token_variable(&name), token);
+            }
+            Some(name)
+        }
+        _ => None,
+    };
     // Never write a config hearth would refuse: checked with the new secrets.
     let text = doc.to_string();
     let checked_env = secrets.apply(env.clone());
     let config = Config::parse(&text, &file, &checked_env)
         .with_context(|| format!("the config hearth init would write to {}", file.display()))?;
     config.gateway.check_serving()?;
+    if let Some(name) = &lms {
+        let items = crate::lms::check_source(&config.lms, name)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "the course site `{name}` cannot be read: {}; nothing was written",
+                    e.with_fix()
+                )
+            })?;
+        said.push(format!("{name}: read, {items} items listed now"));
+    }
     secrets.write(&secrets_file)?;
     write_config(&file, &text)?;
     println!(
@@ -366,4 +402,37 @@ impl Secrets {
         crate::file_modes::replace_file(path, text.as_bytes(), 0o600)
             .with_context(|| format!("cannot write {}", path.display()))
     }
+}
+
+/// Adds `[[lms.sources]]` named `name`, or points the one of that name at
+/// `url` and `kind`.
+fn lms_source(
+    doc: &mut toml_edit::DocumentMut,
+    kind: &str,
+    name: &str,
+    url: &str,
+) -> anyhow::Result<()> {
+    let lms = table(doc, &["lms"])?;
+    let sources = lms
+        .entry("sources")
+        .or_insert_with(|| toml_edit::Item::ArrayOfTables(toml_edit::ArrayOfTables::new()))
+        .as_array_of_tables_mut()
+        .context("`lms.sources` in the config is not a list of [[lms.sources]]")?;
+    let found = sources
+        .iter_mut()
+        .find(|t| t.get("name").and_then(|v| v.as_str()) == Some(name));
+    let source = match found {
+        Some(t) => t,
+        None => {
+            sources.push(toml_edit::Table::new());
+            sources
+                .iter_mut()
+                .last()
+                .context("a source was just added")?
+        }
+    };
+    source.insert("kind", toml_edit::value(kind));
+    source.insert("name", toml_edit::value(name));
+    source.insert("url", toml_edit::value(url));
+    Ok(())
 }

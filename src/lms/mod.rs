@@ -42,7 +42,7 @@ pub use lines_and_polls::{Queued, SourceStatus};
 pub use notice::{Notice, NoticeError, NoticeKind, NoticeSink, format_due};
 pub use notifier::{MAX_BACKOFF, Notifier, PollReport, SourceReport};
 pub use recent::LmsRecent;
-pub use source::{LmsSource, from_config};
+pub use source::{LmsSource, check as check_source, from_config};
 pub use store::{FILE, Pending, Recorded, SeenStore};
 pub use summary::summarise;
 pub use tool::LmsUpcoming;

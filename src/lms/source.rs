@@ -47,3 +47,15 @@ pub fn from_config(
     };
     Arc::new(Scrubbed::new(site, config))
 }
+
+/// One poll of the source named `name` in `lms`, as `hearth init` checks a
+/// new source: how many items the site lists now, or why it cannot be read.
+pub async fn check(lms: &LmsConfig, name: &str) -> Result<usize, LmsError> {
+    let Some(config) = lms.sources.iter().find(|s| s.name == name) else {
+        return Err(LmsError::Malformed(format!(
+            "no source named {name} in the config"
+        )));
+    };
+    let source = from_config(config, super::http::client(), lms);
+    source.poll(Utc::now()).await.map(|items| items.len())
+}
