@@ -107,7 +107,7 @@ async fn init_writes_a_config_that_serves_telegram_and_the_gateway() {
     daemon.wait_log("the web page: http://127.0.0.1:", Duration::from_secs(120));
     fake.inject(Incoming::text(user, "Hello!"));
     until("the bot's answer", Duration::from_secs(120), || {
-        fake.chat(user).len() >= 1
+        !fake.chat(user).is_empty()
     })
     .await;
     daemon.term();
