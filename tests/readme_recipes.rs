@@ -189,6 +189,39 @@ async fn the_gateway_recipe_serves_a_script_and_the_page_in_chromium() {
         String::from_utf8_lossy(&refused.stdout).contains("error"),
         "{refused:?}"
     );
+    // Three API clients' conversations (each its own KV row in the box).
+    let client = reqwest::Client::new();
+    let listed: serde_json::Value = client
+        .get(format!("{page}v1/models"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let plain = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|m| m["id"].as_str().filter(|id| id.contains("SmolLM2")))
+        .unwrap_or_else(|| panic!("{listed}"))
+        .to_string();
+    for i in 0..3 {
+        let body = serde_json::json!({
+            "model": plain,
+            "messages": [{"role": "user", "content": format!("Question number {i}: what is {i} plus {i}?")}],
+            "max_tokens": 4,
+        });
+        let answered = client
+            .post(format!("{page}v1/chat/completions"))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answered.status(), 200);
+    }
     // The page, in Chromium on a phone's screen: a new conversation of its
     // own (not the script's), the script's apart and named, nothing wider
     // than the screen and no word broken in two.

@@ -77,6 +77,7 @@ try:
         "const first = Math.min(...r.map((x) => x.bottom));"
         "return r.some((x) => x.top >= first) ? 2 : 1;")
     seen["box_layout"] = driver.execute_script(LAYOUT)
+    seen["cache_rows"] = [tr.text for tr in driver.find_elements(By.CSS_SELECTOR, "#box-cache tbody tr")]
     driver.save_screenshot(os.path.join(SHOTS, "first-use-box.png"))
     print(json.dumps(seen))
 finally:
