@@ -93,42 +93,11 @@ pub async fn run(
     let mut doc = read_config(&file)?;
     let mut secrets = Secrets::read(&secrets_file)?;
     let mut said = Vec::new();
-    if let Some(token) = &args.telegram_token {
-        let api = args
-            .telegram_api_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_TELEGRAM_API_URL.to_string());
-        let bot = telegram_bot(&api, token).await?;
-        let user = match &args.telegram_user {
-            Some(id) => id.clone(),
-            None => first_sender(&api, token, &bot, args.wait_secs).await?,
-        };
-        let section = table(&mut doc, &["channels", "telegram"])?;
-        add_to_list(section, "allowed_users", &user);
-        if let Some(url) = &args.telegram_api_url {
-            section.insert("api_url", toml_edit::value(url.as_str()));
-        }
-        secrets.set("HEARTH_TELEGRAM_TOKEN", token);
-        said.push(format!(
-            "Telegram: @{bot} answers you (user {user}); message it once `hearth daemon` runs"
-        ));
+    if let Some(line) = telegram(&args, &mut doc, &mut secrets).await? {
+        said.push(line);
     }
     if let Some(listen) = &args.gateway {
-        let section = table(&mut doc, &["channels", "gateway"])?;
-        section.insert("listen", toml_edit::value(listen.as_str()));
-        if secrets.get("HEARTH_GATEWAY_TOKEN").is_none()
-            && env.var("HEARTH_GATEWAY_TOKEN").is_none()
-        {
-            secrets.set("HEARTH_GATEWAY_TOKEN", &new_token());
-        }
-        let page = listen
-            .parse()
-            .map(gateway_page_url)
-            .unwrap_or_else(|_| format!("http://{listen}/"));
-        said.push(format!(
-            "the web page: {page} (sign in with HEARTH_GATEWAY_TOKEN from {})",
-            secrets_file.display()
-        ));
+        said.push(gateway(listen, env, &mut doc, &mut secrets, &secrets_file)?);
     }
     let lms = match (&args.lms, &args.lms_url) {
         (Some(kind), Some(url)) => {
@@ -176,6 +145,60 @@ pub async fn run(
     }
     println!("check it with `hearth doctor`; run it with `hearth daemon`");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Telegram: the token proved by `getMe`, the person's id (given, or from
+/// their first message), the token into the secrets.
+async fn telegram(
+    args: &InitArgs,
+    doc: &mut toml_edit::DocumentMut,
+    secrets: &mut Secrets,
+) -> anyhow::Result<Option<String>> {
+    let Some(token) = &args.telegram_token else {
+        return Ok(None);
+    };
+    let api = args
+        .telegram_api_url
+        .clone()
+        .unwrap_or_else(|| DEFAULT_TELEGRAM_API_URL.to_string());
+    let bot = telegram_bot(&api, token).await?;
+    let user = match &args.telegram_user {
+        Some(id) => id.clone(),
+        None => first_sender(&api, token, &bot, args.wait_secs).await?,
+    };
+    let section = table(doc, &["channels", "telegram"])?;
+    add_to_list(section, "allowed_users", &user);
+    if let Some(url) = &args.telegram_api_url {
+        section.insert("api_url", toml_edit::value(url.as_str()));
+    }
+    secrets.set("HEARTH_TELEGRAM_TOKEN", token);
+    Ok(Some(format!(
+        "Telegram: @{bot} answers you (user {user}); message it once `hearth daemon` runs"
+    )))
+}
+
+/// The gateway at `listen`, with a token made unless one is kept already;
+/// the line that says where the page is.
+fn gateway(
+    listen: &str,
+    env: &Environment,
+    doc: &mut toml_edit::DocumentMut,
+    secrets: &mut Secrets,
+    secrets_file: &Path,
+) -> anyhow::Result<String> {
+    let section = table(doc, &["channels", "gateway"])?;
+    section.insert("listen", toml_edit::value(listen));
+    if secrets.get("HEARTH_GATEWAY_TOKEN").is_none() && env.var("HEARTH_GATEWAY_TOKEN").is_none() {
+        secrets.set("HEARTH_GATEWAY_TOKEN", &new_token());
+    }
+    let page = listen
+        .parse()
+        .map(gateway_page_url)
+        .unwrap_or_else(|_| format!("http://{listen}/"));
+    Ok(format!(
+        "the web page: {page} (sign in with HEARTH_GATEWAY_TOKEN from {})",
+        secrets_file.display()
+    ))
 }
 
 /// At a terminal with no flags: one question for each part.
