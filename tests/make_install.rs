@@ -22,30 +22,45 @@ fn make(args: &[&str]) -> std::process::Output {
 
 /// `hearth ARGS` run from `/` with only the basic environment.
 fn run(binary: &Path, home: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(binary)
-        .current_dir("/")
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", home)
-        .args(args)
-        .output()
-        .unwrap()
+    command(binary, home, args, false).output().unwrap()
 }
 
-/// [`run`] with `input` on stdin.
-fn run_with_stdin(binary: &Path, home: &Path, args: &[&str], input: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = Command::new(binary)
-        .current_dir("/")
+/// `binary ARGS` as [`run`] runs it; with `without_checkout`, in a mount
+/// namespace (bubblewrap) where the checkout it was built from is an empty
+/// folder, as if it were deleted.
+fn command(binary: &Path, home: &Path, args: &[&str], without_checkout: bool) -> Command {
+    let mut cmd = if without_checkout {
+        let mut c = Command::new("bwrap");
+        c.args(["--dev-bind", "/", "/", "--tmpfs"])
+            .arg(env!("CARGO_MANIFEST_DIR"))
+            .arg("--")
+            .arg(binary);
+        c
+    } else {
+        Command::new(binary)
+    };
+    cmd.current_dir("/")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", home)
-        .args(args)
+        .args(args);
+    cmd
+}
+
+/// [`command`] with `input` on stdin, the checkout hidden.
+fn run_without_checkout(
+    binary: &Path,
+    home: &Path,
+    args: &[&str],
+    input: &str,
+) -> std::process::Output {
+    use std::io::Write;
+    let mut child = command(binary, home, args, true)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
+        .expect("bubblewrap hides the checkout: apt-get install bubblewrap");
     child
         .stdin
         .take()
@@ -112,8 +127,8 @@ fn make_install_puts_a_runnable_hearth_under_prefix_and_keeps_the_config() {
 
     // Installed means it runs from PREFIX and the data folder alone: the
     // model, the voice, the embedding model and the speech model it uses
-    // are the installed copies, and the checkout is not among the places
-    // it looks (deleting the checkout takes nothing from it).
+    // are the installed copies, and it chats and speaks with the checkout
+    // gone (hidden by an empty folder in a mount namespace).
     let installed = prefix.join("lib/hearth/models");
     let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
     for name in [" model ", " voice ", " memory "] {
@@ -127,17 +142,26 @@ fn make_install_puts_a_runnable_hearth_under_prefix_and_keeps_the_config() {
             "{line}"
         );
     }
-    let chat = run_with_stdin(&link, &home, &["chat"], "Say hello.\n/quit\n");
+    let chat = run_without_checkout(&link, &home, &["chat"], "Say hello.\n/quit\n");
     assert!(
         chat.status.success() && !chat.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&chat.stderr)
     );
+    // The control: in that namespace the checkout's own build is gone.
+    let built = run_without_checkout(
+        Path::new(env!("CARGO_BIN_EXE_hearth")),
+        &home,
+        &["--version"],
+        "",
+    );
+    assert!(!built.status.success(), "the checkout was still there");
     let note = home.join("note.ogg");
-    let said = run(
+    let said = run_without_checkout(
         &link,
         &home,
         &["say", "The kettle is on.", "-o", note.to_str().unwrap()],
+        "",
     );
     assert!(
         said.status.success() && std::fs::read(&note).unwrap().starts_with(b"OggS"),
@@ -149,7 +173,7 @@ fn make_install_puts_a_runnable_hearth_under_prefix_and_keeps_the_config() {
     let model = installed.join("SmolLM2-135M-Instruct.Q4_1.gguf");
     let kept = dir.path().join("kept.gguf");
     std::fs::rename(&model, &kept).unwrap();
-    let chat = run_with_stdin(&link, &home, &["chat"], "Say hello.\n/quit\n");
+    let chat = run_without_checkout(&link, &home, &["chat"], "Say hello.\n/quit\n");
     let stderr = String::from_utf8_lossy(&chat.stderr);
     assert!(
         !chat.status.success()
