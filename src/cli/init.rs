@@ -90,6 +90,9 @@ pub async fn run(
     let secrets_file = env
         .secrets_path()
         .context("no home directory to keep the secrets file in")?;
+    if let Some(name) = args.model.as_deref().filter(|n| *n != "recommended") {
+        crate::models::Catalogue::builtin().get(name)?;
+    }
     let mut doc = read_config(&file)?;
     let mut secrets = Secrets::read(&secrets_file)?;
     let mut said = Vec::new();
@@ -99,17 +102,7 @@ pub async fn run(
     if let Some(listen) = &args.gateway {
         said.push(gateway(listen, env, &mut doc, &mut secrets, &secrets_file)?);
     }
-    let lms = match (&args.lms, &args.lms_url) {
-        (Some(kind), Some(url)) => {
-            let name = args.lms_name.clone().unwrap_or_else(|| kind.clone());
-            lms_source(&mut doc, kind, &name, url)?;
-            if let Some(token) = &args.lms_token {
-                secrets.set(&crate::config::token_variable(&name), token);
-            }
-            Some(name)
-        }
-        _ => None,
-    };
+    let lms = lms(&args, &mut doc, &mut secrets)?;
     // Never write a config hearth would refuse: checked with the new secrets.
     let text = doc.to_string();
     let checked_env = secrets.apply(env.clone());
@@ -425,6 +418,23 @@ impl Secrets {
         crate::file_modes::replace_file(path, text.as_bytes(), 0o600)
             .with_context(|| format!("cannot write {}", path.display()))
     }
+}
+
+/// The course site asked for, added with its token in the secrets; its name.
+fn lms(
+    args: &InitArgs,
+    doc: &mut toml_edit::DocumentMut,
+    secrets: &mut Secrets,
+) -> anyhow::Result<Option<String>> {
+    let (Some(kind), Some(url)) = (&args.lms, &args.lms_url) else {
+        return Ok(None);
+    };
+    let name = args.lms_name.clone().unwrap_or_else(|| kind.clone());
+    lms_source(doc, kind, &name, url)?;
+    if let Some(token) = &args.lms_token {
+        secrets.set(&crate::config::token_variable(&name), token);
+    }
+    Ok(Some(name))
 }
 
 /// Adds `[[lms.sources]]` named `name`, or points the one of that name at
