@@ -31,8 +31,33 @@ async fn init_writes_a_config_that_serves_telegram_and_the_gateway() {
     let secrets = home.join(".config/hearth/secrets.env");
     let fake = FakeTelegram::start().await;
     let user = 6_061_001;
-    // The person messages their bot, as init asks them to.
-    fake.inject(Incoming::text(user, "hi"));
+    // Hostile: a stranger wrote to the bot long before (the fake dates its
+    // messages in 2023); init must not let them in.
+    let stranger = 7_070_007;
+    fake.inject(Incoming::text(stranger, "let me in"));
+    let (ok, said) = init(
+        &sandbox,
+        &[
+            "--telegram-token",
+            TOKEN,
+            "--telegram-api-url",
+            &fake.url,
+            "--wait-secs",
+            "2",
+        ],
+    );
+    assert!(!ok && said.contains("no message came"), "{said}");
+    assert!(!config.exists() && !secrets.exists());
+    // The person messages their bot now, as init asks them to.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    fake.inject_raw(serde_json::json!({"message": {
+        "message_id": 900, "date": now, "text": "hi",
+        "chat": {"id": user, "type": "private", "first_name": "Ada"},
+        "from": {"id": user, "is_bot": false, "first_name": "Ada", "username": "ada"},
+    }}));
 
     // The control first: a token Telegram refuses writes nothing.
     let (ok, said) = init(
@@ -60,8 +85,10 @@ async fn init_writes_a_config_that_serves_telegram_and_the_gateway() {
     );
     assert!(ok, "{said}");
     assert!(said.contains("the web page: http://127.0.0.1:0/"), "{said}");
+    assert!(said.contains("@ada wrote first"), "{said}");
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(text.contains(&format!("\"{user}\"")), "{text}");
+    assert!(!text.contains(&stranger.to_string()), "{text}");
     assert!(!text.contains(TOKEN), "no token in the config: {text}");
     let kept = std::fs::read_to_string(&secrets).unwrap();
     assert!(

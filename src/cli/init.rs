@@ -121,7 +121,7 @@ pub async fn run(
         said.push(format!("{name}: read, {items} items listed now"));
     }
     secrets.write(&secrets_file)?;
-    write_config(&file, &text)?;
+    super::models_use::write_atomically(&file, &text)?;
     println!(
         "wrote {}; secrets in {}",
         file.display(),
@@ -227,17 +227,6 @@ fn read_config(file: &Path) -> anyhow::Result<toml_edit::DocumentMut> {
         .with_context(|| format!("{} is not valid TOML; fix it first", file.display()))
 }
 
-fn write_config(file: &Path, text: &str) -> anyhow::Result<()> {
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mode = std::fs::metadata(file)
-        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
-        .unwrap_or(0o600);
-    crate::file_modes::replace_file(file, text.as_bytes(), mode)
-        .with_context(|| format!("cannot write {}", file.display()))
-}
-
 /// The table at `path` (`[channels.telegram]`), made if missing.
 fn table<'a>(
     doc: &'a mut toml_edit::DocumentMut,
@@ -285,20 +274,29 @@ async fn telegram_bot(api: &str, token: &str) -> anyhow::Result<String> {
     Ok(me["username"].as_str().unwrap_or("your bot").to_string())
 }
 
-/// The id of the first person to write to the bot in private, waiting up
-/// to `wait_secs` for them. Nothing is marked read: the daemon still sees
-/// the message.
+/// The id of the first person to write to the bot in private after init
+/// asked them to, waiting up to `wait_secs`. An older message (a stranger
+/// who wrote to the bot yesterday) is not taken: whoever it names is let in.
+/// Nothing is marked read: the daemon still sees the message.
 async fn first_sender(api: &str, token: &str, bot: &str, wait_secs: u64) -> anyhow::Result<String> {
+    // A minute of slack for a clock that differs from Telegram's.
+    let asked = chrono::Utc::now().timestamp() - 60;
     println!("Send any message to @{bot} in Telegram now (waiting up to {wait_secs} s)…");
     let deadline = Instant::now() + Duration::from_secs(wait_secs);
     while Instant::now() < deadline {
         let updates = bot_api(api, token, "getUpdates", &[("timeout", "10")]).await?;
         let private = updates.as_array().into_iter().flatten().find_map(|u| {
             let m = &u["message"];
-            (m["chat"]["type"] == "private").then(|| m["from"]["id"].as_i64())?
+            let fresh = m["date"].as_i64().is_some_and(|d| d >= asked);
+            (m["chat"]["type"] == "private" && fresh).then_some(m["from"].clone())
         });
-        if let Some(id) = private {
-            return Ok(id.to_string());
+        if let Some(from) = private.filter(|f| f["id"].is_i64()) {
+            let who = match from["username"].as_str() {
+                Some(name) => format!("@{name}"),
+                None => from["first_name"].as_str().unwrap_or("someone").to_string(),
+            };
+            println!("{who} wrote first: they are the one @{bot} answers");
+            return Ok(from["id"].to_string());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

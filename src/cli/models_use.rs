@@ -163,7 +163,7 @@ fn set(table: &mut dyn toml_edit::TableLike, key: &str, text: &str) {
     }
 }
 
-fn write_atomically(file: &Path, text: &str) -> anyhow::Result<()> {
+pub(super) fn write_atomically(file: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
