@@ -1,11 +1,13 @@
 //! The house rules the compiler cannot check. The floors are crates
-//! (`hearth-core` <- `hearth-sandbox`, `hearth-engine` <- `hearth`), so an
-//! import the wrong way between them does not compile; these tests keep what
-//! is left: which crate may depend on which (Cargo would accept a lower
-//! crate naming an upper one that does not name it back), which part of the
-//! `hearth` crate may import which (read from the `crate::` paths of the
-//! production code in `src/`), how long a production file may grow, and
-//! that waits double only through the one retry policy.
+//! (`hearth-core` <- `hearth-channel`, `hearth-sandbox`, `hearth-engine` <-
+//! `hearth-app` <- `hearth`, with the channel crates on `hearth-channel`
+//! alone), so an import the wrong way between them does not compile; these
+//! tests keep what is left: which crate may depend on which (Cargo would
+//! accept a lower crate naming an upper one that does not name it back),
+//! which part of the assistant may import which (read from the `crate::`
+//! paths of the production code in `crates/hearth-app/src/` and `src/`),
+//! how long a production file may grow, and that waits double only through
+//! the one retry policy.
 //! Functions stay under 80 lines. `docs/ARCHITECTURE.md` draws the same
 //! picture.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
@@ -28,12 +30,27 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("history", &["pipeline", "channels", "agent"]),
 ];
 
-/// The crates below `hearth` and the hearth crates each may depend on.
+/// The crates below `hearth` and the hearth crates each may depend on. A
+/// channel crate stands on the channels' vocabulary and the core only:
+/// never on the assistant (its pipeline, its stores) nor another channel.
 const FLOORS: &[(&str, &[&str])] = &[
     ("hearth-core", &[]),
+    ("hearth-channel", &["hearth-core"]),
     ("hearth-sandbox", &["hearth-core"]),
     ("hearth-engine", &["hearth-core"]),
     ("hearth-voice", &[]),
+    (
+        "hearth-app",
+        &[
+            "hearth-channel",
+            "hearth-core",
+            "hearth-engine",
+            "hearth-sandbox",
+            "hearth-voice",
+        ],
+    ),
+    ("hearth-telegram", &["hearth-channel", "hearth-core"]),
+    ("hearth-acp", &["hearth-channel", "hearth-core"]),
 ];
 
 fn root() -> &'static Path {
@@ -43,15 +60,23 @@ fn root() -> &'static Path {
 /// Every production source folder: the `hearth` crate's and the floors'.
 fn all_sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    rust_files(&root().join("src"), &mut files);
     for (name, _) in FLOORS {
         rust_files(&root().join("crates").join(name).join("src"), &mut files);
     }
     files
 }
 
+/// The assistant's parts: `hearth-app`'s folders.
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    root().join("crates/hearth-app/src")
+}
+
+/// The folders whose parts import each other through `crate::`: the
+/// assistant's, and the binary's above it (whose `crate::x` names the
+/// assistant's part `x`, re-exported).
+fn part_roots() -> [PathBuf; 2] {
+    [src(), root().join("src")]
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -108,9 +133,12 @@ fn without_tests(text: &str) -> String {
     kept
 }
 
-/// The top-level module a file under `src/` belongs to.
+/// The top-level module a file under one of the [`part_roots`] belongs to.
 fn part_of(path: &Path) -> String {
-    let relative = path.strip_prefix(src()).expect("a file under src");
+    let relative = part_roots()
+        .iter()
+        .find_map(|root| path.strip_prefix(root).ok())
+        .expect("a file under src");
     let first = relative
         .components()
         .next()
@@ -125,7 +153,9 @@ fn part_of(path: &Path) -> String {
 /// one file that does, for the message.
 fn imports() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    for root in part_roots() {
+        rust_files(&root, &mut files);
+    }
     let pattern = regex::Regex::new(r"crate::([a-z_]+)").expect("a valid pattern");
     let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
     for path in files {
@@ -374,7 +404,10 @@ fn only_the_engine_crate_speaks_to_llama_cpp() {
     // hearth names llama-cpp-sys-2 only so its build script learns where the
     // libraries were built; its code goes through hearth-engine.
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    for (name, _) in FLOORS.iter().filter(|(name, _)| *name != "hearth-engine") {
+        rust_files(&root().join("crates").join(name).join("src"), &mut files);
+    }
+    rust_files(&root().join("src"), &mut files);
     let direct: Vec<String> = files
         .iter()
         .filter(|path| production(path).is_some_and(|code| code.contains("llama_cpp_")))

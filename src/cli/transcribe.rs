@@ -19,7 +19,7 @@ pub async fn run(config: &Config, file: &Path, language: Option<&str>) -> anyhow
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
         .len();
     if size > limits.max_bytes as u64 {
-        anyhow::bail!(hearth_voice::VoiceError::TooLarge {
+        anyhow::bail!(crate::voice::VoiceError::TooLarge {
             mb: size.div_ceil(1 << 20),
             limit: (limits.max_bytes >> 20) as u64,
         });

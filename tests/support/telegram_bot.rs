@@ -5,7 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hearth::channels::telegram::TelegramSettings;
 use hearth::channels::{Channel, TelegramChannel};
 use hearth::chat::{ChatRequest, ChatStream, FinishReason, StreamEvent, Usage};
 use hearth::config::{Config, Secret, StreamMode};
@@ -69,7 +68,7 @@ pub fn start(
 
 /// The Telegram channel `cfg` describes, with short long polls.
 pub fn channel(cfg: &Config) -> Arc<TelegramChannel> {
-    let mut settings = TelegramSettings::from_config(cfg).expect("telegram settings");
+    let mut settings = hearth::daemon::telegram_settings(cfg).expect("telegram settings");
     settings.poll_timeout = Duration::from_secs(2);
     Arc::new(TelegramChannel::new(settings).expect("telegram channel"))
 }

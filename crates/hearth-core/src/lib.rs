@@ -9,11 +9,20 @@
 //! - [`file_modes`]: files and folders only hearth's user may read.
 //! - [`disk`]: the room left on a filesystem.
 //! - [`hex`]: checksums as hexadecimal text.
+//! - [`secret`]: a string that never prints itself.
+//! - [`workspace`]: one workspace folder per conversation.
+//! - [`confined`]: a file opened beneath a folder, never through a link out of it.
+//! - [`fence`], [`call_markup`]: untrusted text fenced as data, its call markup defused.
 
+pub mod call_markup;
 pub mod chat;
 pub mod clock;
+pub mod confined;
 pub mod disk;
+pub mod fence;
 pub mod file_modes;
 pub mod hex;
 pub mod model;
 pub mod retry;
+pub mod secret;
+pub mod workspace;

@@ -1,0 +1,169 @@
+//! The channels `hearth daemon` starts, built from the config in one place:
+//! each channel crate gets its settings from here, and nothing else of
+//! hearth's.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::channels::gateway::ServedModel;
+use crate::channels::telegram::{Allowlist, TelegramError, TelegramSettings};
+use crate::channels::{
+    Channel, ChannelError, GatewayChannel, Intake, SendMessage, TelegramChannel,
+};
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::workspace::Workspaces;
+use futures::future::BoxFuture;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("channel `{channel}`: {message}")]
+    Channel { channel: String, message: String },
+}
+
+/// The channels built, and the gateway among them (which is given its
+/// desk once the runtime exists).
+pub struct Built {
+    pub channels: Vec<Arc<dyn Channel>>,
+    pub gateway: Option<Arc<GatewayChannel>>,
+}
+
+/// Every channel the config turns on.
+/// The gateway serves `metrics` at `/metrics`, and `served` as itself on
+/// its OpenAI-compatible API.
+pub fn build_channels(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+    served: Option<Arc<dyn ServedModel>>,
+) -> Result<Built, BuildError> {
+    let mut channels: Vec<Arc<dyn Channel>> = Vec::new();
+    let mut built_gateway = None;
+    if config.telegram.bot_token.is_some() {
+        let telegram = telegram_settings(config)
+            .and_then(TelegramChannel::new)
+            .map_err(|e| BuildError::Channel {
+                channel: "telegram".into(),
+                message: e.to_string(),
+            })?;
+        channels.push(Arc::new(telegram));
+    }
+    if let Some(gateway) = GatewayChannel::from_config(&config.gateway) {
+        config
+            .gateway
+            .check_serving()
+            .map_err(|e| BuildError::Channel {
+                channel: "gateway".into(),
+                message: e.to_string(),
+            })?;
+        let gateway = gateway.bind_now().map_err(|e| BuildError::Channel {
+            channel: "gateway".into(),
+            message: e.to_string(),
+        })?;
+        let mut gateway = gateway.with_metrics(metrics.clone());
+        if let Some(served) = served {
+            gateway = gateway.with_served_model(served);
+        }
+        let gateway = Arc::new(gateway);
+        built_gateway = Some(gateway.clone());
+        channels.push(gateway);
+    }
+    if config.daemon.loopback_channel {
+        channels.push(Arc::new(LoopbackChannel));
+    }
+    Ok(Built {
+        channels,
+        gateway: built_gateway,
+    })
+}
+
+/// The Telegram channel's settings for `hearth daemon`; an error when no
+/// token is set.
+pub fn telegram_settings(config: &Config) -> Result<TelegramSettings, TelegramError> {
+    let t = &config.telegram;
+    let token = t.bot_token.clone().ok_or(TelegramError::NoToken)?;
+    Ok(TelegramSettings {
+        token,
+        api_url: t.api_url.clone(),
+        allowlist: Allowlist::new(&t.allowed_users),
+        mention_only: t.mention_only,
+        stream_mode: t.stream_mode,
+        draft_interval: Duration::from_millis(t.draft_update_interval_ms),
+        interrupt_on_new_message: t.interrupt_on_new_message,
+        ack_reactions: t.ack_reactions,
+        show_tool_calls: t.show_tool_calls,
+        workspaces: Workspaces::new(&config.agent.workspace, config.agent.shared_workspace),
+        state_dir: config.data_dir.join("telegram"),
+        poll_timeout: Duration::from_secs(30),
+        max_rate_limit_retries: 5,
+    })
+}
+
+/// A channel that receives nothing and logs what it is sent: the daemon
+/// runs with no platform (benchmarks, smoke tests).
+pub struct LoopbackChannel;
+
+impl Channel for LoopbackChannel {
+    fn name(&self) -> &str {
+        "loopback"
+    }
+
+    fn send<'a>(&'a self, message: &'a SendMessage) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            tracing::info!(
+                to = message.recipient,
+                chars = message.content.len(),
+                "loopback send"
+            );
+            Ok(())
+        })
+    }
+
+    fn listen(&self, intake: Intake) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            intake.closed().await;
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::channels::StreamMode;
+    use crate::config::Environment;
+
+    fn config(text: &str, env: &Environment) -> Config {
+        Config::parse(text, Path::new("test.toml"), env).unwrap()
+    }
+
+    #[test]
+    fn built_from_the_config_with_state_under_the_data_dir() {
+        let env = Environment::with_home("/home/u").set("HEARTH_TELEGRAM_TOKEN", "1:abc");
+        let c = config(
+            "[data]\ndir = \"/srv/hearth\"\n[channels.telegram]\nallowed_users = [\"42\"]\nstream_mode = \"partial\"\ndraft_update_interval_ms = 500\nack_reactions = false\n",
+            &env,
+        );
+        let s = telegram_settings(&c).unwrap();
+        assert_eq!(s.token.expose(), "1:abc");
+        assert!(s.allowlist.allows(42, None) && !s.allowlist.allows(43, None));
+        assert_eq!(s.stream_mode, StreamMode::Partial);
+        assert_eq!(s.draft_interval, Duration::from_millis(500));
+        assert!(!s.ack_reactions);
+        assert_eq!(s.state_dir, Path::new("/srv/hearth/telegram"));
+        // The workspace is beside the data dir, never inside it.
+        assert_eq!(s.workspaces.root(), Path::new("/srv/hearth-workspace"));
+        assert_eq!(
+            s.workspaces.of_chat("telegram", "42"),
+            Path::new("/srv/hearth-workspace/telegram/42")
+        );
+    }
+
+    #[test]
+    fn no_token_is_a_clear_error() {
+        let c = config("", &Environment::with_home("/home/u"));
+        let e = telegram_settings(&c).unwrap_err().to_string();
+        assert!(e.contains("HEARTH_TELEGRAM_TOKEN"), "{e}");
+    }
+}
