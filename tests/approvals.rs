@@ -433,7 +433,11 @@ async fn gateway_with(
     .unwrap();
     let cfg = Config::load_file(&path, &Environment::with_home(home.path())).unwrap();
     let workspace = cfg.agent.workspace.join("gateway");
-    let channel = Arc::new(GatewayChannel::from_config(&cfg.gateway).unwrap());
+    let channel = Arc::new(
+        hearth::daemon::gateway_settings(&cfg.gateway)
+            .map(GatewayChannel::new)
+            .unwrap(),
+    );
     let (daemon, _rx) = daemon(cfg, home.path(), channel.clone());
     let addr = tokio::time::timeout(WAIT, channel.local_addr())
         .await

@@ -1,7 +1,7 @@
 //! The house rules the compiler cannot check. The floors are crates
-//! (`hearth-core` <- `hearth-channel`, `hearth-sandbox`, `hearth-engine` <-
-//! `hearth-app` <- `hearth`, with the channel crates on `hearth-channel`
-//! alone), so an import the wrong way between them does not compile; these
+//! (`hearth-core` <- `hearth-channel`, `hearth-metrics`, `hearth-sandbox`,
+//! `hearth-engine` <- `hearth-app` <- `hearth`, with the channel crates on
+//! `hearth-channel` alone and the gateway on `hearth-metrics` too), so an import the wrong way between them does not compile; these
 //! tests keep what is left: which crate may depend on which (Cargo would
 //! accept a lower crate naming an upper one that does not name it back),
 //! which part of the assistant may import which (read from the `crate::`
@@ -36,6 +36,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
 const FLOORS: &[(&str, &[&str])] = &[
     ("hearth-core", &[]),
     ("hearth-channel", &["hearth-core"]),
+    ("hearth-metrics", &["hearth-core"]),
     ("hearth-sandbox", &["hearth-core"]),
     ("hearth-engine", &["hearth-core"]),
     ("hearth-voice", &[]),
@@ -45,12 +46,17 @@ const FLOORS: &[(&str, &[&str])] = &[
             "hearth-channel",
             "hearth-core",
             "hearth-engine",
+            "hearth-metrics",
             "hearth-sandbox",
             "hearth-voice",
         ],
     ),
     ("hearth-telegram", &["hearth-channel", "hearth-core"]),
     ("hearth-acp", &["hearth-channel", "hearth-core"]),
+    (
+        "hearth-gateway",
+        &["hearth-channel", "hearth-core", "hearth-metrics"],
+    ),
 ];
 
 fn root() -> &'static Path {

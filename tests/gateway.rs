@@ -34,7 +34,11 @@ async fn gateway(extra: &str, delay: Duration) -> Running {
     )
     .unwrap();
     let cfg = Config::load_file(&path, &Environment::with_home(home.path())).unwrap();
-    let channel = Arc::new(GatewayChannel::from_config(&cfg.gateway).unwrap());
+    let channel = Arc::new(
+        hearth::daemon::gateway_settings(&cfg.gateway)
+            .map(GatewayChannel::new)
+            .unwrap(),
+    );
     let provider = SlowEcho::new("echo", delay);
     let runtime = builder(cfg, local(provider.clone()))
         .channel(channel.clone())
@@ -545,7 +549,11 @@ async fn memories_saved_before_and_after_a_restart_all_remain() {
         let cfg = Config::load_file(&path, &Environment::with_home(home.path())).unwrap();
         let store = Arc::new(MemoryStore::open(&MemoryStore::path_in(&cfg.data_dir)).unwrap());
         let memory = StoreMemory::new(store, cfg.memory.clone());
-        let channel = Arc::new(GatewayChannel::from_config(&cfg.gateway).unwrap());
+        let channel = Arc::new(
+            hearth::daemon::gateway_settings(&cfg.gateway)
+                .map(GatewayChannel::new)
+                .unwrap(),
+        );
         let runtime = builder(cfg, local(SlowEcho::new("echo", Duration::from_millis(1))))
             .memory(Arc::new(memory))
             .channel(channel.clone())

@@ -69,7 +69,11 @@ async fn gateway() -> Running {
     let services = Services::open(&cfg, parrot.clone()).unwrap();
     let context = hearth::cli::tools_cmd::context(&cfg, &env).unwrap();
     let tools = services.tools(&cfg, &context.sandbox);
-    let channel = Arc::new(GatewayChannel::from_config(&cfg.gateway).unwrap());
+    let channel = Arc::new(
+        hearth::daemon::gateway_settings(&cfg.gateway)
+            .map(GatewayChannel::new)
+            .unwrap(),
+    );
     let runtime = RuntimeBuilder::new(cfg, local(parrot.clone()), context)
         .tools(Arc::new(tools))
         .memory(services.turn_memory().unwrap())

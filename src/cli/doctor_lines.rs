@@ -3,7 +3,8 @@
 //! web page's address when it can), and what the cloud providers are for.
 
 use super::doctor_memory::Mark;
-use crate::config::{Config, Environment, gateway_page_url, secrets};
+use crate::channels::gateway::page_url as gateway_page_url;
+use crate::config::{Config, Environment, secrets};
 
 /// Where the secrets come from.
 pub fn secrets_line(env: &Environment) -> (Mark, String) {

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::config::{Config, DEFAULT_TELEGRAM_API_URL, Environment, gateway_page_url, secrets};
+use crate::channels::gateway::page_url as gateway_page_url;
+use crate::config::{Config, DEFAULT_TELEGRAM_API_URL, Environment, secrets};
 
 /// What to set up; `None` leaves it as it is.
 #[derive(Debug, Default, clap::Args)]

@@ -1,8 +1,18 @@
 //! `hearth daemon`: the parts from `hearth-app` ([`Daemon`], the services,
-//! the providers, the web page's desk) and the channels the config turns on,
-//! built here, where the channel crates are known ([`build_channels`]).
+//! the providers) and what only this floor may know, the channel crates:
+//! the channels the config turns on ([`build_channels`]), and the narrow
+//! capabilities the gateway is handed: the web page's desk
+//! ([`DaemonDesk`], over the runtime) and the local model served as itself
+//! ([`ServedLocal`], over the engine).
 
+mod desk;
+pub mod served;
+mod served_tools;
 mod wiring;
 
+pub use desk::{DaemonDesk, Parts as DeskParts};
 pub use hearth_app::daemon::*;
-pub use wiring::{BuildError, Built, LoopbackChannel, build_channels, telegram_settings};
+pub use served::ServedLocal;
+pub use wiring::{
+    BuildError, Built, LoopbackChannel, build_channels, gateway_settings, telegram_settings,
+};

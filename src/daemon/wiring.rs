@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::channels::gateway::ServedModel;
+use crate::channels::gateway::{GatewaySettings, ServedModel};
 use crate::channels::telegram::{Allowlist, TelegramError, TelegramSettings};
 use crate::channels::{
     Channel, ChannelError, GatewayChannel, Intake, SendMessage, TelegramChannel,
 };
-use crate::config::Config;
+use crate::config::{Config, GatewayConfig};
 use crate::metrics::Metrics;
 use crate::workspace::Workspaces;
 use futures::future::BoxFuture;
@@ -47,7 +47,7 @@ pub fn build_channels(
             })?;
         channels.push(Arc::new(telegram));
     }
-    if let Some(gateway) = GatewayChannel::from_config(&config.gateway) {
+    if let Some(gateway) = gateway_settings(&config.gateway).map(GatewayChannel::new) {
         config
             .gateway
             .check_serving()
@@ -95,6 +95,22 @@ pub fn telegram_settings(config: &Config) -> Result<TelegramSettings, TelegramEr
         state_dir: config.data_dir.join("telegram"),
         poll_timeout: Duration::from_secs(30),
         max_rate_limit_retries: 5,
+    })
+}
+
+/// The gateway's settings; `None` when `[channels.gateway] listen` is
+/// unset (the gateway is off).
+pub fn gateway_settings(config: &GatewayConfig) -> Option<GatewaySettings> {
+    Some(GatewaySettings {
+        listen: config.listen?,
+        token: config.token.clone(),
+        reply_timeout: Duration::from_secs(config.reply_timeout_secs),
+        request_timeout: Duration::from_secs(config.request_timeout_secs),
+        max_connections: config.max_connections,
+        ws_ping: Duration::from_secs(config.ws_ping_secs),
+        allowed_origins: config.allowed_origins.clone(),
+        allowed_hosts: config.allowed_hosts.clone(),
+        session: Duration::from_secs(config.session_minutes * 60),
     })
 }
 

@@ -65,7 +65,8 @@ pub async fn gateway_serving(
     let cfg = Config::load_file(&path, &env).unwrap();
     let workspace = cfg.agent.workspace.clone();
     let metrics = Arc::new(Metrics::new());
-    let mut channel = GatewayChannel::from_config(&cfg.gateway)
+    let mut channel = hearth::daemon::gateway_settings(&cfg.gateway)
+        .map(GatewayChannel::new)
         .unwrap()
         .with_metrics(metrics.clone());
     if let Some(served) = served {

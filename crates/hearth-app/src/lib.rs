@@ -9,8 +9,8 @@
 //! command line; `docs/ARCHITECTURE.md` draws them. The folder tree is the
 //! architecture, from the edges inwards:
 //!
-//! - [`daemon`]: `hearth daemon`'s parts: providers, services, the dispatcher, the web page's desk.
-//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms; the HTTP gateway.
+//! - [`daemon`]: `hearth daemon`'s parts: providers, services, the dispatcher.
+//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms (`hearth-channel`).
 //! - [`dispatch`]: the bus, supervised listeners, in-flight limits, interruption.
 //! - [`paths`]: where a path really leads, before it exists.
 //! - [`pipeline`]: one message's phases, from hooks to the persisted reply.
@@ -20,7 +20,7 @@
 //! - [`security`]: the workspace and command policy; credential scrubbing.
 //! - [`speech`]: voice notes to text with the local Whisper model ([`voice`]).
 //! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
-//! - [`metrics`]: what hearth counts, for `GET /metrics`.
+//! - [`metrics`]: what hearth counts, for `GET /metrics` (`hearth-metrics`).
 //! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
 //! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
 //! - [`history`]: conversation turns persisted in SQLite.
@@ -40,7 +40,6 @@
 
 pub mod agent;
 pub mod backup;
-pub mod channels;
 pub mod config;
 pub mod daemon;
 pub mod dispatch;
@@ -51,7 +50,6 @@ pub mod lms;
 pub mod lock;
 pub mod mcp;
 pub mod memory;
-pub mod metrics;
 pub mod paths;
 pub mod pipeline;
 pub mod providers;
@@ -64,8 +62,10 @@ pub mod storage;
 pub mod tools;
 
 // The floors below, under the names the rest of hearth uses.
+pub use hearth_channel as channels;
 pub use hearth_core::{chat, clock, disk, file_modes, hex, retry, workspace};
 pub use hearth_engine as engine;
 pub use hearth_engine::models;
+pub use hearth_metrics as metrics;
 pub use hearth_sandbox as sandbox;
 pub use hearth_voice as voice;

@@ -13,6 +13,7 @@
 //! - [`workspace`]: one workspace folder per conversation.
 //! - [`confined`]: a file opened beneath a folder, never through a link out of it.
 //! - [`fence`], [`call_markup`]: untrusted text fenced as data, its call markup defused.
+//! - [`internal_tags`]: hearth's own markup kept out of what a person sees.
 
 pub mod call_markup;
 pub mod chat;
@@ -22,6 +23,7 @@ pub mod disk;
 pub mod fence;
 pub mod file_modes;
 pub mod hex;
+pub mod internal_tags;
 pub mod model;
 pub mod retry;
 pub mod secret;

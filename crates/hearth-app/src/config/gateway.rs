@@ -235,19 +235,6 @@ fn session_minutes(value: Option<u64>, default: u64) -> Result<u64, ConfigError>
     Ok(minutes)
 }
 
-/// The web page's address for a gateway listening on `addr`: an address
-/// that listens on every interface is named by loopback, with a word on
-/// reaching it from elsewhere.
-pub fn page_url(addr: SocketAddr) -> String {
-    if addr.ip().is_unspecified() {
-        let port = addr.port();
-        return format!(
-            "http://127.0.0.1:{port}/ (from another machine: http://<this machine's address>:{port}/)"
-        );
-    }
-    format!("http://{addr}/")
-}
-
 /// A token, wherever it came from, is 16 characters or more.
 fn check_length(token: Option<&Secret>) -> Result<(), ConfigError> {
     if let Some(token) = token

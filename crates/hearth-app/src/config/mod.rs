@@ -37,7 +37,7 @@ pub use agent::{AgentConfig, DispatcherChoice, default_workspace, old_workspace}
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
-pub use gateway::{GatewayConfig, page_url as gateway_page_url};
+pub use gateway::GatewayConfig;
 pub use hearth_core::model::{GpuLayers, ModelFamily, Reasoning};
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,

@@ -8,11 +8,8 @@
 //! [`Daemon::start`], and [`Daemon::stop`] it.
 
 mod background;
-mod desk;
 pub mod local_models;
 pub mod providers;
-pub mod served;
-mod served_tools;
 pub mod services;
 mod sweeper;
 
@@ -23,10 +20,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use background::LoadedModel;
-pub use desk::{DaemonDesk, Parts as DeskParts};
 pub use local_models::LocalModels;
 pub use providers::Providers;
-pub use served::ServedLocal;
 pub use services::{ServiceError, Services};
 pub use sweeper::sweep_once;
 

@@ -7,7 +7,7 @@
 
 pub use hearth_core::call_markup;
 pub mod fence;
-pub mod internal_tags;
+pub use hearth_core::internal_tags;
 pub mod policy;
 pub mod scrub;
 

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
-use crate::chat::{ReplyFormat, SamplingParams};
+use hearth_core::chat::{ReplyFormat, SamplingParams};
 
 /// A JSON object whose fields are taken one by one.
 pub struct Fields {

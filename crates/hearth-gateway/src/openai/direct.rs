@@ -23,10 +23,10 @@ use tokio_util::sync::CancellationToken;
 use super::error::ApiError;
 use super::fields::Sampling;
 use super::turn::{Finish, Out, Turn};
-use crate::channels::gateway::ServedModel;
-use crate::chat::{ChatMessage, ChatRequest, Role, StreamEvent, ToolChoice, ToolSpec};
-use crate::metrics::Metrics;
-use crate::security::internal_tags::InternalTags;
+use crate::ServedModel;
+use hearth_core::chat::{ChatMessage, ChatRequest, Role, StreamEvent, ToolChoice, ToolSpec};
+use hearth_core::internal_tags::InternalTags;
+use hearth_metrics::Metrics;
 
 /// A request for the served model.
 pub struct Direct {
@@ -65,7 +65,7 @@ fn conversation(headers: &HeaderMap, key: Option<&str>, messages: &[ChatMessage]
         }
     }
     let digest = hash.finalize();
-    format!("api-{}", crate::hex::hex(&digest[..12]))
+    format!("api-{}", hearth_core::hex::hex(&digest[..12]))
 }
 
 /// Starts the reply; it runs until it ends, `wait` passes, or the client

@@ -44,8 +44,8 @@ use super::connections::ConnectionHandle;
 use super::http::{App, guarded, name};
 use super::page::session::CSRF_HEADER;
 use super::{Event, question};
-use crate::channels::Accepted;
-use crate::channels::approval::{Answer, Delivered};
+use hearth_channel::Accepted;
+use hearth_channel::approval::{Answer, Delivered};
 
 /// The largest text frame a client may send.
 const FRAME_LIMIT: usize = 64 * 1024;
@@ -211,7 +211,7 @@ struct Session {
     /// Questions asked on this socket, the only ones it may answer.
     asked: HashSet<String>,
     /// Pictures sent for the next message.
-    pictures: Vec<crate::chat::Image>,
+    pictures: Vec<hearth_core::chat::Image>,
 }
 
 impl Session {
@@ -313,7 +313,8 @@ impl Session {
         if bytes.is_empty() {
             return vec![error("an empty binary frame is no picture")];
         }
-        self.pictures.push(crate::chat::Image::new(bytes.to_vec()));
+        self.pictures
+            .push(hearth_core::chat::Image::new(bytes.to_vec()));
         Vec::new()
     }
 

@@ -18,9 +18,9 @@ use super::brake::{self, Brake};
 use super::connections::{self, ConnectionHandle};
 use super::guard::Refusal;
 use super::{Event, Parked, Shared, settled};
-use crate::channels::approval::{Answer, Delivered};
-use crate::channels::{Accepted, ChannelError, Intake};
-use crate::metrics::Metrics;
+use hearth_channel::approval::{Answer, Delivered};
+use hearth_channel::{Accepted, ChannelError, Intake};
+use hearth_metrics::Metrics;
 
 /// The largest request body.
 const BODY_LIMIT: usize = 64 * 1024;

@@ -19,7 +19,7 @@ use super::error::ApiError;
 use super::fields::{Fields, Sampling, reply_format};
 use super::request::{Asked, choice, content, tools};
 use super::turn::{Finish, Out, Turn, Whole, whole};
-use crate::chat::{ChatMessage, ToolCall, Usage};
+use hearth_core::chat::{ChatMessage, ToolCall, Usage};
 
 /// What the Responses API sends that changes nothing hearth does.
 const BOOKKEEPING: &[&str] = &[
@@ -149,7 +149,7 @@ fn items_into(items: &[Value], messages: &mut Vec<ChatMessage>) -> Result<(), Ap
                 };
                 // Calls of one turn join the assistant message before them.
                 match messages.last_mut() {
-                    Some(last) if last.role == crate::chat::Role::Assistant => {
+                    Some(last) if last.role == hearth_core::chat::Role::Assistant => {
                         last.tool_calls.push(call)
                     }
                     _ => messages.push(ChatMessage::assistant_calls("", vec![call])),

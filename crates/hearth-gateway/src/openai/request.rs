@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use super::fields::{Fields, Sampling, reply_format};
-use crate::chat::{ChatMessage, Image, ToolCall, ToolChoice, ToolSpec};
+use hearth_core::chat::{ChatMessage, Image, ToolCall, ToolChoice, ToolSpec};
 
 /// What a client asked for.
 #[derive(Debug)]
@@ -67,7 +67,7 @@ impl Asked {
         let cache_key = f.string("prompt_cache_key")?;
         f.accept(BOOKKEEPING);
         f.finish()?;
-        if !tools.is_empty() && sampling.format != crate::chat::ReplyFormat::Text {
+        if !tools.is_empty() && sampling.format != hearth_core::chat::ReplyFormat::Text {
             return Err(ApiError::field(
                 "response_format",
                 "`response_format` and `tools` cannot be combined here: send one of them",
@@ -424,7 +424,10 @@ mod tests {
         .unwrap();
         assert_eq!(asked.sampling.max_tokens, Some(5));
         assert_eq!(asked.sampling.stop, ["END"]);
-        assert_eq!(asked.sampling.format, crate::chat::ReplyFormat::JsonObject);
+        assert_eq!(
+            asked.sampling.format,
+            hearth_core::chat::ReplyFormat::JsonObject
+        );
         let e = read(json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 9}))
             .unwrap_err();
         assert_eq!(e.param.as_deref(), Some("temperature"));

@@ -22,7 +22,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::retry::RetryPolicy;
+use hearth_core::retry::RetryPolicy;
 
 /// Wrong tokens from one address, within [`WINDOW`], before it is locked.
 pub const LOCK_AFTER: u32 = 10;

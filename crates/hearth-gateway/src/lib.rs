@@ -36,10 +36,12 @@ mod http;
 mod openai;
 pub mod page;
 mod served;
+mod settings;
 mod ws;
 
 pub use page::desk::{Conversation, Desk, DeskError, JobAction, Question, Remembered, Shown};
 pub use served::{Embedded, ServedModel};
+pub use settings::{GatewaySettings, page_url};
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -48,14 +50,13 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use super::approval::{Answer, ApprovalRequest, Questions};
-use super::{
+use futures::future::BoxFuture;
+use hearth_channel::approval::{Answer, ApprovalRequest, Questions};
+use hearth_channel::{
     Channel, ChannelError, ChannelMessage, ChannelPolicy, Intake, ReplyEvent, ReplyStream,
     SendMessage,
 };
-use crate::config::GatewayConfig;
-use crate::metrics::Metrics;
-use futures::future::BoxFuture;
+use hearth_metrics::Metrics;
 
 pub const NAME: &str = "gateway";
 
@@ -69,8 +70,8 @@ enum Event {
     Tool(String),
     /// A model round ended (what an OpenAI client's `usage` adds up).
     Round {
-        usage: crate::chat::Usage,
-        finish: crate::chat::FinishReason,
+        usage: hearth_core::chat::Usage,
+        finish: hearth_core::chat::FinishReason,
     },
     Question(Box<ApprovalRequest>),
     Reply(String),
@@ -214,16 +215,16 @@ pub struct BindError {
 }
 
 impl GatewayChannel {
-    /// The gateway `config` describes; `None` when it is off.
-    pub fn from_config(config: &GatewayConfig) -> Option<Self> {
-        Some(Self {
-            listen: config.listen?,
+    /// The gateway the daemon's settings describe.
+    pub fn new(settings: GatewaySettings) -> Self {
+        Self {
+            listen: settings.listen,
             shared: Arc::new(Shared {
-                guard: guard::Guard::new(config),
-                reply_timeout: Duration::from_secs(config.reply_timeout_secs),
-                request_timeout: Duration::from_secs(config.request_timeout_secs),
-                max_connections: config.max_connections,
-                ws_ping: Duration::from_secs(config.ws_ping_secs),
+                guard: guard::Guard::new(&settings),
+                reply_timeout: settings.reply_timeout,
+                request_timeout: settings.request_timeout,
+                max_connections: settings.max_connections,
+                ws_ping: settings.ws_ping,
                 sockets: std::sync::atomic::AtomicUsize::new(0),
                 waiting: Mutex::default(),
                 parked: Mutex::default(),
@@ -234,7 +235,7 @@ impl GatewayChannel {
             metrics: None,
             served: None,
             bound_at_start: Mutex::new(None),
-        })
+        }
     }
 
     /// Binds the listen address now, so that a taken port stops the start
@@ -296,7 +297,7 @@ impl GatewayChannel {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .and_then(|l| l.local_addr().ok());
-        crate::config::gateway_page_url(taken.unwrap_or(self.listen))
+        page_url(taken.unwrap_or(self.listen))
     }
 
     /// The address it listens on, once it does (port 0 picks a free one).

@@ -8,7 +8,7 @@
 use tokio::sync::mpsc;
 
 use super::error::ApiError;
-use crate::chat::{CacheOrigin, FinishReason, ToolCall, Usage};
+use hearth_core::chat::{CacheOrigin, FinishReason, ToolCall, Usage};
 
 /// One thing the client hears.
 #[derive(Debug, Clone)]

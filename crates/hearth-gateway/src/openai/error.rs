@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::super::guard::Refusal;
-use crate::chat::ProviderError;
+use hearth_core::chat::ProviderError;
 
 /// One refused or failed request.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,9 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 
 use super::page::session::{CSRF_HEADER, Sessions};
-use crate::config::{GatewayConfig, Secret};
+use hearth_core::secret::Secret;
+
+use super::GatewaySettings;
 
 /// Why a request is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,14 +51,12 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn new(config: &GatewayConfig) -> Self {
+    pub fn new(settings: &GatewaySettings) -> Self {
         Self {
-            token: config.token.clone(),
-            origins: config.allowed_origins.clone(),
-            hosts: config.allowed_hosts.clone(),
-            sessions: Arc::new(Sessions::new(std::time::Duration::from_secs(
-                config.session_minutes * 60,
-            ))),
+            token: settings.token.clone(),
+            origins: settings.allowed_origins.clone(),
+            hosts: settings.allowed_hosts.clone(),
+            sessions: Arc::new(Sessions::new(settings.session)),
         }
     }
 

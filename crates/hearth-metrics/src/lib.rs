@@ -1,4 +1,4 @@
-//! What hearth counts for a home-server user to graph: one [`Metrics`] per
+//! hearth-metrics: what hearth counts for a home-server user to graph: one [`Metrics`] per
 //! daemon, handed to the parts that record, and read by the gateway's
 //! `GET /metrics` in the OpenMetrics text format (which Prometheus
 //! scrapes).
@@ -39,7 +39,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Metric, Registry};
 
-use crate::chat::{CacheOrigin, Priority, Usage};
+use hearth_core::chat::{CacheOrigin, Priority, Usage};
 
 pub use format::{OPENMETRICS as CONTENT_TYPE, PROMETHEUS_TEXT};
 

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::error::ApiError;
 use super::turn::{Out, Turn, Whole, usage_json, whole};
-use crate::chat::ToolCall;
+use hearth_core::chat::ToolCall;
 
 /// What every object of one completion repeats.
 pub struct Completion {

@@ -106,5 +106,5 @@ pub trait Desk: Send + Sync {
     fn questions(&self) -> Vec<Question>;
 
     /// Answers question `id`; false when it is not open, or not the owner's.
-    fn answer(&self, id: &str, answer: crate::channels::Answer) -> bool;
+    fn answer(&self, id: &str, answer: hearth_channel::Answer) -> bool;
 }

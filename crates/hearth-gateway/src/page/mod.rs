@@ -331,7 +331,7 @@ async fn answer_question(
     }
     let Some(given) = serde_json::from_slice::<Answering>(&body)
         .ok()
-        .and_then(|a| crate::channels::Answer::parse(&a.answer))
+        .and_then(|a| hearth_channel::Answer::parse(&a.answer))
     else {
         return answer(
             StatusCode::BAD_REQUEST,

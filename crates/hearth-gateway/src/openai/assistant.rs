@@ -21,10 +21,10 @@ use super::super::{Event, Shared};
 use super::error::ApiError;
 use super::fields::Sampling;
 use super::turn::{Finish, Out, Turn};
-use crate::channels::Accepted;
-use crate::channels::TurnRequest;
-use crate::channels::approval::{Answer, ApprovalRequest};
-use crate::chat::{ChatMessage, FinishReason, ReplyFormat, Role, Usage};
+use hearth_channel::Accepted;
+use hearth_channel::TurnRequest;
+use hearth_channel::approval::{Answer, ApprovalRequest};
+use hearth_core::chat::{ChatMessage, FinishReason, ReplyFormat, Role, Usage};
 
 /// The name the assistant is asked for by.
 pub const MODEL: &str = "hearth";

@@ -6,7 +6,7 @@
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::{ChatRequest, ChatStream, ProviderError};
+use hearth_core::chat::{ChatRequest, ChatStream, ProviderError};
 
 /// Vectors for some texts, and the tokens they took.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,5 +50,5 @@ pub trait ServedModel: Send + Sync {
     }
 
     /// Sampling when the request sets none: `[generation]`.
-    fn defaults(&self) -> crate::chat::SamplingParams;
+    fn defaults(&self) -> hearth_core::chat::SamplingParams;
 }

@@ -54,7 +54,7 @@ fn named_chat(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The name of the call `id` among `messages`' earlier calls.
-fn call_name(messages: &[crate::chat::ChatMessage], id: &str) -> Option<String> {
+fn call_name(messages: &[hearth_core::chat::ChatMessage], id: &str) -> Option<String> {
     messages
         .iter()
         .rev()
