@@ -24,6 +24,7 @@ mod doctor_prompt;
 mod inbox_cmd;
 mod init;
 mod lms_cmd;
+mod log_targets;
 mod logging;
 pub mod mcp_cmd;
 mod memory_cmd;
