@@ -16,6 +16,21 @@ const MOVED: &[(&str, &str)] = &[
     ("channels::acp", "hearth_acp"),
     ("channels", "hearth_channel"),
     ("metrics", "hearth_metrics"),
+    ("config", "hearth_config"),
+    ("tools", "hearth_tools"),
+    ("security::policy", "hearth_sandbox::policy"),
+    ("security", "hearth_tools::security"),
+    ("providers", "hearth_providers"),
+    ("history", "hearth_store::history"),
+    ("inbox", "hearth_store::inbox"),
+    ("storage", "hearth_store::storage"),
+    ("lock", "hearth_store::lock"),
+    ("memory", "hearth_memory"),
+    ("scheduler", "hearth_scheduler"),
+    ("lms", "hearth_lms"),
+    ("mcp", "hearth_mcp"),
+    ("paths", "hearth_core::paths"),
+    ("workspace", "hearth_core::workspace"),
     ("daemon", "hearth_app::daemon"),
 ];
 
@@ -75,6 +90,14 @@ mod tests {
             translate("hearth::metrics"),
             "hearth::metrics,hearth_metrics"
         );
+        assert_eq!(
+            translate("hearth::inbox::store=debug"),
+            "hearth::inbox::store=debug,hearth_store::inbox::store=debug"
+        );
+        assert_eq!(
+            translate("hearth::memory=trace"),
+            "hearth::memory=trace,hearth_memory=trace"
+        );
     }
 
     #[test]
@@ -88,10 +111,7 @@ mod tests {
             "hearth::pipelines_are_not_a_part_but_still_a_path=info",
         ] {
             let translated = translate(spec);
-            assert!(
-                translated.starts_with(spec),
-                "{spec} → {translated}"
-            );
+            assert!(translated.starts_with(spec), "{spec} → {translated}");
         }
         assert_eq!(translate("hearth::cli::ask=info"), "hearth::cli::ask=info");
         assert_eq!(translate("warn"), "warn");

@@ -18,8 +18,9 @@ use crate::metrics::errors::{Capture, RecentErrors};
 /// Starts logging; the warnings and errors logged from now on.
 pub fn init(verbose: bool, level: &str) -> Arc<RecentErrors> {
     let filter = match std::env::var("RUST_LOG") {
-        Ok(spec) if !spec.is_empty() => EnvFilter::try_new(translate(&spec))
-            .unwrap_or_else(|_| EnvFilter::new("warn")),
+        Ok(spec) if !spec.is_empty() => {
+            EnvFilter::try_new(translate(&spec)).unwrap_or_else(|_| EnvFilter::new("warn"))
+        }
         _ if verbose => EnvFilter::new("debug"),
         _ => EnvFilter::try_new(translate(level)).unwrap_or_else(|_| EnvFilter::new("warn")),
     };

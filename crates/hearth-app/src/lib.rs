@@ -1,71 +1,52 @@
-//! hearth-app: the assistant between the channels and the binary: config,
-//! stores, the pipeline and the agent, tools, providers and the daemon's
-//! parts. Five crates lie below it and are re-exported under the names used
-//! here: `hearth-core` ([`chat`], [`retry`], [`clock`], [`file_modes`],
-//! [`workspace`]), `hearth-channel` (in [`channels`]), `hearth-engine`
-//! ([`engine`], [`models`]), `hearth-sandbox` ([`sandbox`]) and
-//! `hearth-voice` ([`voice`]). The `hearth` crate above wires in the
-//! channels that are crates of their own (Telegram, ACP) and holds the
-//! command line; `docs/ARCHITECTURE.md` draws them. The folder tree is the
-//! architecture, from the edges inwards:
+//! hearth-app: the assistant between the channels and the binary: the
+//! pipeline, the agent's tool loop, the dispatcher, retention and backups,
+//! and the daemon's parts. Everything it stands on is a crate of its own,
+//! re-exported here under the names hearth has always used; the `hearth`
+//! crate above wires in the channel crates and holds the command line.
+//! `docs/ARCHITECTURE.md` draws the floors. Its own parts:
 //!
-//! - [`daemon`]: `hearth daemon`'s parts: providers, services, the dispatcher.
-//! - [`channels`]: the [`channels::Channel`] seam to messaging platforms (`hearth-channel`).
+//! - [`daemon`]: `hearth daemon`'s parts: local models, services, the sweeper.
 //! - [`dispatch`]: the bus, supervised listeners, in-flight limits, interruption.
-//! - [`paths`]: where a path really leads, before it exists.
 //! - [`pipeline`]: one message's phases, from hooks to the persisted reply.
 //! - [`agent`]: the tool-call loop, the call formats, the system prompt, context management.
-//! - [`tools`]: shell, file and HTTP tools in one registry, under the policy.
-//! - [`sandbox`]: the OS sandbox every command runs in (bubblewrap, Landlock), with limits.
-//! - [`security`]: the workspace and command policy; credential scrubbing.
 //! - [`speech`]: voice notes to text with the local Whisper model ([`voice`]).
-//! - [`memory`]: what hearth remembers; the [`memory::TurnMemory`] seam.
-//! - [`metrics`]: what hearth counts, for `GET /metrics` (`hearth-metrics`).
-//! - [`scheduler`]: cron jobs and reminders, delivered to a chat.
-//! - [`lms`]: the LMS notifier (Moodle, Canvas, iCal, RSS/Atom).
-//! - [`history`]: conversation turns persisted in SQLite.
-//! - [`lock`]: one daemon per data folder.
-//! - [`storage`]: opening the SQLite files (WAL, busy timeout, schema).
 //! - [`scenarios`]: the requests users make, through the pipeline, scored by the state they leave.
 //! - [`retention`]: every store kept within `[retention]`; how full each is.
 //! - [`backup`]: `hearth backup` and `hearth restore`.
-//! - [`file_modes`]: files and folders only hearth's user may read.
-//! - [`providers`]: the [`providers::Provider`] seam replies come from.
-//! - [`engine`]: llama.cpp on one worker thread; KV cache per conversation; templates.
-//! - [`models`]: the model catalogue, downloads from a Hugging Face hub, what fits here.
-//! - [`config`]: TOML → validated configuration; [`engine_setup`]: its engine settings.
-//! - [`retry`]: the one retry policy: a wait that doubles up to a ceiling.
-//! - [`clock`]: wall-clock time behind a trait, for the scheduler and the LMS notifier.
-//! - [`workspace`]: one workspace folder per conversation.
+//! - [`engine_setup`]: the config's engine settings.
+//!
+//! Below it: [`channels`] (`hearth-channel`), [`config`] (`hearth-config`),
+//! [`tools`] and [`security`] (`hearth-tools`), [`providers`]
+//! (`hearth-providers`), [`history`], [`inbox`], [`storage`] and [`lock`]
+//! (`hearth-store`), [`memory`], [`scheduler`], [`lms`], [`mcp`] (a crate
+//! each), [`metrics`] (`hearth-metrics`), [`engine`] and [`models`]
+//! (`hearth-engine`), [`sandbox`] (`hearth-sandbox`), [`voice`]
+//! (`hearth-voice`), and from `hearth-core` [`chat`], [`retry`],
+//! [`clock`], [`file_modes`], [`paths`], [`workspace`].
 
 pub mod agent;
 pub mod backup;
-pub mod config;
 pub mod daemon;
 pub mod dispatch;
 pub mod engine_setup;
-pub mod history;
-pub mod inbox;
-pub mod lms;
-pub mod lock;
-pub mod mcp;
-pub mod memory;
-pub mod paths;
 pub mod pipeline;
-pub mod providers;
 pub mod retention;
 pub mod scenarios;
-pub mod scheduler;
-pub mod security;
 pub mod speech;
-pub mod storage;
-pub mod tools;
 
 // The floors below, under the names the rest of hearth uses.
 pub use hearth_channel as channels;
-pub use hearth_core::{chat, clock, disk, file_modes, hex, retry, workspace};
+pub use hearth_config as config;
+pub use hearth_core::{chat, clock, disk, file_modes, hex, paths, retry, workspace};
 pub use hearth_engine as engine;
 pub use hearth_engine::models;
 pub use hearth_metrics as metrics;
+pub use hearth_providers as providers;
 pub use hearth_sandbox as sandbox;
+pub use hearth_store::{history, inbox, lock, storage};
+pub use hearth_tools as tools;
+pub use hearth_tools::security;
 pub use hearth_voice as voice;
+pub use {
+    hearth_lms as lms, hearth_mcp as mcp, hearth_memory as memory, hearth_scheduler as scheduler,
+};

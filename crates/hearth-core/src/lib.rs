@@ -13,6 +13,7 @@
 //! - [`workspace`]: one workspace folder per conversation.
 //! - [`confined`]: a file opened beneath a folder, never through a link out of it.
 //! - [`fence`], [`call_markup`]: untrusted text fenced as data, its call markup defused.
+//! - [`paths`]: where a path really leads, before it exists.
 //! - [`internal_tags`]: hearth's own markup kept out of what a person sees.
 
 pub mod call_markup;
@@ -25,6 +26,7 @@ pub mod file_modes;
 pub mod hex;
 pub mod internal_tags;
 pub mod model;
+pub mod paths;
 pub mod retry;
 pub mod secret;
 pub mod workspace;

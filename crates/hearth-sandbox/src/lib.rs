@@ -12,7 +12,9 @@
 //!   cancelled;
 //! - [`serving`]: a contained process that stays (a tool server spoken to
 //!   over its stdin and stdout), killed with everything it started when it
-//!   is dropped.
+//!   is dropped;
+//! - [`policy`]: what a tool may touch before anything runs: paths confined
+//!   to the workspace, the command allowlist, autonomy, actions per hour.
 //!
 //! `[agent] sandbox` picks one (`auto` tries them in that order). Where none
 //! can run the shell tool is not offered, and [`Sandbox::describe`] says why
@@ -22,6 +24,7 @@ pub mod bwrap;
 pub mod landlock;
 pub mod limits;
 pub mod memory;
+pub mod policy;
 mod process;
 mod serving;
 

@@ -13,6 +13,9 @@
 pub mod result;
 pub mod xml;
 
+#[cfg(test)]
+mod fence_tests;
+
 use crate::agent::types::{ParsedReply, ParsedToolCall, ToolResultMessage};
 use crate::chat::{ChatMessage, ChatReply, ToolCall};
 
