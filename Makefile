@@ -33,10 +33,18 @@
 # Landlock, so a non-root build goes on with a note.
 
 CARGO ?= cargo
-HEARTH := target/release/hearth
+# The build `make install` installs (the tests name their own).
+BUILD_DIR ?= target/release
+HEARTH := $(BUILD_DIR)/hearth
+# `make test` builds with Cargo's make-test profile (the release settings, in
+# target/make-test) and llama.cpp's CPU code for this machine only: x64 and the
+# best level it runs, instead of every level from x64 to sapphirerapids
+# (cmake/test-cpu-variants.cmake; 7.5 of a fresh clone's minutes on 2 cores).
+# make chat, make install and cargo build --release build every level.
+TEST_PROFILE := make-test
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -56,8 +64,22 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-test: prereqs test-models test-clients test-embedding test-mcp test-projector test-speech test-browser cuda-compiler rpc-server vulkan
-	$(CARGO) test --release --workspace --all-targets
+# The build and the setup the tests need (models, clients, the RPC and
+# Vulkan backends) go on side by side: the downloads and the two small CMake
+# builds fill the cores Cargo leaves idle. The setup keeps its own order (apt
+# takes one install at a time).
+test: prereqs
+	@$(MAKE) --no-print-directory -j2 test-build test-setup
+	$(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets
+
+TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser cuda-compiler rpc-server vulkan
+test-setup:
+	@$(MAKE) --no-print-directory -j1 $(TEST_SETUP)
+
+# Cargo runs its own jobs: out of make's job server, which would give it one.
+TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-cpu-variants.cmake $(CARGO)
+test-build:
+	$(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets --no-run
 
 bench: prereqs model build
 	$(HEARTH) bench --json target/bench/hearth-bench.json
@@ -94,7 +116,7 @@ DATA_MODELS := $${XDG_DATA_HOME:-$$HOME/.local/share}/hearth/models
 install: $(if $(NO_BUILD),,build)
 	@[ -x $(HEARTH) ] || { echo "make install: no $(HEARTH) to install; run make build" >&2; exit 1; }
 	@mkdir -p "$(INSTALL_LIB)" "$(INSTALL_BIN)"
-	@for lib in target/release/lib*.so.[0-9]* target/release/libggml-*.so; do \
+	@for lib in $(BUILD_DIR)/lib*.so.[0-9]* $(BUILD_DIR)/libggml-*.so; do \
 	  case "$$lib" in *libggml-base.so) continue;; esac; \
 	  [ -e "$$lib" ] || continue; \
 	  install -m 0755 "$$(readlink -f "$$lib")" "$(INSTALL_LIB)/$$(basename "$$lib").new" && \

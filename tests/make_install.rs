@@ -10,11 +10,14 @@ use std::path::Path;
 use std::process::Command;
 
 /// `make ARGS`, with the build cargo made for this test (cargo holds the
-/// build folder while tests run, so make may not build again).
+/// build folder while tests run, so make may not build again), from the
+/// profile folder it is in (`make test` builds in its own).
 fn make(args: &[&str]) -> std::process::Output {
+    let build_dir = Path::new(env!("CARGO_BIN_EXE_hearth")).parent().unwrap();
     Command::new("make")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["-s", "NO_BUILD=1"])
+        .arg(format!("BUILD_DIR={}", build_dir.display()))
         .args(args)
         .output()
         .expect("make")

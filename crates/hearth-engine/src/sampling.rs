@@ -78,21 +78,22 @@ impl Picker {
         };
         let mut refused = Vec::new();
         while refused.len() < MOST_REFUSALS {
-            let mut candidates = LlamaTokenDataArray::from_iter(
-                (0..)
-                    .zip(logits)
-                    .map(|(i, &l)| LlamaTokenData::new(LlamaToken(i), l, 0.0)),
-                false,
-            );
-            for &LlamaToken(i) in &refused {
-                candidates.data[i as usize] =
-                    LlamaTokenData::new(LlamaToken(i), f32::NEG_INFINITY, 0.0);
-            }
-            if let Some(g) = grammar.as_deref_mut().filter(|g| g.is_awake()) {
-                g.sampler_mut().apply(&mut candidates);
-            }
+            let mut candidates = candidates(logits, &refused);
             rest.apply(&mut candidates);
-            let Some(chosen) = candidates.selected.and_then(|i| candidates.data.get(i)) else {
+            if let Some(g) = grammar.as_deref_mut().filter(|g| g.is_awake())
+                && !chosen(&candidates).is_some_and(|t| g.allows(t.id()))
+            {
+                // llama.cpp's own order (common_sampler_sample): the pick
+                // without the grammar stands when the grammar takes it, and
+                // only otherwise is the whole vocabulary masked and picked
+                // from again. The same distribution (a token the grammar
+                // allows, in proportion to its probability), without matching
+                // every token of the vocabulary against the grammar each step.
+                candidates = self::candidates(logits, &refused);
+                g.sampler_mut().apply(&mut candidates);
+                rest.apply(&mut candidates);
+            }
+            let Some(chosen) = chosen(&candidates) else {
                 return Err(ProviderError::Failed("the sampler chose no token".into()));
             };
             let token = chosen.id();
@@ -117,6 +118,25 @@ impl Picker {
             "the model wrote {MOST_REFUSALS} tokens in a row that carry text its call grammar cannot take after the call marker"
         )))
     }
+}
+
+/// Every token of the vocabulary with its logit, those `refused` masked.
+fn candidates(logits: &[f32], refused: &[LlamaToken]) -> LlamaTokenDataArray {
+    let mut candidates = LlamaTokenDataArray::from_iter(
+        (0..)
+            .zip(logits)
+            .map(|(i, &l)| LlamaTokenData::new(LlamaToken(i), l, 0.0)),
+        false,
+    );
+    for &LlamaToken(i) in refused {
+        candidates.data[i as usize] = LlamaTokenData::new(LlamaToken(i), f32::NEG_INFINITY, 0.0);
+    }
+    candidates
+}
+
+/// The candidate the sampler chain selected.
+fn chosen(candidates: &LlamaTokenDataArray) -> Option<&LlamaTokenData> {
+    candidates.selected.and_then(|i| candidates.data.get(i))
 }
 
 /// The token with the highest logit.
@@ -290,17 +310,12 @@ pub fn grammar_accepts(
     let grammar = formats::call_grammar(format, tools, most_calls)?;
     let mut sampler = LlamaSampler::grammar(model, &grammar, "root")
         .map_err(|e| refused_tools(model, format, tools, &e))?;
-    let allowed = |sampler: &mut LlamaSampler, token: LlamaToken| {
-        let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 1.0)], false);
-        sampler.apply(&mut one);
-        one.data[0].logit().is_finite()
-    };
     let vocab = model.vocab();
     for token in vocab.tokenize(text.as_bytes(), false, true) {
-        if !allowed(&mut sampler, token) {
+        if !call_grammar::allows(&mut sampler, token) {
             return Ok(false);
         }
         call_grammar::accept(&mut sampler, model, token)?;
     }
-    Ok(allowed(&mut sampler, vocab.eos()))
+    Ok(call_grammar::allows(&mut sampler, vocab.eos()))
 }

@@ -19,6 +19,8 @@
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
 use super::formats::Syntax;
 use super::pieces;
@@ -98,6 +100,12 @@ impl CallGrammar {
         &mut self.sampler
     }
 
+    /// Whether the grammar, awake, lets `token` come next (its state is
+    /// not changed: [`Self::offer`] takes the token).
+    pub fn allows(&mut self, token: LlamaToken) -> bool {
+        allows(&mut self.sampler, token)
+    }
+
     /// Takes a picked token into the grammar's state, or refuses it.
     pub fn offer(&mut self, model: &LlamaModel, token: LlamaToken) -> Result<Offer, ProviderError> {
         let Some(waiting) = &mut self.waiting else {
@@ -124,6 +132,14 @@ impl CallGrammar {
         );
         Ok(Offer::Refused)
     }
+}
+
+/// Whether `sampler`'s grammar lets `token` come next: the grammar masks a
+/// candidate list of that one token (its state is not changed).
+pub fn allows(sampler: &mut LlamaSampler, token: LlamaToken) -> bool {
+    let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 1.0)], false);
+    sampler.apply(&mut one);
+    one.data[0].logit().is_finite()
 }
 
 /// `try_accept`: llama.cpp's exception becomes this reply's error.
