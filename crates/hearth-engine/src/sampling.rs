@@ -86,9 +86,12 @@ impl Picker {
                 // llama.cpp's own order (common_sampler_sample): the pick
                 // without the grammar stands when the grammar takes it, and
                 // only otherwise is the whole vocabulary masked and picked
-                // from again. The same distribution (a token the grammar
-                // allows, in proportion to its probability), without matching
-                // every token of the vocabulary against the grammar each step.
+                // from again. Greedy picks the same token as masking first
+                // would, plain sampling has the same distribution (a token the
+                // grammar allows, in proportion to its probability), top-k and
+                // top-p cut over the whole vocabulary as llama-server's do;
+                // and the vocabulary is not matched against the grammar at
+                // every step.
                 candidates = self::candidates(logits, &refused);
                 g.sampler_mut().apply(&mut candidates);
                 rest.apply(&mut candidates);
