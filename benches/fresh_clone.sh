@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A fresh clone's `.ci/run` (make test), timed: clones this checkout's HEAD
+# into a new folder beside ../shared, runs it there and prints the seconds.
+# Usage: bash benches/fresh_clone.sh [WORK_DIR] (default: a temporary folder;
+# the clone's target folder, about 10 GB, is left there to look at).
+# Pip, npm and apt caches of this machine are used as they are.
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+shared=$(cd "$here/../shared" 2>/dev/null && pwd) || { echo "no ../shared beside the checkout" >&2; exit 1; }
+work=${1:-$(mktemp -d)}
+mkdir -p "$work"
+rm -rf "$work/main"
+git clone -q "$here" "$work/main" || exit 1
+ln -sfn "$shared" "$work/shared"
+cd "$work/main" || exit 1
+echo "fresh clone of $(git log --oneline -1) in $work/main; log: $work/run.log"
+start=$(date +%s)
+.ci/run > "$work/run.log" 2>&1
+rc=$?
+echo ".ci/run: $(( $(date +%s) - start )) s, exit status $rc"
+grep -E "Finished|test result: .* [1-9][0-9]* passed" "$work/run.log"
+exit $rc
