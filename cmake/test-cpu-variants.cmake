@@ -82,9 +82,11 @@ function(hearth_filtered_variant tag_name)
     cmake_language(DEFER CALL hearth_add_best_variant)
   endif()
   if(score GREATER best)
+    # Every x86 switch ggml's variant function sets (those it does not
+    # score, AMX_TILE and AMX_BF16, too), to add the same variant again.
     set(features "")
-    foreach(entry IN LISTS HEARTH_CPU_SCORES AMX_TILE)
-      string(REGEX REPLACE "\\|.*" "" feature "${entry}")
+    foreach(feature IN ITEMS SSE42 AVX F16C FMA AVX2 BMI2 AVX_VNNI AVX512
+                             AVX512_VBMI AVX512_VNNI AVX512_BF16 AMX_TILE AMX_INT8 AMX_BF16)
       if(GGML_${feature})
         list(APPEND features ${feature})
       endif()
