@@ -179,16 +179,27 @@ async fn the_page_signs_in_chats_answers_questions_and_keeps_other_origins_out()
 
 #[tokio::test]
 async fn a_session_past_its_expiry_is_refused() {
-    let _browser = browser_lock().await;
     let run = gateway_with("session_minutes = 1").await;
     let url = format!("http://{}", run.addr);
-    let seen = python(
-        "web_page.py",
-        &[&url, TOKEN, shots().to_str().unwrap(), "expiry"],
-        "",
-    )
-    .await;
-    assert_eq!(seen["fresh"], 200, "control: {seen}");
+    let shots = shots();
+    let page = |mode: &'static str, stdin: String| {
+        let (url, shots) = (url.clone(), shots.clone());
+        async move {
+            // One browser at a time, and none held while the minute runs out.
+            let _browser = browser_lock().await;
+            python(
+                "web_page.py",
+                &[&url, TOKEN, shots.to_str().unwrap(), mode],
+                &stdin,
+            )
+            .await
+        }
+    };
+    let signed_in = page("expiry-sign-in", String::new()).await;
+    assert_eq!(signed_in["fresh"], 200, "control: {signed_in}");
+    tokio::time::sleep(std::time::Duration::from_secs(62)).await;
+    let cookie = signed_in["cookie"]["value"].as_str().unwrap().to_string();
+    let seen = page("expiry-later", cookie).await;
     assert_eq!(seen["expired"], 401, "{seen}");
     assert_eq!(seen["signin_shown"], true);
     run.daemon.stop().await;

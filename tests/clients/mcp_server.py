@@ -9,6 +9,8 @@
     hungry   a tool that holds as many MiB as it is asked for, in a child process
     mute     reads stdin and never answers `initialize` (no SDK at all)
     broken   says why on stderr and exits 1 before answering (a missing file)
+    broken-slowly
+             the same, but each start after the first takes 10 s to fail
 """
 
 import os
@@ -25,6 +27,12 @@ def mute():
 def main(mode):
     if mode == "mute":
         return mute()
+    if mode == "broken-slowly":
+        if os.path.exists("started-once"):
+            open("started-again", "w").close()
+            time.sleep(10)
+        open("started-once", "w").close()
+        mode = "broken"
     if mode == "broken":
         print("starting notes server", file=sys.stderr)
         print("error: cannot open /srv/notes/notes.db: no such file", file=sys.stderr)

@@ -5,7 +5,7 @@ open in the same browser would: send a message, answer a question (even
 knowing its id) and read the box from another origin. Prints what it saw as
 JSON; the Rust test (tests/web_page.rs) checks the daemon's side.
 
-Usage: web_page.py GATEWAY_URL TOKEN SHOTS_DIR [expiry]
+Usage: web_page.py GATEWAY_URL TOKEN SHOTS_DIR [expiry-sign-in|expiry-later|box|questions]
 """
 
 import http.server
@@ -364,20 +364,30 @@ def full():
     return seen
 
 
-def expiry():
-    """Signs in with a one-minute session, then offers the old cookie after it ended."""
+def expiry_sign_in():
+    """Signs in with a one-minute session; the cookie it got, for expiry_later."""
     seen = {}
     driver = browser()
     try:
         sign_in(driver, TOKEN)
         until(driver, lambda d: visible(d, "app"), "the chat after signing in")
         cookie = driver.get_cookie("hearth_session")
-        seen["cookie"] = {k: cookie[k] for k in ("httpOnly", "sameSite", "expiry") if k in cookie}
+        seen["cookie"] = {k: cookie[k] for k in ("httpOnly", "sameSite", "expiry", "value") if k in cookie}
         seen["fresh"] = driver.execute_script(
             "return fetch('/ui/api/box').then(r => r.status)")
-        time.sleep(62)
-        driver.delete_all_cookies()
-        driver.add_cookie({"name": "hearth_session", "value": cookie["value"], "path": "/"})
+    finally:
+        driver.quit()
+    return seen
+
+
+def expiry_later():
+    """Offers the cookie on stdin, taken more than a minute before, to a new browser."""
+    value = sys.stdin.read().strip()
+    seen = {}
+    driver = browser()
+    try:
+        driver.get(GATEWAY + "/")
+        driver.add_cookie({"name": "hearth_session", "value": value, "path": "/"})
         seen["expired"] = driver.execute_script(
             "return fetch('/ui/api/box').then(r => r.status)")
         driver.get(GATEWAY + "/")
@@ -469,6 +479,6 @@ def questions():
     return seen
 
 
-MODES = {"expiry": expiry, "box": box, "full": full, "questions": questions}
+MODES = {"expiry-sign-in": expiry_sign_in, "expiry-later": expiry_later, "box": box, "full": full, "questions": questions}
 if __name__ == "__main__":
     print(json.dumps(MODES[MODE]()))

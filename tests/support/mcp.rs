@@ -142,12 +142,8 @@ pub async fn mcp_daemon(
     text: &str,
     model: Arc<dyn hearth::providers::Provider>,
 ) -> McpDaemon {
-    let env = Environment::with_home(home);
-    let config = Config::parse(text, &home.join("config.toml"), &env).unwrap();
-    let context = hearth::cli::tools_cmd::context(&config, &env).unwrap();
+    let (config, context, hub) = settled_hub(home, text).await;
     let mut tools = ToolRegistry::for_config(&config.agent, &context.sandbox);
-    let hub = McpHub::start(&config.mcp, &context.sandbox, &config.data_dir);
-    hub.settled().await;
     tools.add_source(hub.clone());
     let channel = Arc::new(InMemoryChannel::new("mem"));
     let runtime = RuntimeBuilder::new(config.clone(), super::local(model), context)
@@ -164,6 +160,20 @@ pub async fn mcp_daemon(
         workspace: config.agent.workspace.join("mem"),
         config,
     }
+}
+
+/// The config in `text` (home `home`), its tool context, and its servers
+/// started as `hearth daemon` starts them, each tried once.
+pub async fn settled_hub(
+    home: &Path,
+    text: &str,
+) -> (Config, hearth::tools::ToolContext, Arc<McpHub>) {
+    let env = Environment::with_home(home);
+    let config = Config::parse(text, &home.join("config.toml"), &env).unwrap();
+    let context = hearth::cli::tools_cmd::context(&config, &env).unwrap();
+    let hub = McpHub::start(&config.mcp, &context.sandbox, &config.data_dir);
+    hub.settled().await;
+    (config, context, hub)
 }
 
 impl McpDaemon {

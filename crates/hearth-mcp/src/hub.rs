@@ -39,7 +39,8 @@ pub struct ServerStatus {
     pub failures: u32,
     /// Its process, when hearth started one and it runs.
     pub pid: Option<u32>,
-    /// The last lines its process wrote to stderr (its latest start).
+    /// The last lines its process wrote to stderr (its latest start; while
+    /// a failed server is started again, the start that failed).
     pub stderr: Vec<String>,
 }
 
@@ -53,6 +54,9 @@ pub(super) struct Live {
     /// Attempts to start it so far.
     pub(super) attempts: u32,
     pub(super) failures: u32,
+    /// A failed attempt's last stderr lines, kept while the next one runs
+    /// (until then they are the tail's own).
+    pub(super) failed_stderr: Option<Vec<String>>,
 }
 
 /// One configured server.
@@ -73,6 +77,7 @@ impl Server {
             pid: None,
             attempts: 0,
             failures: 0,
+            failed_stderr: None,
         });
         Arc::new(Self {
             name: name.to_string(),
@@ -166,7 +171,10 @@ impl Server {
                 .collect(),
             failures: live.failures,
             pid: live.pid,
-            stderr: self.stderr.lines(),
+            stderr: match &live.failed_stderr {
+                Some(lines) if matches!(live.state, ServerState::Failed(_)) => lines.clone(),
+                _ => self.stderr.lines(),
+            },
         }
     }
 }

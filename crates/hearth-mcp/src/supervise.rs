@@ -30,9 +30,14 @@ pub(super) async fn run(
 ) {
     let mut backoff = RESTART.backoff();
     loop {
+        // After a failure the server shows as failed, with that attempt's
+        // stderr, until the next attempt is ready or fails in its turn.
+        let failed_stderr = server.stderr.lines();
         server.live.send_modify(|l| {
             l.attempts += 1;
-            l.state = ServerState::Starting;
+            if matches!(l.state, ServerState::Failed(_)) {
+                l.failed_stderr = Some(failed_stderr);
+            }
         });
         let changed = Arc::new(Notify::new());
         let handler = Handler {
@@ -62,6 +67,7 @@ pub(super) async fn run(
         );
         server.live.send_modify(|l| {
             l.state = ServerState::Failed(why.clone());
+            l.failed_stderr = None;
             l.peer = None;
             l.tools.clear();
             l.pid = None;
