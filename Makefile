@@ -83,7 +83,16 @@ test-setup:
 # Cargo runs its own jobs: out of make's job server, which would give it one.
 TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-cpu-variants.cmake CMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/test-toolchain.cmake $(CARGO)
 test-build:
+	@$(call drop_dangling_libs,target/$(TEST_PROFILE))
 	$(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets --no-run
+
+# llama-cpp-sys-2's build script links its libraries into the profile's
+# examples folder, the versioned names' symlinks without their targets; when
+# it runs again in the same tree (a changed CMake setting), it takes those
+# dangling links for absent, links again and stops on "File exists".
+define drop_dangling_libs
+find $(1)/examples -maxdepth 1 -name 'lib*.so*' -xtype l -delete 2>/dev/null || true
+endef
 
 bench: prereqs model build
 	$(HEARTH) bench --json target/bench/hearth-bench.json
@@ -102,6 +111,7 @@ $(BFCL)/.installed: benches/bfcl-requirements.txt
 	touch $@
 
 build:
+	@$(call drop_dangling_libs,target/release)
 	$(CARGO) build --release
 
 # The binary finds its libraries beside it (its rpath is its own folder), so
