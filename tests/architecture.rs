@@ -38,12 +38,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("hearth-voice", &[]),
     (
         "hearth-config",
-        &[
-            "hearth-channel",
-            "hearth-core",
-            "hearth-sandbox",
-            "hearth-voice",
-        ],
+        &["hearth-channel", "hearth-core", "hearth-sandbox"],
     ),
     (
         "hearth-tools",

@@ -14,7 +14,7 @@ pub async fn run(config: &Config, file: &Path, language: Option<&str>) -> anyhow
     if let Some(language) = language {
         config.voice.language = Some(language.to_ascii_lowercase()).filter(|l| l != "auto");
     }
-    let limits = config.voice.limits();
+    let limits = crate::speech::audio_limits(&config.voice);
     let size = std::fs::metadata(file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
         .len();

@@ -59,7 +59,7 @@ impl Speech {
         audio: &Audio,
         beside: Option<&dyn Provider>,
     ) -> Result<Transcript, VoiceError> {
-        let limits = self.config.limits();
+        let limits = audio_limits(&self.config);
         if let Some(secs) = audio.declared_seconds
             && u64::from(secs) > limits.max_seconds
         {
@@ -153,6 +153,14 @@ async fn run_beside<T: Send + 'static>(
     ran.map_err(|e| failed(e.to_string()))?;
     rx.await
         .map_err(|_| failed("it stopped without an answer".into()))?
+}
+
+/// The limits audio is decoded within, from `[voice]`.
+pub fn audio_limits(config: &VoiceConfig) -> hearth_voice::AudioLimits {
+    hearth_voice::AudioLimits {
+        max_bytes: (config.max_mb as usize) << 20,
+        max_seconds: config.max_seconds,
+    }
 }
 
 /// `[voice] model` resolved: a path, a folder name under the models

@@ -141,14 +141,6 @@ impl VoiceConfig {
         Ok(c)
     }
 
-    /// The limits audio is decoded within.
-    pub fn limits(&self) -> hearth_voice::AudioLimits {
-        hearth_voice::AudioLimits {
-            max_bytes: (self.max_mb as usize) << 20,
-            max_seconds: self.max_seconds,
-        }
-    }
-
     pub(super) fn render(&self, out: &mut String) {
         out.push_str("[voice]\n");
         match &self.model {
