@@ -48,7 +48,7 @@ TEST_PROFILE := make-test
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) + 1 )))
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser vulkan-packages clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -68,33 +68,15 @@ CUDA_ARCHS ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo native || echo "75;8
 chat: prereqs model build
 	$(HEARTH) chat
 
-# The build and the setup the tests need (models, clients, Chromium) go on
-# side by side: the downloads fill the cores Cargo leaves idle. The setup
-# keeps its own order (apt takes one install at a time). The RPC and Vulkan
-# backends, two CMake builds of ggml that only tests/rpc_device.rs and
-# tests/vulkan_device.rs use, are built from the start at the lowest
-# priority (nice 19), so that they take only the cores the build and the
-# tests leave idle; those tests wait for them (HEARTH_TEST_DEVICES names the
-# file their build's exit status goes to) and fail with the log's path if it
-# failed. make waits for that build before it ends, and fails if it failed.
-# The Vulkan build's packages are installed first, so that no two apt-get
-# run at once.
-TEST_DEVICES := rpc-server vulkan
-DEVICES_STATUS := target/test-devices.status
-DEVICES_LOG := target/test-devices.log
-test: prereqs vulkan-packages
-	@mkdir -p target && rm -f $(DEVICES_STATUS); \
-	( nice -n 19 $(MAKE) --no-print-directory -j1 $(TEST_DEVICES) > $(DEVICES_LOG) 2>&1; \
-	  echo $$? > $(DEVICES_STATUS).part; mv $(DEVICES_STATUS).part $(DEVICES_STATUS) ) & \
-	echo "building $(TEST_DEVICES) at the lowest priority beside the rest (log: $(DEVICES_LOG))"; \
-	$(MAKE) --no-print-directory -j2 test-build test-setup || { echo "make test: waiting for $(TEST_DEVICES) to stop" >&2; wait; exit 1; }; \
-	HEARTH_TEST_DEVICES=$(CURDIR)/$(DEVICES_STATUS) RUST_TEST_THREADS=$(TEST_THREADS) \
-	  $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets; rc=$$?; \
-	wait; devices=$$(cat $(DEVICES_STATUS) 2>/dev/null || echo missing); \
-	if [ "$$devices" != 0 ]; then echo "make test: building $(TEST_DEVICES) failed ($$devices); the end of its log, $(DEVICES_LOG):" >&2; tail -n 30 $(DEVICES_LOG) >&2; exit 1; fi; \
-	exit $$rc
+# The build and the setup the tests need (models, clients, the RPC and
+# Vulkan backends) go on side by side: the downloads and the two small CMake
+# builds fill the cores Cargo leaves idle. The setup keeps its own order (apt
+# takes one install at a time).
+test: prereqs
+	@$(MAKE) --no-print-directory -j2 test-build test-setup
+	RUST_TEST_THREADS=$(TEST_THREADS) $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets
 
-TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser cuda-compiler
+TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser cuda-compiler rpc-server vulkan
 test-setup:
 	@$(MAKE) --no-print-directory -j1 $(TEST_SETUP)
 
@@ -288,17 +270,6 @@ voice-tools:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng opus-tools lame >/dev/null; \
 	  else \
 	    echo "the voice tests need espeak-ng, opus-tools and lame: sudo apt-get install -y espeak-ng opus-tools lame"; exit 1; \
-	  fi; }
-
-# What gpu/vulkan.sh needs from apt (the shader compiler, the Vulkan loader,
-# Mesa's lavapipe), installed before make test starts its Vulkan build.
-vulkan-packages:
-	@command -v glslc >/dev/null 2>&1 && ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 && \
-	  { [ -e /usr/lib/x86_64-linux-gnu/libvulkan.so.1 ] || [ -e /usr/lib64/libvulkan.so.1 ] || [ -e /usr/lib/libvulkan.so.1 ]; } || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq glslc libvulkan1 mesa-vulkan-drivers >/dev/null; \
-	  else \
-	    echo "the Vulkan tests need glslc, libvulkan1 and mesa-vulkan-drivers: sudo apt-get install -y glslc libvulkan1 mesa-vulkan-drivers"; exit 1; \
 	  fi; }
 
 # Chromium and its driver, for the web page's tests (Selenium, from

@@ -124,7 +124,7 @@ fn run(s: &Sandbox, config: &Path, args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn doctor_names_the_device_its_memory_and_offloads_every_layer() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let server = RpcServer::start();
     let s = Sandbox::new();
     let (_, out, err) = run(&s, &config(&s, &[&server.endpoint], "", ""), &["doctor"]);
@@ -150,7 +150,7 @@ fn doctor_names_the_device_its_memory_and_offloads_every_layer() {
 
 #[test]
 fn a_memory_cap_offloads_part_of_the_model_and_says_so() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let server = RpcServer::start();
     let s = Sandbox::new();
     // 768 MiB of margin, ~100 MiB of KV cache for 4 × 1,024 tokens: a cap of
@@ -170,7 +170,7 @@ fn a_memory_cap_offloads_part_of_the_model_and_says_so() {
 
 #[test]
 fn greedy_replies_offloaded_equal_the_cpu_ones_batched_or_not() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let server = RpcServer::start();
     let s = Sandbox::new();
     let bench = |servers: &[&str], name: &str| {
@@ -247,7 +247,7 @@ fn greedy_replies_offloaded_equal_the_cpu_ones_batched_or_not() {
 
 #[test]
 fn a_conversation_cached_on_the_device_resumes_after_a_restart() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let server = RpcServer::start();
     let s = Sandbox::new();
     let config = config(&s, &[&server.endpoint], "", "");
@@ -274,7 +274,7 @@ fn a_conversation_cached_on_the_device_resumes_after_a_restart() {
 
 #[test]
 fn a_server_that_does_not_answer_is_named_with_its_fix_and_the_cpu_answers() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let s = Sandbox::new();
     let closed = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -303,7 +303,7 @@ fn a_server_that_does_not_answer_is_named_with_its_fix_and_the_cpu_answers() {
 
 #[test]
 fn a_device_that_cannot_hold_the_cache_is_a_clear_error_not_an_abort() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     // Room for the server itself, not for the weights and the KV cache.
     let server = RpcServer::start_limited(Some(150_000));
     let s = Sandbox::new();
@@ -329,7 +329,7 @@ fn a_device_that_cannot_hold_the_cache_is_a_clear_error_not_an_abort() {
 
 #[test]
 fn a_device_without_room_for_the_weights_leaves_the_model_on_the_cpu_with_a_warning() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     // Room for the server, not for SmolLM2's 92 MB of weights; it reports
     // gigabytes free all the same, so hearth plans every layer for it.
     let server = RpcServer::start_limited(Some(70_000));
@@ -353,7 +353,7 @@ fn a_device_without_room_for_the_weights_leaves_the_model_on_the_cpu_with_a_warn
 
 #[test]
 fn gemma_offloaded_to_the_device_answers_like_the_cpu_and_resumes_after_a_restart() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let server = RpcServer::start();
     let s = Sandbox::new();
     let gemma = |servers: &[&str]| {
@@ -397,7 +397,7 @@ fn gemma_offloaded_to_the_device_answers_like_the_cpu_and_resumes_after_a_restar
 
 #[test]
 fn drafts_are_checked_on_the_device_too() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let server = RpcServer::start();
     let s = Sandbox::new();
     let json = s.path("spec.json");

@@ -86,7 +86,7 @@ fn lavapipe_icd() -> String {
 
 #[test]
 fn doctor_names_lavapipe_and_offloads_every_layer_and_says_why_not_without_it() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let s = Sandbox::new();
     let config = config(&s, "vk.toml", "", "");
     let (_, out, err) = run(&s, &config, true, &["doctor"]);
@@ -123,7 +123,7 @@ fn doctor_names_lavapipe_and_offloads_every_layer_and_says_why_not_without_it() 
 
 #[test]
 fn on_lavapipe_greedy_replies_match_the_cpu_and_a_cap_offloads_part() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let s = Sandbox::new();
     let question = ["ask", "What is the capital of France?"];
     let (ok, on_device, err) = run(&s, &config(&s, "vk.toml", "", ""), true, &question);
@@ -156,7 +156,7 @@ fn on_lavapipe_greedy_replies_match_the_cpu_and_a_cap_offloads_part() {
 
 #[test]
 fn on_lavapipe_the_cache_resumes_after_a_restart_and_batches_match() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let s = Sandbox::new();
     let config = config(&s, "vk.toml", "", "");
     let (ok, _, err) = run(
@@ -238,7 +238,7 @@ fn run_limited(s: &Sandbox, config: &Path, limit_kb: u32, args: &[&str]) -> (boo
 
 #[test]
 fn on_lavapipe_a_cache_the_device_cannot_hold_is_a_clear_error_not_an_abort() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let s = Sandbox::new();
     // 16 × 8,192 tokens of KV cache (about 3 GiB) with every layer forced
     // onto a device limited to 2.5 GB.
@@ -274,7 +274,7 @@ fn on_lavapipe_a_cache_the_device_cannot_hold_is_a_clear_error_not_an_abort() {
 
 #[test]
 fn on_lavapipe_gemma_answers_like_the_cpu_and_resumes_after_a_restart() {
-    let _engine = common::engine_lock_after_device_builds();
+    let _engine = common::engine_lock();
     let s = Sandbox::new();
     let path = s.path("gemma.toml");
     std::fs::write(

@@ -171,39 +171,6 @@ pub fn engine_lock() -> std::sync::MutexGuard<'static, ()> {
     ENGINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The engine, once `make test`'s build of the RPC and Vulkan backends is
-/// over: `make test` builds them while the tests run and names the file its
-/// exit status goes to in `HEARTH_TEST_DEVICES`. The device tests call this
-/// instead of [`engine_lock`], so that they wait without holding the engine
-/// the other tests take in turn. Without the variable (a plain `cargo
-/// test`), the backends are whatever `make rpc-server` and `make vulkan`
-/// left, as before.
-pub fn engine_lock_after_device_builds() -> std::sync::MutexGuard<'static, ()> {
-    if let Some(status) = std::env::var_os("HEARTH_TEST_DEVICES") {
-        let status = PathBuf::from(status);
-        let log = status.with_file_name("test-devices.log");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40 * 60);
-        let code = loop {
-            if let Ok(code) = std::fs::read_to_string(&status) {
-                break code;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "make test's build of the RPC and Vulkan backends did not end in 40 minutes: see {}",
-                log.display()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(500));
-        };
-        assert_eq!(
-            code.trim(),
-            "0",
-            "make test's build of the RPC and Vulkan backends failed: see {}",
-            log.display()
-        );
-    }
-    engine_lock()
-}
-
 /// Copies the folder `from` into `to`, as it is now.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
