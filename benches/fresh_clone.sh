@@ -3,7 +3,10 @@
 # into a new folder beside ../shared, runs it there and prints the seconds.
 # Usage: bash benches/fresh_clone.sh [WORK_DIR] (default: a temporary folder;
 # the clone's target folder, about 10 GB, is left there to look at).
-# Pip, npm and apt caches of this machine are used as they are.
+# Each line of the run's log starts with the seconds since the start (when a
+# crate began compiling, when each test ended), and vmstat writes the
+# machine's idle share every 10 s beside it (WORK_DIR/vmstat.log, column
+# "id"). Pip, npm and apt caches of this machine are used as they are.
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared=$(cd "$here/../shared" 2>/dev/null && pwd) || { echo "no ../shared beside the checkout" >&2; exit 1; }
@@ -14,9 +17,12 @@ git clone -q "$here" "$work/main" || exit 1
 ln -sfn "$shared" "$work/shared"
 cd "$work/main" || exit 1
 echo "fresh clone of $(git log --oneline -1) in $work/main; log: $work/run.log"
+vmstat -n 10 > "$work/vmstat.log" 2>&1 &
+vmstat=$!
 start=$(date +%s)
-.ci/run > "$work/run.log" 2>&1
-rc=$?
+.ci/run 2>&1 | perl -MTime::HiRes=time -ne 'BEGIN { $| = 1; $start = time } printf "%7.1f %s", time - $start, $_' > "$work/run.log"
+rc=${PIPESTATUS[0]}
+kill "$vmstat" 2>/dev/null
 echo ".ci/run: $(( $(date +%s) - start )) s, exit status $rc"
 grep -E "Finished|test result: .* [1-9][0-9]* passed" "$work/run.log"
-exit $rc
+exit "$rc"
