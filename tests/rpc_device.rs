@@ -26,6 +26,15 @@ fn rpc_dir() -> PathBuf {
     dir
 }
 
+/// A port the kernel hands out on 127.0.0.1, given back at once.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A running `hearth-rpc-server`, killed when dropped.
 struct RpcServer {
     child: Child,
@@ -46,11 +55,7 @@ impl RpcServer {
     /// gone once the port answers is started again on another port.
     fn start_limited(limit_kb: Option<u32>) -> Self {
         for _ in 0..3 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
+            let port = free_port();
             let endpoint = format!("127.0.0.1:{port}");
             let server = rpc_dir().join("server/hearth-rpc-server");
             let limit = limit_kb.map_or(String::new(), |kb| format!("ulimit -v {kb}; "));
@@ -276,11 +281,7 @@ fn a_conversation_cached_on_the_device_resumes_after_a_restart() {
 fn a_server_that_does_not_answer_is_named_with_its_fix_and_the_cpu_answers() {
     let _engine = common::engine_lock();
     let s = Sandbox::new();
-    let closed = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = free_port();
     let endpoint = format!("127.0.0.1:{closed}");
     let config = config(&s, &[&endpoint], "", "");
     let (ok, out, _) = run(&s, &config, &["doctor"]);
