@@ -81,7 +81,7 @@ test-setup:
 	@$(MAKE) --no-print-directory -j1 $(TEST_SETUP)
 
 # Cargo runs its own jobs: out of make's job server, which would give it one.
-TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-cpu-variants.cmake CMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/test-toolchain.cmake $(CARGO)
+TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-cpu-variants.cmake $(CARGO)
 test-build:
 	@$(call drop_dangling_libs,target/$(TEST_PROFILE))
 	$(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets --no-run
