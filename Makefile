@@ -48,7 +48,7 @@ TEST_PROFILE := make-test
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) + 1 )))
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -76,7 +76,7 @@ test: prereqs
 	@$(MAKE) --no-print-directory -j2 test-build test-setup
 	RUST_TEST_THREADS=$(TEST_THREADS) $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets
 
-TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser cuda-compiler rpc-server vulkan
+TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents cuda-compiler rpc-server vulkan
 test-setup:
 	@$(MAKE) --no-print-directory -j1 $(TEST_SETUP)
 
@@ -270,6 +270,16 @@ voice-tools:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng opus-tools lame >/dev/null; \
 	  else \
 	    echo "the voice tests need espeak-ng, opus-tools and lame: sudo apt-get install -y espeak-ng opus-tools lame"; exit 1; \
+	  fi; }
+
+# poppler's pdftotext, which reads PDFs in the document sandbox (the
+# documents tests send real PDFs through it).
+test-documents:
+	@command -v pdftotext >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils >/dev/null; \
+	  else \
+	    echo "the documents tests need poppler's pdftotext: sudo apt-get install -y poppler-utils"; exit 1; \
 	  fi; }
 
 # Chromium and its driver, for the web page's tests (Selenium, from

@@ -23,6 +23,7 @@ mod copied_calls;
 mod crash;
 mod daemon_cli;
 mod dispatch;
+mod documents;
 mod engine;
 mod file_tools;
 mod formats;

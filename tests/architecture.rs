@@ -80,6 +80,15 @@ const FLOORS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "hearth-documents",
+        &[
+            "hearth-core",
+            "hearth-sandbox",
+            "hearth-store",
+            "hearth-tools",
+        ],
+    ),
+    (
         "hearth-mcp",
         &[
             "hearth-config",
@@ -95,6 +104,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "hearth-channel",
             "hearth-config",
             "hearth-core",
+            "hearth-documents",
             "hearth-engine",
             "hearth-lms",
             "hearth-mcp",

@@ -17,7 +17,7 @@ pub async fn run(
     config: &Config,
     question: &str,
     session: Option<String>,
-    images: &[std::path::PathBuf],
+    (images, files): (&[std::path::PathBuf], &[std::path::PathBuf]),
 ) -> anyhow::Result<ExitCode> {
     let images = read_images(config, images)?;
     let question = if question == "-" {
@@ -38,6 +38,13 @@ pub async fn run(
     let stopped = catch_stops(&cancel);
     let provider = startup::local_provider(config).await?;
     let mut conversation = Conversation::open(config, session.as_deref())?;
+    let question = match super::docs_cmd::turn_with(config, files, question).await? {
+        Some(documents) => format!(
+            "{}\n\n{question}",
+            crate::security::fence::fence("documents", &documents)
+        ),
+        None => question.to_string(),
+    };
     let user = crate::chat::ChatMessage {
         images,
         ..crate::chat::ChatMessage::user(question)

@@ -44,7 +44,9 @@ pub async fn run(
     let depth = models.clone();
     metrics.queue_source(Arc::new(move || depth.queue_depth()));
     let providers = Arc::new(Providers::new(&config, models.clone())?);
-    let tools = Arc::new(services.tools(&config, &tool_context.sandbox));
+    let library = super::docs_cmd::library(&config)?;
+    let tools = services.tools(&config, &tool_context.sandbox);
+    let tools = Arc::new(super::docs_cmd::with_search(tools, &library));
     metrics.known(&Known {
         channels: channels.iter().map(|c| c.name().to_string()).collect(),
         outcomes: Outcome::LABELS.to_vec(),
@@ -54,7 +56,8 @@ pub async fn run(
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
         .channels(channels)
         .tools(tools.clone())
-        .metrics(metrics.clone());
+        .metrics(metrics.clone())
+        .documents(library);
     if let Some(memory) = services.turn_memory() {
         builder = builder.memory(memory);
     }
@@ -84,10 +87,8 @@ pub async fn run(
     services.index_memory(LocalModels::idle_fn(&models), stop_services.clone());
     let unfit = stop.await;
     stop_services.cancel();
-    eprintln!(
-        "hearth daemon: stopping (in-flight replies get {} s)…",
-        config.daemon.shutdown_grace_secs
-    );
+    let grace = config.daemon.shutdown_grace_secs;
+    eprintln!("hearth daemon: stopping (in-flight replies get {grace} s)…");
     daemon.stop().await;
     models.shutdown().await;
     match unfit {

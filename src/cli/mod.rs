@@ -17,6 +17,7 @@ mod config_check;
 mod conversation;
 mod cron_cmd;
 mod daemon;
+mod docs_cmd;
 mod doctor;
 mod doctor_lines;
 mod doctor_memory;
@@ -83,6 +84,11 @@ pub enum Command {
         /// repeat for several. Needs a vision model (`[model] mmproj`).
         #[arg(long, value_name = "FILE")]
         image: Vec<PathBuf>,
+        /// A document the question is about (PDF, DOCX, HTML, Markdown,
+        /// text), read in the document sandbox and kept (`hearth docs`);
+        /// repeat for several.
+        #[arg(long, value_name = "FILE")]
+        file: Vec<PathBuf>,
     },
     /// Print what is said in an audio file (OGG/Opus, WAV, MP3), with the
     /// local Whisper model (`[voice] model`).
@@ -184,6 +190,19 @@ pub enum Command {
         #[command(subcommand)]
         command: lms_cmd::LmsCommand,
     },
+    /// Documents hearth keeps (sent on a channel, or added here): add, list, search, forget.
+    Docs {
+        #[command(subcommand)]
+        command: docs_cmd::DocsCommand,
+    },
+    /// Read one document into text, as hearth's document sandbox runs it
+    /// (pages separated by form feeds). Not for people: the daemon starts it.
+    #[command(hide = true)]
+    ExtractDocument {
+        kind: String,
+        file: PathBuf,
+        max_chars: usize,
+    },
     /// What hearth remembers: list, search, forget.
     Memory {
         #[command(subcommand)]
@@ -276,6 +295,15 @@ pub enum ConfigCommand {
 
 /// Runs the parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Inside the document sandbox: no config, no secrets, no log files.
+    if let Command::ExtractDocument {
+        kind,
+        file,
+        max_chars,
+    } = &cli.command
+    {
+        return Ok(docs_cmd::extract(kind, file, *max_chars));
+    }
     let env = Environment::from_process().with_secrets_file()?;
     let path = cli.config.as_deref();
     match cli.command {
@@ -324,70 +352,87 @@ async fn with_config(
         Command::Inbox { all } => inbox_cmd::run(&config, all),
         Command::Lms { command } => lms_cmd::run(&config, command),
         Command::Memory { command } => memory_cmd::run(&config, command),
+        Command::Docs { command } => docs_cmd::run(&config, command).await,
         Command::Models { command } => models_cmd::run(&config, env, command).await,
         Command::Cron { command } => cron_cmd::run(&config, command),
         Command::Status => status_cmd::run(&config),
         Command::Backup { path, kv } => backup_cmd::backup(&config, &path, kv),
         Command::Restore { path } => backup_cmd::run_restore(&config, &path),
         Command::Chat { session } => chat::run(&config, env, session).await,
-        Command::Bench {
-            json,
-            speed_only,
-            template,
-            parallel,
-            rounds,
-            reply_tokens,
-            speculative,
-            stdio,
-            slots,
-            prompt,
-            scenarios,
-            memory,
-        } => {
-            let json = |name: &str| {
-                json.clone()
-                    .unwrap_or_else(|| Path::new("target/bench").join(name))
-            };
-            match (template, parallel) {
-                _ if stdio => bench_stdio::run(&config, slots).await,
-                _ if prompt => bench_prompt::run(&config, env, rounds).await,
-                _ if memory => {
-                    let json = json("hearth-bench-memory.json");
-                    bench_memory::run(&config, rounds, &json).await
-                }
-                _ if scenarios => {
-                    let json = json("hearth-bench-scenarios.json");
-                    bench_scenarios::run(&config, env, rounds, &json).await
-                }
-                _ if speculative => {
-                    let json = json("hearth-bench-speculative.json");
-                    bench_speculative::run(&config, &json, rounds, reply_tokens).await
-                }
-                (Some(path), _) => bench_template::run(&config, &path).await,
-                (None, Some(n)) => {
-                    let shape = bench_parallel::Shape {
-                        conversations: n,
-                        rounds,
-                        reply_tokens,
-                    };
-                    bench_parallel::run(&config, &json("hearth-bench-parallel.json"), shape).await
-                }
-                (None, None) => bench::run(&config, &json("hearth-bench.json"), speed_only).await,
-            }
-        }
+        command @ Command::Bench { .. } => bench_command(&config, env, command).await,
         Command::Acp => acp::run(&config, env).await,
         Command::Daemon => daemon::run(config, env, recent).await,
         Command::Ask {
             question,
             session,
             image,
-        } => ask::run(&config, &question, session, &image).await,
+            file,
+        } => ask::run(&config, &question, session, (&image, &file)).await,
         Command::Transcribe { file, language } => {
             transcribe::run(&config, &file, language.as_deref()).await
         }
         Command::Say { text, output } => transcribe::say(&config, &text, &output).await,
-        Command::Doctor | Command::Init(_) | Command::Config { .. } | Command::Service { .. } => {
+        Command::Doctor
+        | Command::Init(_)
+        | Command::Config { .. }
+        | Command::Service { .. }
+        | Command::ExtractDocument { .. } => {
             anyhow::bail!("this command reads its config itself")
         }
+    }
+}
+
+/// `hearth bench` and its kinds.
+async fn bench_command(
+    config: &Config,
+    env: &Environment,
+    command: Command,
+) -> anyhow::Result<ExitCode> {
+    let Command::Bench {
+        json,
+        speed_only,
+        template,
+        parallel,
+        rounds,
+        reply_tokens,
+        speculative,
+        stdio,
+        slots,
+        prompt,
+        scenarios,
+        memory,
+    } = command
+    else {
+        anyhow::bail!("not a bench command");
+    };
+    let json = |name: &str| {
+        json.clone()
+            .unwrap_or_else(|| Path::new("target/bench").join(name))
+    };
+    match (template, parallel) {
+        _ if stdio => bench_stdio::run(config, slots).await,
+        _ if prompt => bench_prompt::run(config, env, rounds).await,
+        _ if memory => {
+            let json = json("hearth-bench-memory.json");
+            bench_memory::run(config, rounds, &json).await
+        }
+        _ if scenarios => {
+            let json = json("hearth-bench-scenarios.json");
+            bench_scenarios::run(config, env, rounds, &json).await
+        }
+        _ if speculative => {
+            let json = json("hearth-bench-speculative.json");
+            bench_speculative::run(config, &json, rounds, reply_tokens).await
+        }
+        (Some(path), _) => bench_template::run(config, &path).await,
+        (None, Some(n)) => {
+            let shape = bench_parallel::Shape {
+                conversations: n,
+                rounds,
+                reply_tokens,
+            };
+            bench_parallel::run(config, &json("hearth-bench-parallel.json"), shape).await
+        }
+        (None, None) => bench::run(config, &json("hearth-bench.json"), speed_only).await,
     }
 }

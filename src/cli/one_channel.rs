@@ -40,7 +40,8 @@ pub async fn runtime(
     own.scheduler.enabled = false;
     own.lms.sources.clear();
     let services = Services::open(&own, Arc::new(LoadedModel::new(models.clone())))?;
-    let tools = services.tools(&own, &tool_context.sandbox);
+    let library = super::docs_cmd::library(config)?;
+    let tools = super::docs_cmd::with_search(services.tools(&own, &tool_context.sandbox), &library);
     if let Some(local) = local {
         let fixed = FixedPrompt::measure(config, &tools.specs(), local.engine(), channel.name())?;
         tracing::info!(fixed = fixed.describe(), "the fixed prompt");
@@ -52,5 +53,6 @@ pub async fn runtime(
     if let Some(memory) = services.turn_memory() {
         builder = builder.memory(memory);
     }
+    builder = builder.documents(library);
     Ok((builder.build()?, models))
 }

@@ -2,6 +2,7 @@
 //! environment, and the paths of the test models that `make test` fetches.
 #![allow(dead_code)]
 
+pub mod documents;
 pub mod pictures;
 pub mod speech;
 

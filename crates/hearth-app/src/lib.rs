@@ -18,7 +18,7 @@
 //! Below it: [`channels`] (`hearth-channel`), [`config`] (`hearth-config`),
 //! [`tools`] and [`security`] (`hearth-tools`), [`providers`]
 //! (`hearth-providers`), [`history`], [`inbox`], [`storage`] and [`lock`]
-//! (`hearth-store`), [`memory`], [`scheduler`], [`lms`], [`mcp`] (a crate
+//! (`hearth-store`), [`memory`], [`documents`], [`scheduler`], [`lms`], [`mcp`] (a crate
 //! each), [`metrics`] (`hearth-metrics`), [`engine`] and [`models`]
 //! (`hearth-engine`), [`sandbox`] (`hearth-sandbox`), [`voice`]
 //! (`hearth-voice`), and from `hearth-core` [`chat`], [`retry`],
@@ -48,5 +48,6 @@ pub use hearth_tools as tools;
 pub use hearth_tools::security;
 pub use hearth_voice as voice;
 pub use {
-    hearth_lms as lms, hearth_mcp as mcp, hearth_memory as memory, hearth_scheduler as scheduler,
+    hearth_documents as documents, hearth_lms as lms, hearth_mcp as mcp, hearth_memory as memory,
+    hearth_scheduler as scheduler,
 };

@@ -1,48 +1,10 @@
-//! Whose memory a message or tool call reads and writes.
-//!
-//! Every sender has a scope of their own (`{channel}:{sender}`); a group
-//! chat (a reply target other than the sender) has one more
-//! (`{channel}:chat:{reply_target}`) that its members share. A private chat
-//! on Telegram has the user's id as its chat id, so it is no group. Calls
-//! that serve no chat (the command line) use [`LOCAL_SCOPE`].
+//! Whose memory a message or tool call uses: the scopes of `hearth-tools`
+//! ([`hearth_tools::scope`]), which documents share.
 
 use super::Said;
-use hearth_tools::ToolOrigin;
+pub use hearth_tools::scope::{LOCAL_SCOPE, Scopes};
 
-/// The scope of calls that come from no chat.
-pub const LOCAL_SCOPE: &str = "local";
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scopes {
-    pub sender: String,
-    /// The group chat's shared scope, when the chat is a group.
-    pub group: Option<String>,
-}
-
-impl Scopes {
-    fn new(channel: &str, sender: &str, reply_target: &str) -> Self {
-        Self {
-            sender: format!("{channel}:{sender}"),
-            group: (reply_target != sender).then(|| format!("{channel}:chat:{reply_target}")),
-        }
-    }
-
-    pub fn of_message(message: &Said) -> Self {
-        Self::new(&message.channel, &message.sender, &message.chat)
-    }
-
-    pub fn of_origin(origin: Option<&ToolOrigin>) -> Self {
-        match origin {
-            Some(o) => Self::new(&o.channel, &o.sender, &o.reply_target),
-            None => Self {
-                sender: LOCAL_SCOPE.to_string(),
-                group: None,
-            },
-        }
-    }
-
-    /// The sender's scope, then the group's.
-    pub fn all(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(self.sender.as_str()).chain(self.group.as_deref())
-    }
+/// The scopes of the person who said `message`, where they said it.
+pub fn of_message(message: &Said) -> Scopes {
+    Scopes::of_chat(&message.channel, &message.sender, &message.chat)
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::Said;
 use super::context::{self, ContextLimits};
-use super::scope::Scopes;
 use super::{Category, MemoryStore, TurnMemory, consolidate, statement};
 use crate::config::MemoryConfig;
 use crate::providers::Provider;
@@ -72,7 +71,7 @@ impl StoreMemory {
             return None;
         }
         let own_key = Self::auto_save_key(message);
-        let scopes = Scopes::of_message(message);
+        let scopes = super::scope::of_message(message);
         let scopes: Vec<&str> = scopes.all().collect();
         let recalled: Vec<_> =
             match self
@@ -105,7 +104,7 @@ impl StoreMemory {
         {
             return false;
         }
-        let scope = Scopes::of_message(message).sender;
+        let scope = super::scope::of_message(message).sender;
         match self.store.store_new(
             &scope,
             &Self::auto_save_key(message),
@@ -151,7 +150,7 @@ async fn consolidate_into(
             return 0;
         }
     };
-    let scope = Scopes::of_message(message).sender;
+    let scope = super::scope::of_message(message).sender;
     facts
         .iter()
         .filter(|fact| {

@@ -156,8 +156,8 @@ impl TelegramChannel {
         let note = match self.download(&chat.to_string(), &doc.file.id, &name).await {
             Ok(path) => format!("[DOCUMENT:{}]", path.display()),
             Err(ChannelError::Rejected(why)) => {
-                tracing::warn!("telegram: could not fetch a received file: {why}");
-                format!("(a file was attached but could not be fetched: {why})")
+                self.cannot_take(message, "that file", &why).await;
+                return Ok(Attached::default());
             }
             Err(e) => return Err(e),
         };
@@ -223,6 +223,14 @@ impl TelegramChannel {
             .into_future()
             .await
             .map_err(channel_error)?;
+        // A bot is handed files up to 20 MB; a larger one (a server that
+        // says otherwise) is not written to the disk.
+        if file.size as usize > MAX_PICTURE_BYTES {
+            return Err(ChannelError::Rejected(format!(
+                "the file is larger than the {} MB Telegram hands a bot; send it smaller",
+                MAX_PICTURE_BYTES >> 20
+            )));
+        }
         // Photos have no name of their own: keep Telegram's extension.
         let mut name = name.to_string();
         if !name.contains('.')

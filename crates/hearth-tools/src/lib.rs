@@ -11,6 +11,7 @@
 mod cap;
 mod files;
 mod http;
+pub mod scope;
 pub mod security;
 mod shell;
 

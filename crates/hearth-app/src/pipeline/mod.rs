@@ -70,6 +70,8 @@ pub struct Runtime {
     providers: Arc<dyn ProviderSet>,
     sessions: Sessions,
     memory: Arc<dyn TurnMemory>,
+    /// The documents people send, when they are read at all.
+    documents: Option<Arc<crate::documents::Library>>,
     tools: Arc<ToolRegistry>,
     tool_context: ToolContext,
     hooks: Vec<Arc<dyn Hook>>,
@@ -102,6 +104,7 @@ pub struct RuntimeBuilder {
     tool_context: ToolContext,
     channels: Vec<Arc<dyn Channel>>,
     memory: Arc<dyn TurnMemory>,
+    documents: Option<Arc<crate::documents::Library>>,
     tools: Arc<ToolRegistry>,
     hooks: Vec<Arc<dyn Hook>>,
     watcher: Option<ConfigWatcher>,
@@ -116,6 +119,7 @@ impl RuntimeBuilder {
             tool_context,
             channels: Vec::new(),
             memory: Arc::new(NoMemory),
+            documents: None,
             tools: Arc::new(ToolRegistry::core()),
             hooks: Vec::new(),
             watcher: None,
@@ -141,6 +145,12 @@ impl RuntimeBuilder {
 
     pub fn memory(mut self, memory: Arc<dyn TurnMemory>) -> Self {
         self.memory = memory;
+        self
+    }
+
+    /// Reads the documents messages carry, and keeps them in `library`.
+    pub fn documents(mut self, library: Arc<crate::documents::Library>) -> Self {
+        self.documents = Some(library);
         self
     }
 
@@ -180,6 +190,7 @@ impl RuntimeBuilder {
             providers: self.providers,
             sessions: Sessions::new(store),
             memory: self.memory,
+            documents: self.documents,
             tools: self.tools,
             tool_context: self.tool_context,
             hooks: self.hooks,

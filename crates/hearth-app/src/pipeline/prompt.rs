@@ -96,24 +96,27 @@ pub fn for_turn(
 }
 
 /// The whole prompt: system, history, then the user turn (with its
-/// pictures) with the memory context in front of its text.
+/// pictures) with the memory context and the documents' pieces in front
+/// of its text.
 pub fn messages(
     system: String,
     history: Vec<ChatMessage>,
     (user, images): (&str, &[crate::chat::Image]),
-    memory: Option<String>,
+    (memory, documents): (Option<String>, Option<String>),
 ) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(history.len() + 2);
     out.push(ChatMessage::system(system));
     out.extend(history);
-    let content = match memory.filter(|m| !m.trim().is_empty()) {
-        // Recalled text is data: fenced, so nothing in it reads as markup.
-        Some(context) => format!(
-            "{}\n\n{user}",
-            crate::security::fence::fence("recalled memories", &context)
-        ),
-        None => user.to_string(),
-    };
+    // Recalled text and documents are data: fenced, so nothing in them
+    // reads as markup.
+    let mut content = String::new();
+    for (source, text) in [("recalled memories", memory), ("documents", documents)] {
+        if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+            content.push_str(&crate::security::fence::fence(source, &text));
+            content.push_str("\n\n");
+        }
+    }
+    content.push_str(user);
     // A history ending in a user turn (an interrupted message) merges with this one.
     match out.last_mut() {
         Some(last) if last.role == crate::chat::Role::User => {

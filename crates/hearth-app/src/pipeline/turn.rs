@@ -223,13 +223,8 @@ impl Runtime {
         } else {
             normalize::strip_images(&message.content)
         };
-        let tool_context = match self.tool_context.clone().with_origin(Some(ToolOrigin {
-            channel: message.channel.clone(),
-            reply_target: message.reply_target.clone(),
-            sender: message.sender.clone(),
-            thread_ts: message.thread_ts.clone(),
-            one_credential: channel.policy().one_credential,
-        })) {
+        let origin = origin_of(message, channel.as_ref());
+        let tool_context = match self.tool_context.clone().with_origin(Some(origin)) {
             Ok(c) if scheduled => c.read_only(),
             Ok(c) => c,
             Err(e) => {
@@ -237,6 +232,13 @@ impl Runtime {
                 return Err(self
                     .failed(channel, inbound, key, None, &e.to_string())
                     .await);
+            }
+        };
+        let context = match self.documents_of(message, said, &tool_context).await {
+            Ok(documents) => (memory, documents),
+            Err(unread) => {
+                let why = unread.to_string();
+                return Err(self.failed_quietly(channel, inbound, key, None, &why).await);
             }
         };
         let specs = if scheduled {
@@ -274,9 +276,41 @@ impl Runtime {
                     .and_then(|a| a.instructions.as_deref()),
             },
         );
-        let messages = prompt::messages(system, history, (&user_text, &message.images), memory);
+        let messages = prompt::messages(system, history, (&user_text, &message.images), context);
         let offered = specs.into_iter().map(|t| t.name).collect();
         Ok((tool_context, provider, (messages, offered)))
+    }
+
+    /// The documents this message carries, read and kept, and the turn's
+    /// context from the person's documents; a scheduled turn reads none.
+    async fn documents_of(
+        &self,
+        message: &ChannelMessage,
+        said: &crate::memory::Said,
+        tools: &crate::tools::ToolContext,
+    ) -> Result<Option<String>, crate::documents::Unread> {
+        let Some(library) = &self.documents else {
+            return Ok(None);
+        };
+        if message.initiator == Initiator::Schedule {
+            return Ok(None);
+        }
+        let scopes = crate::memory::scope::of_message(said);
+        let sees: Vec<&str> = scopes.all().collect();
+        let whose = crate::documents::Whose {
+            keep_in: scopes.shared_or_own(),
+            sees: &sees,
+        };
+        let now = chrono::Utc::now().timestamp();
+        library
+            .for_turn(
+                &tools.sandbox,
+                tools.policy.workspace(),
+                whose,
+                &message.content,
+                now,
+            )
+            .await
     }
 
     /// The tool loop's hooks: a call runs once approved, and the person
@@ -329,6 +363,17 @@ impl Runtime {
 
 /// The answer to a picture sent to a model without eyes.
 const NO_EYES: &str = "this model cannot see images; set `[model] mmproj` to its vision projector, or route pictures to a vision provider (`[routing] images`)";
+
+/// The chat `message` came from, as its tools see it.
+fn origin_of(message: &ChannelMessage, channel: &dyn Channel) -> ToolOrigin {
+    ToolOrigin {
+        channel: message.channel.clone(),
+        reply_target: message.reply_target.clone(),
+        sender: message.sender.clone(),
+        thread_ts: message.thread_ts.clone(),
+        one_credential: channel.policy().one_credential,
+    }
+}
 
 /// What memory needs of `message`.
 fn said(message: &crate::channels::ChannelMessage) -> crate::memory::Said {

@@ -1,0 +1,120 @@
+//! What a document costs: a 100-page PDF read in the document sandbox
+//! (poppler's `pdftotext` under hearth's OS sandbox, as the daemon runs
+//! it), kept in `documents.sqlite3` (pieces and their FTS5 index), a
+//! question's pieces found, and the first token of that question on
+//! SmolLM2 with the pieces in the prompt. Round by round; medians printed.
+//! Run: `cargo bench --bench documents` (needs `make test-documents` and
+//! the test models); figures in the README and docs/DOCUMENTS.md.
+#![allow(clippy::unwrap_used)] // a bench: an unwrap is the clearest failure
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use hearth::chat::{ChatMessage, ChatRequest, SamplingParams};
+use hearth::documents::{Cage, CageLimits, DocumentStore, context};
+use hearth::engine::Engine;
+use hearth::sandbox::{Limits, Sandbox, SandboxChoice};
+use tokio_util::sync::CancellationToken;
+
+use common::documents::reader;
+
+const ROUNDS: usize = 5;
+const PAGES: usize = 100;
+const QUESTION: &str = "What happens to late submissions?";
+const LATE: &str = "Late submissions lose five points for each day past the deadline.";
+
+fn main() {
+    let rounds = if std::env::args().any(|a| a == "--bench") {
+        ROUNDS
+    } else {
+        1
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let sandbox = Sandbox::resolve(SandboxChoice::Auto, &work, false, Limits::default());
+    let cage = Cage::new(
+        work.clone(),
+        PathBuf::from(env!("CARGO_BIN_EXE_hearth")),
+        CageLimits::default(),
+    );
+    let pdf = reader(PAGES, 63, LATE);
+    let engine = Engine::start(common::engine_settings(common::SMOLLM2), None).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mut read, mut kept, mut found, mut first) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let started = Instant::now();
+        let extracted = rt
+            .block_on(cage.read(&sandbox, &pdf, "reader.pdf"))
+            .unwrap();
+        read.push(started.elapsed().as_secs_f64());
+        assert_eq!(extracted.pages.len(), PAGES);
+
+        let store = Arc::new(
+            DocumentStore::open(&dir.path().join(format!("documents-{round}.sqlite3"))).unwrap(),
+        );
+        let started = Instant::now();
+        let (id, _) = store
+            .add("me", "reader.pdf", "sent", &extracted, 1)
+            .unwrap();
+        kept.push(started.elapsed().as_secs_f64());
+
+        let started = Instant::now();
+        let pieces =
+            context::for_turn(&store, &["me"], &[id], QUESTION, Default::default()).unwrap();
+        found.push(started.elapsed().as_secs_f64());
+        let block = context::block(&pieces, 6_000).unwrap();
+        assert!(block.contains("page 63"), "{block}");
+
+        let prompt = format!(
+            "{}\n\n{QUESTION}",
+            hearth::security::fence::fence("documents", &block)
+        );
+        let request = ChatRequest::new(
+            format!("documents-{round}"),
+            vec![ChatMessage::user(prompt)],
+            SamplingParams::greedy(1),
+        );
+        let started = Instant::now();
+        let reply = rt
+            .block_on(
+                engine
+                    .submit(request, CancellationToken::new())
+                    .collect_with(|_| {}),
+            )
+            .unwrap();
+        first.push(started.elapsed().as_secs_f64());
+        println!(
+            "round {}: read {:.0} ms ({:.0} pages/s), kept {:.1} ms, pieces found {:.2} ms, first token {:.0} ms ({} prompt tokens)",
+            round + 1,
+            read[round] * 1e3,
+            PAGES as f64 / read[round],
+            kept[round] * 1e3,
+            found[round] * 1e3,
+            first[round] * 1e3,
+            reply.usage.prompt_tokens
+        );
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let r = median(&mut read);
+    println!(
+        "medians of {rounds} (contained by {}): a {PAGES}-page PDF read in {:.0} ms ({:.0} pages/s) and kept in {:.1} ms; its pieces for a question found in {:.2} ms; the question's first token {:.0} ms",
+        format!("{:?}", sandbox.containment()),
+        r * 1e3,
+        PAGES as f64 / r,
+        median(&mut kept) * 1e3,
+        median(&mut found) * 1e3,
+        median(&mut first) * 1e3
+    );
+}

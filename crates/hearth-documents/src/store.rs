@@ -1,0 +1,435 @@
+//! `documents.sqlite3`: the documents people sent, by person, in pieces.
+//!
+//! `documents` holds one row per file per scope (the same file sent again
+//! is the same document); `chunks` its pieces with their pages, indexed by
+//! the external-content FTS5 table `chunks_fts` (kept in step by triggers).
+//! Every read names the scopes it may see, so nobody's documents are found
+//! for another person.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+use super::{Extracted, chunk};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    #[error("documents database {}: {source}; fix: check that the data dir is writable (`[data] dir`)", .path.display())]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(transparent)]
+    Open(#[from] hearth_store::storage::OpenError),
+}
+
+/// `documents.sqlite3`'s schema.
+pub const FILE: hearth_store::storage::Schema = hearth_store::storage::Schema {
+    name: "documents",
+    pragmas: "",
+    steps: &[v1],
+};
+
+fn v1(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS documents (
+             id INTEGER PRIMARY KEY AUTOINCREMENT,
+             scope TEXT NOT NULL,
+             name TEXT NOT NULL,
+             kind TEXT NOT NULL,
+             pages INTEGER NOT NULL,
+             chars INTEGER NOT NULL,
+             cut INTEGER NOT NULL,
+             sha256 TEXT NOT NULL,
+             source TEXT NOT NULL,
+             added INTEGER NOT NULL,
+             UNIQUE (scope, sha256)
+         );
+         CREATE TABLE IF NOT EXISTS chunks (
+             id INTEGER PRIMARY KEY AUTOINCREMENT,
+             document INTEGER NOT NULL,
+             seq INTEGER NOT NULL,
+             page INTEGER NOT NULL,
+             text TEXT NOT NULL
+         );
+         CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks (document, seq);
+         CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+             text, content = 'chunks', content_rowid = 'id'
+         );
+         CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+             INSERT INTO chunks_fts (rowid, text) VALUES (new.id, new.text);
+         END;
+         CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+             INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+         END;",
+    )
+}
+
+/// A document as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub id: i64,
+    pub scope: String,
+    pub name: String,
+    pub kind: String,
+    pub pages: usize,
+    pub chars: usize,
+    /// Only its first part was read (over a limit).
+    pub cut: bool,
+    /// Unix seconds.
+    pub added: i64,
+}
+
+/// A piece found for a question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub document: i64,
+    pub name: String,
+    pub page: usize,
+    pub text: String,
+    /// FTS5's BM25 rank: lower is better.
+    pub rank: f64,
+}
+
+/// Pieces of about this many characters are stored.
+pub const CHUNK_CHARS: usize = 1_200;
+
+pub struct DocumentStore {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl DocumentStore {
+    /// The database file inside a data dir.
+    pub fn path_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("documents.sqlite3")
+    }
+
+    pub fn open(path: &Path) -> Result<Self, DocumentError> {
+        Ok(Self {
+            conn: Mutex::new(hearth_store::storage::open(path, &FILE)?),
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> DocumentError {
+        DocumentError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps `doc` under `scope`; the same file kept there before is that
+    /// document again. Its id, and whether it is new.
+    pub fn add(
+        &self,
+        scope: &str,
+        name: &str,
+        source: &str,
+        doc: &Extracted,
+        now: i64,
+    ) -> Result<(i64, bool), DocumentError> {
+        let mut hash = Sha256::new();
+        for page in &doc.pages {
+            hash.update(page.as_bytes());
+            hash.update(b"\x0c");
+        }
+        let sha = hearth_core::hex::hex(&hash.finalize());
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let known: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM documents WHERE scope = ?1 AND sha256 = ?2",
+                params![scope, sha],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        if let Some(id) = known {
+            return Ok((id, false));
+        }
+        let chars: usize = doc.pages.iter().map(|p| p.chars().count()).sum();
+        tx.execute(
+            "INSERT INTO documents (scope, name, kind, pages, chars, cut, sha256, source, added)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                scope,
+                name,
+                doc.kind.arg(),
+                doc.pages.len() as i64,
+                chars as i64,
+                doc.cut,
+                sha,
+                source,
+                now
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut insert = tx
+                .prepare("INSERT INTO chunks (document, seq, page, text) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(|e| self.err(e))?;
+            for c in chunk::pages(&doc.pages, CHUNK_CHARS) {
+                insert
+                    .execute(params![id, c.seq as i64, c.page as i64, c.text])
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok((id, true))
+    }
+
+    /// Every scope that has a document.
+    pub fn scopes(&self) -> Result<Vec<String>, DocumentError> {
+        let conn = self.conn();
+        let mut q = conn
+            .prepare("SELECT DISTINCT scope FROM documents ORDER BY scope")
+            .map_err(|e| self.err(e))?;
+        let rows = q.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The documents of `scopes`, newest first.
+    pub fn list(&self, scopes: &[&str]) -> Result<Vec<Listed>, DocumentError> {
+        let conn = self.conn();
+        let mut out = Vec::new();
+        for scope in scopes {
+            let mut q = conn
+                .prepare(
+                    "SELECT id, scope, name, kind, pages, chars, cut, added FROM documents
+                     WHERE scope = ?1 ORDER BY added DESC, id DESC",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows = q
+                .query_map(params![scope], |r| {
+                    Ok(Listed {
+                        id: r.get(0)?,
+                        scope: r.get(1)?,
+                        name: r.get(2)?,
+                        kind: r.get(3)?,
+                        pages: r.get::<_, i64>(4)? as usize,
+                        chars: r.get::<_, i64>(5)? as usize,
+                        cut: r.get(6)?,
+                        added: r.get(7)?,
+                    })
+                })
+                .map_err(|e| self.err(e))?;
+            for row in rows {
+                out.push(row.map_err(|e| self.err(e))?);
+            }
+        }
+        out.sort_by(|a, b| b.added.cmp(&a.added).then(b.id.cmp(&a.id)));
+        Ok(out)
+    }
+
+    /// The pieces of `scopes`' documents (or of one, `only`) that best match
+    /// `question`'s words, best first, at most `limit`.
+    pub fn search(
+        &self,
+        scopes: &[&str],
+        question: &str,
+        only: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Found>, DocumentError> {
+        let Some(query) = fts_query(question) else {
+            return Ok(Vec::new());
+        };
+        let conn = self.conn();
+        let mut out = Vec::new();
+        for scope in scopes {
+            let mut q = conn
+                .prepare(
+                    "SELECT d.id, d.name, c.page, c.text, bm25(chunks_fts) AS rank
+                     FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+                     JOIN documents d ON d.id = c.document
+                     WHERE chunks_fts MATCH ?1 AND d.scope = ?2 AND (?3 IS NULL OR d.id = ?3)
+                     ORDER BY rank LIMIT ?4",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows = q
+                .query_map(params![query, scope, only, limit as i64], |r| {
+                    Ok(Found {
+                        document: r.get(0)?,
+                        name: r.get(1)?,
+                        page: r.get::<_, i64>(2)? as usize,
+                        text: r.get(3)?,
+                        rank: r.get(4)?,
+                    })
+                })
+                .map_err(|e| self.err(e))?;
+            for row in rows {
+                out.push(row.map_err(|e| self.err(e))?);
+            }
+        }
+        out.sort_by(|a, b| a.rank.total_cmp(&b.rank));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// The first pieces of document `id` in `scopes`, in order, up to
+    /// `chars` characters: a short document whole.
+    pub fn opening(
+        &self,
+        scopes: &[&str],
+        id: i64,
+        chars: usize,
+    ) -> Result<Vec<Found>, DocumentError> {
+        let Some(listed) = self.list(scopes)?.into_iter().find(|d| d.id == id) else {
+            return Ok(Vec::new());
+        };
+        let conn = self.conn();
+        let mut q = conn
+            .prepare("SELECT page, text FROM chunks WHERE document = ?1 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = q
+            .query_map(params![id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        let mut used = 0;
+        for row in rows {
+            let (page, text) = row.map_err(|e| self.err(e))?;
+            used += text.chars().count();
+            if used > chars && !out.is_empty() {
+                break;
+            }
+            out.push(Found {
+                document: id,
+                name: listed.name.clone(),
+                page: page as usize,
+                text,
+                rank: 0.0,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Forgets document `id` if it is one of `scopes`'; whether it was.
+    pub fn forget(&self, scopes: &[&str], id: i64) -> Result<bool, DocumentError> {
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(|e| self.err(e))?;
+        let mut gone = 0;
+        for scope in scopes {
+            gone += tx
+                .execute(
+                    "DELETE FROM documents WHERE id = ?1 AND scope = ?2",
+                    params![id, scope],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        if gone > 0 {
+            tx.execute("DELETE FROM chunks WHERE document = ?1", params![id])
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(gone > 0)
+    }
+}
+
+/// Words that say nothing about what a question is after.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "about", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "in", "is", "it", "me", "my", "of", "on", "or", "says", "say", "tell", "that", "the",
+    "this", "to", "was", "what", "when", "where", "which", "who", "why", "with", "you", "your",
+    "document", "file", "page", "pdf",
+];
+
+/// `question`'s words as an FTS5 query that cannot fail to parse (each word
+/// quoted, any of them may match), or `None` when it has no words.
+fn fts_query(question: &str) -> Option<String> {
+    let mut words: Vec<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .collect();
+    words.dedup();
+    words.truncate(32);
+    (!words.is_empty()).then(|| {
+        words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Kind;
+
+    fn doc(pages: &[&str]) -> Extracted {
+        Extracted {
+            kind: Kind::Pdf,
+            pages: pages.iter().map(|p| p.to_string()).collect(),
+            cut: false,
+        }
+    }
+
+    #[test]
+    fn a_piece_is_found_by_its_words_with_its_page_and_only_in_its_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DocumentStore::open(&DocumentStore::path_in(dir.path())).unwrap();
+        let syllabus = doc(&[
+            "Welcome to Statistics.",
+            "Late submissions lose ten percent per day.",
+        ]);
+        let (id, new) = store
+            .add("telegram:1", "syllabus.pdf", "sent", &syllabus, 100)
+            .unwrap();
+        assert!(new);
+        assert_eq!(
+            store
+                .add("telegram:1", "again.pdf", "sent", &syllabus, 101)
+                .unwrap(),
+            (id, false)
+        );
+        let found = store
+            .search(
+                &["telegram:1"],
+                "What is the late submission policy?",
+                None,
+                5,
+            )
+            .unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].name.as_str(), found[0].page), ("syllabus.pdf", 2));
+        // Another person's question never sees it; the control above did.
+        assert!(
+            store
+                .search(&["telegram:2"], "late submission", None, 5)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(store.list(&["telegram:2"]).unwrap().is_empty());
+        assert!(!store.forget(&["telegram:2"], id).unwrap());
+        assert!(store.forget(&["telegram:1"], id).unwrap());
+        assert!(
+            store
+                .search(&["telegram:1"], "late submission", None, 5)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn questions_of_any_shape_make_a_query_that_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = DocumentStore::open(&DocumentStore::path_in(dir.path())).unwrap();
+        store
+            .add("s", "a.txt", "sent", &doc(&["NEAR AND OR NOT * \" ( )"]), 1)
+            .unwrap();
+        for q in ["\"", "NEAR(", "a AND", "*", "", "what is the", "OR OR"] {
+            store.search(&["s"], q, None, 3).unwrap();
+        }
+    }
+}

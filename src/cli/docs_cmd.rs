@@ -1,0 +1,233 @@
+//! `hearth docs add|list|search|forget`: the documents hearth keeps, by
+//! hand; and `hearth extract-document`, the reader the cage starts.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Subcommand;
+
+use crate::config::Config;
+use crate::documents::{
+    Cage, CageLimits, DocumentStore, DocumentsSearch, Kind, Library, TurnLimits,
+};
+use crate::sandbox::Sandbox;
+use crate::tools::ToolRegistry;
+
+#[derive(Debug, Subcommand)]
+pub enum DocsCommand {
+    /// Read a document (PDF, DOCX, HTML, Markdown, text) and keep it.
+    Add {
+        file: PathBuf,
+        /// Whose it is (default: `local`, the command line's own).
+        #[arg(long, default_value = "local")]
+        scope: String,
+    },
+    /// List the documents kept, newest first.
+    List {
+        /// Only this scope (`local`, `telegram:<user id>`, `telegram:chat:<chat id>`).
+        #[arg(long)]
+        scope: Option<String>,
+    },
+    /// The pieces of documents that match a question's words, with their pages.
+    Search {
+        query: String,
+        /// Only this scope (default: every scope).
+        #[arg(long)]
+        scope: Option<String>,
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+    },
+    /// Forget one document (its id, as `list` shows it).
+    Forget {
+        id: i64,
+        /// The scope it is in (as `list` shows it).
+        #[arg(long)]
+        scope: String,
+    },
+}
+
+/// The documents of this config's data dir, read with the `hearth` binary
+/// that runs now.
+pub fn library(config: &Config) -> anyhow::Result<Arc<Library>> {
+    let helper = std::env::current_exe().map_err(|e| {
+        anyhow::anyhow!("cannot find the hearth binary to read documents with: {e}")
+    })?;
+    Ok(Arc::new(Library {
+        store: Arc::new(DocumentStore::open(&DocumentStore::path_in(
+            &config.data_dir,
+        ))?),
+        cage: Cage::new(work_dir(config), helper, CageLimits::default()),
+        limits: TurnLimits::default(),
+    }))
+}
+
+/// `tools` with `documents_search` over `library`'s store.
+pub fn with_search(mut tools: ToolRegistry, library: &Library) -> ToolRegistry {
+    tools.register(Box::new(DocumentsSearch(library.store.clone())));
+    tools
+}
+
+fn work_dir(config: &Config) -> PathBuf {
+    config.data_dir.join("documents-work")
+}
+
+pub async fn run(config: &Config, command: DocsCommand) -> anyhow::Result<ExitCode> {
+    let library = library(config)?;
+    let store = &library.store;
+    match command {
+        DocsCommand::Add { file, scope } => {
+            let sandbox = sandbox(config)?;
+            let now = chrono::Utc::now().timestamp();
+            let shown = file.display();
+            let (id, new, read) = library
+                .add_file(&sandbox, &file, &scope, now)
+                .await
+                .map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+            let cut = if read.cut {
+                " (only its first part: it is over hearth's limits)"
+            } else {
+                ""
+            };
+            let again = if new { "" } else { ", already kept" };
+            println!(
+                "{id}: {shown}, a {} of {} pages{cut}{again}",
+                read.kind.name(),
+                read.pages.len()
+            );
+        }
+        DocsCommand::List { scope } => {
+            let scopes = scopes(store, scope)?;
+            let listed = store.list(&scopes.iter().map(String::as_str).collect::<Vec<_>>())?;
+            if listed.is_empty() {
+                println!("no documents");
+            }
+            for d in listed {
+                let cut = if d.cut { ", cut" } else { "" };
+                println!(
+                    "{} {} {} ({}, {} pages{cut})",
+                    d.id, d.scope, d.name, d.kind, d.pages
+                );
+            }
+        }
+        DocsCommand::Search {
+            query,
+            scope,
+            limit,
+        } => {
+            let scopes = scopes(store, scope)?;
+            let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+            let found = store.search(&scopes, &query, None, limit)?;
+            if found.is_empty() {
+                println!("nothing matches");
+            }
+            for f in found {
+                println!("{}, page {}: {}", f.name, f.page, one_line(&f.text));
+            }
+        }
+        DocsCommand::Forget { id, scope } => {
+            if !store.forget(&[scope.as_str()], id)? {
+                eprintln!("no document {id} in scope `{scope}`");
+                return Ok(ExitCode::FAILURE);
+            }
+            println!("forgot document {id}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The document context of a command-line question about `files` (read
+/// and kept in the `local` scope), or `None` without files.
+pub async fn turn_with(
+    config: &Config,
+    files: &[PathBuf],
+    question: &str,
+) -> anyhow::Result<Option<String>> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let library = library(config)?;
+    let sandbox = sandbox(config)?;
+    let now = chrono::Utc::now().timestamp();
+    let mut ids = Vec::new();
+    for file in files {
+        let (id, _, _) = library
+            .add_file(&sandbox, file, LOCAL, now)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        ids.push(id);
+    }
+    let pieces = crate::documents::context::for_turn(
+        &library.store,
+        &[LOCAL],
+        &ids,
+        question,
+        library.limits,
+    )?;
+    Ok(crate::documents::context::block(
+        &pieces,
+        library.limits.total_chars,
+    ))
+}
+
+/// The command line's own scope.
+const LOCAL: &str = crate::tools::scope::LOCAL_SCOPE;
+
+/// The sandbox documents are read in from the command line.
+fn sandbox(config: &Config) -> anyhow::Result<Sandbox> {
+    let work = work_dir(config);
+    crate::file_modes::make_private_dir(&work)?;
+    let a = &config.agent;
+    Ok(Sandbox::resolve(
+        a.sandbox,
+        &work,
+        false,
+        a.sandbox_limits(),
+    ))
+}
+
+/// `scope`, or every scope that has documents.
+fn scopes(store: &DocumentStore, scope: Option<String>) -> anyhow::Result<Vec<String>> {
+    Ok(match scope {
+        Some(s) => vec![s],
+        None => store.scopes()?,
+    })
+}
+
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 200 {
+        format!("{}…", flat.chars().take(199).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// `hearth extract-document KIND FILE MAX_CHARS`: run by the cage only.
+/// Writes the text, pages separated by form feeds, to stdout.
+pub fn extract(kind: &str, file: &Path, max_chars: usize) -> ExitCode {
+    let fail = |why: &str| {
+        eprintln!("{why}");
+        ExitCode::from(2)
+    };
+    let Some(kind) = Kind::from_arg(kind) else {
+        return fail("unknown kind (pdf, docx, html, text)");
+    };
+    let mut bytes = Vec::new();
+    let opened = std::fs::File::open(file).and_then(|f| f.take(64 << 20).read_to_end(&mut bytes));
+    if let Err(e) = opened {
+        return fail(&format!("cannot read the file: {e}"));
+    }
+    match crate::documents::inside::read(kind, &bytes, max_chars) {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                // Past the output cap the cage closes the pipe: it has enough.
+                Err(_) => ExitCode::SUCCESS,
+            }
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}

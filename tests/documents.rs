@@ -1,0 +1,230 @@
+//! Documents sent on Telegram, through the fake Bot API to the pipeline:
+//! read in the document sandbox (poppler's `pdftotext`, hearth's own reader
+//! for DOCX), kept by person, and given to the model by the page that
+//! answers. What the model was given is read off a recording provider (the
+//! small test models cannot be trusted to phrase a page number). Hostile
+//! files each get a clear reply, and a good file after each is still read.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use crate::common::documents::{bomb, docx, docx_bomb, empty_pages, reader, scripted};
+use crate::support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth::config::{Config, StreamMode};
+use hearth::documents::{Cage, CageLimits, DocumentStore, Library, TurnLimits};
+use hearth::pipeline::Outcome;
+use support::telegram_bot::{Bot, start, telegram_config};
+use support::telegram_fake::{FakeTelegram, Incoming};
+use support::{SlowEcho, config, last_user, local};
+
+const LATE: &str = "Late submissions lose five points for each day past the deadline.";
+
+fn library(cfg: &Config) -> Arc<Library> {
+    Arc::new(Library {
+        store: Arc::new(DocumentStore::open(&DocumentStore::path_in(&cfg.data_dir)).unwrap()),
+        cage: Cage::new(
+            cfg.data_dir.join("documents-work"),
+            PathBuf::from(env!("CARGO_BIN_EXE_hearth")),
+            CageLimits::default(),
+        ),
+        limits: TurnLimits::default(),
+    })
+}
+
+async fn bot() -> (Bot, Arc<SlowEcho>, Arc<Library>) {
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    telegram_config(&mut cfg, &fake, &["42", "43"], StreamMode::Off);
+    let echo = SlowEcho::new("local", Duration::ZERO);
+    let library = library(&cfg);
+    let shelf = library.clone();
+    let bot = start(fake, home, cfg, local(echo.clone()), |b| b.documents(shelf));
+    (bot, echo, library)
+}
+
+fn document(user: i64, name: &str, bytes: Vec<u8>, caption: &str) -> Incoming {
+    let mut m = Incoming::text(user, "");
+    m.text = None;
+    m.document = Some((name.to_string(), bytes));
+    m.caption = Some(caption.to_string());
+    m
+}
+
+/// What `given` shows of `file`'s page `page`: the text after its
+/// citation line, up to the next piece.
+fn on_page<'a>(given: &'a str, file: &str, page: usize) -> &'a str {
+    let head = format!("{file}, page {page}:\n");
+    let Some(start) = given.find(&head) else {
+        return "";
+    };
+    let rest = &given[start + head.len()..];
+    &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+}
+
+/// Sends `message`; its outcome, and what the model was given if it was asked.
+async fn send(bot: &mut Bot, echo: &SlowEcho, message: Incoming) -> (Outcome, Option<String>) {
+    let before = echo.requests().len();
+    bot.fake.inject(message);
+    let outcome = bot.reports(1).await.remove(0).outcome;
+    let requests = echo.requests();
+    (outcome, requests.get(before).map(last_user))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thirty_page_pdf_gives_the_model_its_page_17_and_only_its_owner_finds_it() {
+    let (mut bot, echo, library) = bot().await;
+    let pdf = reader(30, 17, LATE);
+    let (outcome, given) = send(
+        &mut bot,
+        &echo,
+        document(42, "reader.pdf", pdf, "What happens to late submissions?"),
+    )
+    .await;
+    assert_eq!(outcome, Outcome::Replied);
+    let given = given.expect("the model was asked");
+    assert!(on_page(&given, "reader.pdf", 17).contains(LATE), "{given}");
+    assert!(given.contains("(file, page N)"), "{given}");
+    // The long reader is not given whole: the pieces that answer.
+    assert!(!given.contains("Course reader, page 3."), "{given}");
+    let kept = library.store.list(&["telegram:42"]).unwrap();
+    assert_eq!((kept.len(), kept[0].pages), (1, 30), "{kept:?}");
+
+    // Later, without the file: the owner's question finds it again (the
+    // control), another person's never does.
+    bot.ask(42, "Tell me about late submissions again").await;
+    let given = last_user(echo.requests().last().unwrap());
+    assert!(given.contains("reader.pdf, page 17"), "{given}");
+    bot.ask(43, "What happens to late submissions?").await;
+    let given = last_user(echo.requests().last().unwrap());
+    assert!(
+        !given.contains(LATE) && !given.contains("reader.pdf"),
+        "{given}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_word_document_is_read_and_a_short_one_goes_in_whole() {
+    let (mut bot, echo, _library) = bot().await;
+    let file = docx(&[
+        "Statistics 101 syllabus",
+        LATE,
+        "Office hours: Thursdays 2-4 pm.",
+    ]);
+    let (outcome, given) = send(
+        &mut bot,
+        &echo,
+        document(42, "syllabus.docx", file, "Summarise it"),
+    )
+    .await;
+    assert_eq!(outcome, Outcome::Replied);
+    let given = given.unwrap();
+    assert!(given.contains("syllabus.docx, page 1:"), "{given}");
+    assert!(
+        given.contains(LATE) && given.contains("Office hours"),
+        "{given}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_documents_get_a_clear_reply_and_a_good_one_after_each_is_read() {
+    let (mut bot, echo, _library) = bot().await;
+    let mut truncated = reader(5, 2, LATE);
+    truncated.truncate(truncated.len() / 3);
+    let hostile: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("bomb.pdf", bomb(512), "could not read bomb.pdf"),
+        (
+            "pages.pdf",
+            empty_pages(100_000),
+            "could not read pages.pdf",
+        ),
+        (
+            "syllabus.pdf",
+            b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0".to_vec(),
+            "it looks like a program (ELF)",
+        ),
+        ("zipbomb.docx", docx_bomb(80), "unpacked"),
+        ("half.pdf", truncated, ""),
+    ];
+    for (name, bytes, said) in hostile {
+        let (outcome, given) = send(
+            &mut bot,
+            &echo,
+            document(42, name, bytes, "What does it say?"),
+        )
+        .await;
+        let replies = bot.sent_to(42);
+        let last = replies.last().cloned().unwrap_or_default();
+        if said.is_empty() {
+            // Damaged: read as far as poppler can, or refused with a reason.
+            assert!(
+                outcome == Outcome::Replied || last.contains(&format!("could not read {name}")),
+                "{name}: {outcome:?} {last}"
+            );
+        } else {
+            assert_eq!(outcome, Outcome::Failed, "{name}: {given:?}");
+            assert!(last.contains(said), "{name}: {last}");
+        }
+        // The control: a good file in the same chat right after.
+        let (outcome, given) = send(
+            &mut bot,
+            &echo,
+            document(
+                42,
+                "reader.pdf",
+                reader(3, 2, LATE),
+                "What happens to late submissions?",
+            ),
+        )
+        .await;
+        assert_eq!(outcome, Outcome::Replied, "after {name}");
+        assert!(given.unwrap().contains(LATE), "after {name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pdf_with_javascript_and_an_embedded_file_is_read_as_text_only() {
+    let (mut bot, echo, _library) = bot().await;
+    let (outcome, given) = send(
+        &mut bot,
+        &echo,
+        document(
+            42,
+            "form.pdf",
+            scripted("The lab opens at nine."),
+            "When does the lab open?",
+        ),
+    )
+    .await;
+    assert_eq!(outcome, Outcome::Replied);
+    let given = given.unwrap();
+    assert!(given.contains("The lab opens at nine."), "{given}");
+    assert!(
+        !given.contains("app.alert") && !given.contains("not really a program"),
+        "{given}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_over_what_telegram_hands_a_bot_is_refused_before_it_is_written() {
+    let (mut bot, echo, library) = bot().await;
+    let big = vec![b'a'; 200 << 20];
+    bot.fake.inject(document(42, "huge.txt", big, "Read this"));
+    let said = bot
+        .fake
+        .wait_for("sendMessage", 1, support::telegram_bot::WAIT)
+        .await;
+    let text = support::telegram_bot::shown(&said[0]);
+    assert!(text.contains("larger than the 20 MB"), "{text}");
+    // The caption still reaches the model; nothing was kept.
+    bot.reports(1).await;
+    assert!(library.store.list(&["telegram:42"]).unwrap().is_empty());
+    assert!(
+        echo.requests()
+            .iter()
+            .all(|r| !last_user(r).contains("huge.txt,"))
+    );
+}
