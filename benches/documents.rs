@@ -109,8 +109,8 @@ fn main() {
     };
     let r = median(&mut read);
     println!(
-        "medians of {rounds} (contained by {}): a {PAGES}-page PDF read in {:.0} ms ({:.0} pages/s) and kept in {:.1} ms; its pieces for a question found in {:.2} ms; the question's first token {:.0} ms",
-        format!("{:?}", sandbox.containment()),
+        "medians of {rounds} (contained by {:?}): a {PAGES}-page PDF read in {:.0} ms ({:.0} pages/s) and kept in {:.1} ms; its pieces for a question found in {:.2} ms; the question's first token {:.0} ms",
+        sandbox.containment(),
         r * 1e3,
         PAGES as f64 / r,
         median(&mut kept) * 1e3,

@@ -92,9 +92,9 @@ pub async fn run(config: &Config, command: DocsCommand) -> anyhow::Result<ExitCo
             };
             let again = if new { "" } else { ", already kept" };
             println!(
-                "{id}: {shown}, a {} of {} pages{cut}{again}",
+                "{id}: {shown}, a {} of {}{cut}{again}",
                 read.kind.name(),
-                read.pages.len()
+                pages(read.pages.len())
             );
         }
         DocsCommand::List { scope } => {
@@ -105,10 +105,8 @@ pub async fn run(config: &Config, command: DocsCommand) -> anyhow::Result<ExitCo
             }
             for d in listed {
                 let cut = if d.cut { ", cut" } else { "" };
-                println!(
-                    "{} {} {} ({}, {} pages{cut})",
-                    d.id, d.scope, d.name, d.kind, d.pages
-                );
+                let pages = pages(d.pages);
+                println!("{} {} {} ({}, {pages}{cut})", d.id, d.scope, d.name, d.kind);
             }
         }
         DocsCommand::Search {
@@ -193,6 +191,14 @@ fn scopes(store: &DocumentStore, scope: Option<String>) -> anyhow::Result<Vec<St
         Some(s) => vec![s],
         None => store.scopes()?,
     })
+}
+
+fn pages(n: usize) -> String {
+    if n == 1 {
+        "1 page".to_string()
+    } else {
+        format!("{n} pages")
+    }
 }
 
 fn one_line(text: &str) -> String {

@@ -16,6 +16,7 @@ pub struct RawRetention {
     pub memory_entries: Option<u32>,
     pub inbox_days: Option<u32>,
     pub lms_days: Option<u32>,
+    pub documents_mb: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,9 @@ pub struct RetentionConfig {
     /// Days the LMS store keeps an item gone from its site, and a
     /// reminder for a date past.
     pub lms_days: u32,
+    /// Megabytes of text the documents people sent may hold, all together;
+    /// past it the oldest documents are forgotten first.
+    pub documents_mb: u32,
 }
 
 impl Default for RetentionConfig {
@@ -45,6 +49,7 @@ impl Default for RetentionConfig {
             memory_entries: 10_000,
             inbox_days: 30,
             lms_days: 180,
+            documents_mb: 200,
         }
     }
 }
@@ -59,6 +64,7 @@ impl RetentionConfig {
             memory_entries: r.memory_entries.unwrap_or(d.memory_entries),
             inbox_days: r.inbox_days.unwrap_or(d.inbox_days),
             lms_days: r.lms_days.unwrap_or(d.lms_days),
+            documents_mb: r.documents_mb.unwrap_or(d.documents_mb),
         };
         for (key, value, low, high) in [
             ("retention.history_messages", c.history_messages, 2, 10_000),
@@ -66,6 +72,7 @@ impl RetentionConfig {
             ("retention.memory_entries", c.memory_entries, 10, 1_000_000),
             ("retention.inbox_days", c.inbox_days, 1, 3_650),
             ("retention.lms_days", c.lms_days, 1, 3_650),
+            ("retention.documents_mb", c.documents_mb, 1, 100_000),
         ] {
             if !(low..=high).contains(&value) {
                 return Err(ConfigError::invalid(
@@ -80,12 +87,13 @@ impl RetentionConfig {
     pub(super) fn render(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "[retention]\nhistory_messages = {}\nhistory_days = {}\nmemory_entries = {}\ninbox_days = {}\nlms_days = {}\n",
+            "[retention]\nhistory_messages = {}\nhistory_days = {}\nmemory_entries = {}\ninbox_days = {}\nlms_days = {}\ndocuments_mb = {}\n",
             self.history_messages,
             self.history_days,
             self.memory_entries,
             self.inbox_days,
-            self.lms_days
+            self.lms_days,
+            self.documents_mb
         );
     }
 }

@@ -32,5 +32,5 @@ pub use chunk::Chunk;
 pub use context::{Cited, DOCUMENT_HEADER, TurnLimits};
 pub use kind::Kind;
 pub use library::{AddError, Library, Unread, Whose};
-pub use store::{DocumentError, DocumentStore, FILE, Found, Listed};
+pub use store::{DocumentError, DocumentStore, FILE, Found, Listed, forget_beyond};
 pub use tool::DocumentsSearch;

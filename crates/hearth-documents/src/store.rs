@@ -334,6 +334,30 @@ impl DocumentStore {
     }
 }
 
+/// Forgets the oldest documents until the text of those left is at most
+/// `max_bytes` (`[retention] documents_mb`), in the sweep's transaction on
+/// `c`; how many went. Their pieces go with them.
+pub fn forget_beyond(c: &Connection, max_bytes: u64) -> rusqlite::Result<usize> {
+    let mut q = c.prepare(
+        "SELECT d.id, (SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks WHERE document = d.id)
+         FROM documents d ORDER BY d.added DESC, d.id DESC",
+    )?;
+    let sizes: Vec<(i64, i64)> = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut kept: u64 = 0;
+    let mut gone = 0;
+    for (id, bytes) in sizes {
+        kept += bytes.max(0) as u64;
+        if kept > max_bytes {
+            c.execute("DELETE FROM chunks WHERE document = ?1", params![id])?;
+            c.execute("DELETE FROM documents WHERE id = ?1", params![id])?;
+            gone += 1;
+        }
+    }
+    Ok(gone)
+}
+
 /// Words that say nothing about what a question is after.
 const STOPWORDS: &[&str] = &[
     "a", "an", "and", "are", "about", "at", "be", "by", "can", "do", "does", "for", "from", "how",
@@ -419,6 +443,36 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn past_the_cap_the_oldest_documents_go_with_their_pieces() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = DocumentStore::path_in(dir.path());
+        let store = DocumentStore::open(&path).unwrap();
+        let page = "word ".repeat(200);
+        for (i, name) in ["old.txt", "mid.txt", "new.txt"].iter().enumerate() {
+            let text = format!("{name} {page}");
+            store
+                .add("s", name, "sent", &doc(&[&text]), i as i64)
+                .unwrap();
+        }
+        let c = hearth_store::storage::open(&path, &FILE).unwrap();
+        // Room for two of the three (each about 1,008 bytes).
+        assert_eq!(forget_beyond(&c, 2_100).unwrap(), 1);
+        let names: Vec<String> = store
+            .list(&["s"])
+            .unwrap()
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(names, ["new.txt", "mid.txt"]);
+        assert!(store.search(&["s"], "old", None, 5).unwrap().is_empty());
+        let pieces: i64 = c
+            .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(pieces, 2);
+        assert_eq!(forget_beyond(&c, 2_100).unwrap(), 0);
     }
 
     #[test]

@@ -27,11 +27,12 @@ use crate::storage::Schema;
 pub use manifest::{Entry, Manifest};
 
 /// The databases of a data folder, by file name.
-pub const DATABASES: [(&str, &Schema); 4] = [
+pub const DATABASES: [(&str, &Schema); 5] = [
     ("history.sqlite3", &crate::history::FILE),
     ("memory.sqlite3", &crate::memory::FILE),
     ("scheduler.sqlite3", &crate::scheduler::FILE),
     ("lms.sqlite3", &crate::lms::FILE),
+    ("documents.sqlite3", &crate::documents::FILE),
 ];
 
 /// The saved KV caches' folder in the data folder.

@@ -56,7 +56,10 @@ fn a_backup_restores_and_what_was_there_is_kept_aside() {
         ],
         "a save under way is left out"
     );
-    assert_eq!(taken.missing, ["scheduler.sqlite3", "lms.sqlite3"]);
+    assert_eq!(
+        taken.missing,
+        ["scheduler.sqlite3", "lms.sqlite3", "documents.sqlite3"]
+    );
 
     // Hostile: a second backup into the same folder.
     let e = take(&live, None, &copy, false).unwrap_err();

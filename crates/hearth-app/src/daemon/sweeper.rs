@@ -27,6 +27,7 @@ pub async fn sweep_once(
                     memory = s.memory,
                     inbox = s.inbox,
                     lms = s.lms,
+                    documents = s.documents,
                     "retention: forgot records past [retention]'s limits"
                 );
             }

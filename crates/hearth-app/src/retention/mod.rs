@@ -49,6 +49,7 @@ pub struct Swept {
     pub memory: usize,
     pub inbox: usize,
     pub lms: usize,
+    pub documents: usize,
     /// The inbox records forgotten, by channel and id (a running inbox
     /// forgets them too: [`Inbox::forget_known`](crate::inbox::Inbox::forget_known)).
     pub inbox_keys: Vec<(String, String)>,
@@ -56,7 +57,7 @@ pub struct Swept {
 
 impl Swept {
     pub fn total(&self) -> usize {
-        self.history + self.memory + self.inbox + self.lms
+        self.history + self.memory + self.inbox + self.lms + self.documents
     }
 }
 
@@ -83,6 +84,16 @@ pub fn sweep(data_dir: &Path, limits: &RetentionConfig, now: i64) -> Result<Swep
         swept.lms = crate::lms::forget(c, limits.lms_days, now)?;
         Ok(())
     })?;
+    in_file(
+        data_dir,
+        "documents.sqlite3",
+        &crate::documents::FILE,
+        |c| {
+            let max = u64::from(limits.documents_mb) << 20;
+            swept.documents = crate::documents::forget_beyond(c, max)?;
+            Ok(())
+        },
+    )?;
     Ok(swept)
 }
 

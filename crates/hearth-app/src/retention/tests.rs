@@ -60,6 +60,18 @@ fn data(dir: &Path, now: i64) {
     let now_utc = chrono::DateTime::from_timestamp(now, 0).unwrap();
     lms.record("school", &[item("stays")], now_utc, false)
         .unwrap();
+    // Three documents of 0.6 MB of text each, a day apart.
+    let documents = crate::documents::DocumentStore::open(&dir.join("documents.sqlite3")).unwrap();
+    for (i, name) in ["old.txt", "mid.txt", "new.txt"].iter().enumerate() {
+        let text = format!("{name} {}", "word ".repeat(120_000));
+        let doc = crate::documents::Extracted {
+            kind: crate::documents::Kind::Text,
+            pages: vec![text],
+            cut: false,
+        };
+        let added = now - (3 - i as i64) * DAY;
+        documents.add("s", name, "sent", &doc, added).unwrap();
+    }
 }
 
 fn config(dir: &Path, retention: &str) -> Config {
@@ -89,7 +101,7 @@ fn a_sweep_forgets_what_is_past_each_limit_and_nothing_else() {
     let now = chrono::Utc::now().timestamp();
     let generous = config(
         root.path(),
-        "history_messages = 12\nhistory_days = 500\nmemory_entries = 30\ninbox_days = 60\nlms_days = 365",
+        "history_messages = 12\nhistory_days = 500\nmemory_entries = 30\ninbox_days = 60\nlms_days = 365\ndocuments_mb = 2",
     );
     data(&generous.data_dir, now);
     // Positive control: limits that hold everything forget nothing.
@@ -99,7 +111,7 @@ fn a_sweep_forgets_what_is_past_each_limit_and_nothing_else() {
     );
     let tight = config(
         root.path(),
-        "history_messages = 10\nhistory_days = 365\nmemory_entries = 20\ninbox_days = 30\nlms_days = 180",
+        "history_messages = 10\nhistory_days = 365\nmemory_entries = 20\ninbox_days = 30\nlms_days = 180\ndocuments_mb = 1",
     );
     let swept = sweep(&tight.data_dir, &tight.retention, now).unwrap();
     assert_eq!(
@@ -110,6 +122,8 @@ fn a_sweep_forgets_what_is_past_each_limit_and_nothing_else() {
             memory: 10,
             inbox: 1,
             lms: 1,
+            // 1 MB holds one of the three (0.6 MB each): the newest.
+            documents: 2,
             inbox_keys: vec![("t".to_string(), "1".to_string())],
         }
     );
@@ -120,7 +134,12 @@ fn a_sweep_forgets_what_is_past_each_limit_and_nothing_else() {
             .total(),
         0
     );
-    for db in ["history.sqlite3", "memory.sqlite3", "lms.sqlite3"] {
+    for db in [
+        "history.sqlite3",
+        "memory.sqlite3",
+        "lms.sqlite3",
+        "documents.sqlite3",
+    ] {
         integrity(&tight.data_dir.join(db));
     }
     let lines = usage(&tight);

@@ -26,7 +26,7 @@ pub fn usage(config: &Config) -> Vec<Usage> {
     let dir = &config.data_dir;
     let r = &config.retention;
     let history = dir.join("history.sqlite3");
-    let [h, inbox, memory, lms, jobs] = rows(dir);
+    let [h, inbox, memory, lms, jobs, documents] = rows(dir);
     let (kv_bytes, kv_files) = folder(&dir.join(crate::backup::KV_DIR));
     let (model_bytes, model_files) = folder(&dir.join("models"));
     let at = |v: &Vec<i64>, i: usize| v.get(i).copied().unwrap_or(0);
@@ -71,6 +71,16 @@ pub fn usage(config: &Config) -> Vec<Usage> {
             limit: format!("gone items and past reminders kept {} days", r.lms_days),
         },
         Usage {
+            store: "documents",
+            bytes: Some(database_bytes(&dir.join("documents.sqlite3"))),
+            holds: format!(
+                "{} documents, {:.1} MB of text",
+                at(&documents, 0),
+                at(&documents, 1) as f64 / f64::from(1 << 20)
+            ),
+            limit: format!("{} MB of text, the oldest forgotten first", r.documents_mb),
+        },
+        Usage {
             store: "scheduler",
             bytes: Some(database_bytes(&dir.join("scheduler.sqlite3"))),
             holds: format!("{} jobs", at(&jobs, 0)),
@@ -91,9 +101,9 @@ pub fn usage(config: &Config) -> Vec<Usage> {
     ]
 }
 
-/// The counts each store's line shows: history, inbox, memory, LMS and
-/// scheduler, in that order (zeros for a missing file).
-fn rows(dir: &Path) -> [Vec<i64>; 5] {
+/// The counts each store's line shows: history, inbox, memory, LMS,
+/// scheduler and documents, in that order (zeros for a missing file).
+fn rows(dir: &Path) -> [Vec<i64>; 6] {
     let count = |name: &str, sql: &str| counts(&dir.join(name), sql).unwrap_or_default();
     [
         count(
@@ -116,6 +126,11 @@ fn rows(dir: &Path) -> [Vec<i64>; 5] {
                 (SELECT count(*) FROM reminders) FROM items",
         ),
         count("scheduler.sqlite3", "SELECT count(*) FROM jobs"),
+        count(
+            "documents.sqlite3",
+            "SELECT (SELECT count(*) FROM documents),
+                (SELECT coalesce(sum(length(CAST(text AS BLOB))), 0) FROM chunks)",
+        ),
     ]
 }
 
