@@ -228,3 +228,62 @@ async fn a_file_over_what_telegram_hands_a_bot_is_refused_before_it_is_written()
             .all(|r| !last_user(r).contains("huge.txt,"))
     );
 }
+
+/// The reader as an attacker who took it over: a script in its place
+/// prints what it can read of a file outside its folder, of its own
+/// input, and whether it reaches a port on this machine. Contained, it
+/// reads only its input; uncontained (`sandbox = "off"`, the control that
+/// shows the probe works) it reads and reaches both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_taken_over_reaches_nothing_outside_its_folder_under_each_sandbox() {
+    use hearth::sandbox::{Containment, Limits, Sandbox, SandboxChoice};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (bin, outside, work) = (root.join("bin"), root.join("outside"), root.join("work"));
+    for d in [&bin, &outside, &work] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let secret = outside.join("secret.txt");
+    std::fs::write(&secret, "CANARY-doc-7f3").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let evil = bin.join("hearth");
+    std::fs::write(
+        &evil,
+        format!(
+            "#!/bin/sh\necho \"secret:$(cat {} 2>/dev/null)\"\necho \"own:$(head -c 2 \"$3\" 2>/dev/null)\"\n\
+             python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2); print(\"net:reached\")' 2>/dev/null || echo net:refused\n",
+            secret.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&evil, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cage = Cage::new(work.clone(), evil, CageLimits::default());
+    let file = docx(&["x"]);
+    for choice in [
+        SandboxChoice::Bubblewrap,
+        SandboxChoice::Landlock,
+        SandboxChoice::Off,
+    ] {
+        let sandbox = Sandbox::resolve(choice, &work, false, Limits::default());
+        if let Containment::Unavailable(why) = sandbox.containment() {
+            panic!("{choice:?} cannot run here: {why}");
+        }
+        let read = cage.read(&sandbox, &file, "x.docx").await.unwrap();
+        let said = read.pages.join("\u{c}");
+        assert!(
+            said.contains("own:PK"),
+            "{choice:?}: its own input, read: {said}"
+        );
+        if choice == SandboxChoice::Off {
+            assert!(
+                said.contains("secret:CANARY-doc-7f3") && said.contains("net:reached"),
+                "{said}"
+            );
+        } else {
+            assert!(!said.contains("CANARY"), "{choice:?}: {said}");
+            assert!(said.contains("net:refused"), "{choice:?}: {said}");
+        }
+    }
+    drop(listener);
+}
