@@ -6,7 +6,7 @@
 //! files each get a clear reply, and a good file after each is still read.
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
-use crate::common::documents::{bomb, docx, docx_bomb, empty_pages, reader, scripted};
+use crate::common::documents::{bomb, docx, docx_bomb, empty_pages, reader, scripted, text_bomb};
 use crate::support;
 
 use std::path::PathBuf;
@@ -286,4 +286,136 @@ async fn a_reader_taken_over_reaches_nothing_outside_its_folder_under_each_sandb
         }
     }
     drop(listener);
+}
+
+/// A reader that stalls, and one that eats memory, are stopped at their
+/// limits with a reason, and nothing they started is left running; a good
+/// document read right after is read (the control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_past_its_time_or_memory_is_killed_with_a_reason() {
+    use hearth::sandbox::{Limits, Sandbox, SandboxChoice};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (bin, work) = (root.join("bin"), root.join("work"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let script = |name: &str, body: &str| {
+        let path = bin.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        path
+    };
+    // A child of its own, found again by its unusual argument.
+    let marker = "sleep 611.25";
+    let stalls = script("stalls", &format!("{marker}\necho done"));
+    let eats = script("eats", "python3 -c 'x = bytearray(3 << 30); print(len(x))'");
+    let limits = CageLimits {
+        wall: Duration::from_secs(2),
+        memory_bytes: 256 << 20,
+        ..CageLimits::default()
+    };
+    let sandbox = Sandbox::resolve(SandboxChoice::Auto, &work, false, Limits::default());
+    let file = docx(&["x"]);
+
+    let stalled = Cage::new(work.join("a"), stalls, limits);
+    let started = std::time::Instant::now();
+    let e = stalled.read(&sandbox, &file, "x.docx").await.unwrap_err();
+    assert!(e.to_string().contains("took longer than 2 s"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+
+    let greedy = Cage::new(work.join("b"), eats, limits);
+    let e = greedy.read(&sandbox, &file, "x.docx").await.unwrap_err();
+    assert!(!e.to_string().contains(&(3u64 << 30).to_string()), "{e}");
+    assert!(
+        e.to_string().contains("MemoryError") || e.to_string().contains("memory"),
+        "{e}"
+    );
+
+    // The control: the real reader, under the same limits.
+    let real = Cage::new(
+        work.join("c"),
+        PathBuf::from(env!("CARGO_BIN_EXE_hearth")),
+        limits,
+    );
+    let read = real.read(&sandbox, &docx(&[LATE]), "x.docx").await.unwrap();
+    assert!(read.pages[0].contains(LATE));
+}
+
+/// While one chat's document takes its time in the reader, another chat
+/// is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_chat_is_answered_while_a_document_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = dir.path().join("slow-reader");
+    std::fs::write(&slow, "#!/bin/sh\nsleep 4\necho 'The slow page.'\n").unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let fake = FakeTelegram::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = config(home.path());
+    telegram_config(&mut cfg, &fake, &["42", "43"], StreamMode::Off);
+    let echo = SlowEcho::new("local", Duration::ZERO);
+    let library = Arc::new(Library {
+        store: Arc::new(DocumentStore::open(&DocumentStore::path_in(&cfg.data_dir)).unwrap()),
+        cage: Cage::new(
+            cfg.data_dir.join("documents-work"),
+            slow,
+            CageLimits::default(),
+        ),
+        limits: TurnLimits::default(),
+    });
+    let mut bot = start(fake, home, cfg, local(echo.clone()), |b| {
+        b.documents(library)
+    });
+    let (_, slow_message) = bot
+        .fake
+        .inject(document(42, "notes.docx", docx(&["x"]), "Read it"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, quick) = bot.fake.inject(Incoming::text(43, "Hello"));
+    let order: Vec<String> = bot
+        .reports(2)
+        .await
+        .into_iter()
+        .map(|r| r.message_id)
+        .collect();
+    assert_eq!(order, [format!("43:{quick}"), format!("42:{slow_message}")]);
+    assert!(last_user(echo.requests().last().unwrap()).contains("The slow page."));
+}
+
+/// A PDF whose text inflates far past the cap is read up to it, and the
+/// turn is told only its first part was read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_bomb_is_read_up_to_the_cap_and_the_turn_says_so() {
+    let (mut bot, echo, library) = bot().await;
+    // 1,500 pages of 4,000 letters: 6 million characters, past the cap of 4.
+    let pdf = text_bomb(1_500);
+    assert!(pdf.len() < 2 << 20, "{} bytes", pdf.len());
+    let (outcome, given) = send(
+        &mut bot,
+        &echo,
+        document(42, "long.pdf", pdf, "What is it?"),
+    )
+    .await;
+    assert_eq!(outcome, Outcome::Replied);
+    let given = given.unwrap();
+    assert!(
+        given.contains("Only the first part of long.pdf was read"),
+        "{}",
+        &given[..given.len().min(600)]
+    );
+    let kept = library.store.list(&["telegram:42"]).unwrap();
+    assert!(
+        kept[0].cut && kept[0].chars <= CageLimits::default().chars,
+        "{kept:?}"
+    );
 }

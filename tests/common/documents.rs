@@ -126,6 +126,35 @@ pub fn bomb(mib: usize) -> Vec<u8> {
     assemble(&objects)
 }
 
+/// A PDF of `pages` pages that all show one page of 50 lines of 80
+/// letters: a few KB on the wire, 4,000 characters of text a page.
+pub fn text_bomb(pages: usize) -> Vec<u8> {
+    let mut text = String::from("BT /F1 8 Tf 20 760 Td 12 TL\n");
+    for _ in 0..50 {
+        text.push_str(&format!("({}) Tj T*\n", "a".repeat(80)));
+    }
+    text.push_str("ET");
+    let mut objects: Vec<Vec<u8>> = Vec::new();
+    objects.push(b"<< /Type /Catalog /Pages 2 0 R >>".to_vec());
+    let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 5 + i)).collect();
+    objects.push(
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+            kids.join(" ")
+        )
+        .into_bytes(),
+    );
+    objects.push(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec());
+    objects.push(stream(text.as_bytes(), ""));
+    for _ in 0..pages {
+        objects.push(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+                .to_vec(),
+        );
+    }
+    assemble(&objects)
+}
+
 /// A PDF that runs JavaScript when opened and carries an embedded file,
 /// with one line of text.
 pub fn scripted(text: &str) -> Vec<u8> {

@@ -199,6 +199,10 @@ impl Cage {
             return Err(failure(kind, &finished));
         }
         let text = String::from_utf8_lossy(&finished.stdout);
+        // The sandbox stops a reader at about four bytes a character; the
+        // cap itself is in characters.
+        let over = text.chars().nth(self.limits.chars).is_some();
+        let text: String = text.chars().take(self.limits.chars).collect();
         let mut pages: Vec<String> = text.split('\u{c}').map(str::to_string).collect();
         // `pdftotext` ends every page with a form feed.
         if pages.len() > 1 && pages.last().is_some_and(|p| p.trim().is_empty()) {
@@ -207,7 +211,9 @@ impl Cage {
         if pages.iter().all(|p| p.trim().is_empty()) {
             return Err(ExtractError::NoText);
         }
-        let cut = finished.cut || (kind == Kind::Pdf && pages.len() >= self.limits.pages as usize);
+        let cut = finished.cut
+            || over
+            || (kind == Kind::Pdf && pages.len() >= self.limits.pages as usize);
         Ok(Extracted { kind, pages, cut })
     }
 }
@@ -233,10 +239,12 @@ fn failure(kind: Kind, finished: &hearth_sandbox::Finished) -> ExtractError {
         );
     }
     let said = String::from_utf8_lossy(&finished.stderr);
+    // The last thing it said is what stopped it (a traceback's error,
+    // poppler's last complaint).
     let said = said
         .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
+        .rfind(|l| !l.is_empty())
         .unwrap_or("");
     let said: String = said.chars().take(200).collect();
     match (kind, said.is_empty()) {

@@ -61,6 +61,7 @@ impl Library {
     ) -> Result<Option<String>, Unread> {
         let (files, question) = markers(text);
         let mut sent = Vec::new();
+        let mut cut = Vec::new();
         for file in files {
             let Some(path) = inside(folder, &file) else {
                 tracing::warn!(path = %file, "a document marker outside the chat's folder was left alone");
@@ -75,11 +76,22 @@ impl Library {
                 .store
                 .add(whose.keep_in, &name, "sent", &read, now)
                 .map_err(|e| Unread::new(&name, e))?;
+            if read.cut {
+                cut.push(name);
+            }
             sent.push(id);
         }
         let pieces = context::for_turn(&self.store, whose.sees, &sent, &question, self.limits)
             .map_err(|e| Unread::new("your documents", e))?;
-        Ok(context::block(&pieces, self.limits.total_chars))
+        let block = context::block(&pieces, self.limits.total_chars);
+        Ok(match (block, cut.is_empty()) {
+            (block, true) => block,
+            (block, false) => Some(format!(
+                "Only the first part of {} was read: it is over what hearth reads of a document. Say so.\n{}",
+                hearth_core::fence::defuse(&cut.join(", ")),
+                block.unwrap_or_default()
+            )),
+        })
     }
 
     /// Reads one file and keeps it under `scope` (`hearth docs add`).
