@@ -185,6 +185,35 @@ fn sandbox(config: &Config) -> anyhow::Result<Sandbox> {
     ))
 }
 
+/// `hearth doctor`'s line: what reads documents here, or what is missing.
+pub fn doctor_line(contained: bool) -> (bool, String) {
+    if !contained {
+        return (
+            false,
+            "not read: they are parsed only in the sandbox, and none runs here (the sandbox line says how to fix it)".to_string(),
+        );
+    }
+    let pdftotext = [
+        "/usr/bin/pdftotext",
+        "/usr/local/bin/pdftotext",
+        "/bin/pdftotext",
+    ]
+    .iter()
+    .any(|p| Path::new(p).is_file());
+    if pdftotext {
+        (
+            true,
+            "PDF (poppler's pdftotext), DOCX, HTML, Markdown and text, each read in the sandbox"
+                .to_string(),
+        )
+    } else {
+        (
+            false,
+            "DOCX, HTML, Markdown and text are read; PDFs are not: poppler's pdftotext is missing (apt-get install poppler-utils)".to_string(),
+        )
+    }
+}
+
 /// `scope`, or every scope that has documents.
 fn scopes(store: &DocumentStore, scope: Option<String>) -> anyhow::Result<Vec<String>> {
     Ok(match scope {

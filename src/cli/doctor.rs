@@ -303,6 +303,11 @@ async fn sandbox(report: &mut Report, config: &Config) -> anyhow::Result<()> {
         ),
     );
     report.line("sandbox", sandbox.runs_commands(), sandbox.describe());
+    // Documents not read is a warning: everything else still works.
+    match super::docs_cmd::doctor_line(sandbox.runs_commands()) {
+        (true, line) => report.line("docs", true, line),
+        (false, line) => report.warn("docs", line),
+    }
     for (ok, line) in super::mcp_cmd::doctor_lines(config, &sandbox).await {
         report.line("mcp", ok, line);
     }
