@@ -419,3 +419,59 @@ async fn a_text_bomb_is_read_up_to_the_cap_and_the_turn_says_so() {
         "{kept:?}"
     );
 }
+
+/// `hearth docs` as a user runs it, on the real binary with its own data
+/// dir: add (a PDF, the same again, a program named as a PDF), list,
+/// search with a page, forget in the wrong scope (refused) and the right one.
+#[test]
+fn hearth_docs_adds_lists_searches_and_forgets() {
+    use crate::common::{Sandbox, assert_no_panic};
+    let s = Sandbox::new();
+    let run = |args: &[&str]| {
+        let out = s.hearth().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_no_panic(&stderr);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        )
+    };
+    let pdf = s.path("reader.pdf");
+    std::fs::write(&pdf, reader(5, 4, LATE)).unwrap();
+    let fake = s.path("syllabus.pdf");
+    std::fs::write(&fake, b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0").unwrap();
+    let pdf = pdf.to_string_lossy().into_owned();
+    let (ok, out, err) = run(&["docs", "add", &pdf]);
+    assert!(ok && out.contains("a PDF of 5 pages"), "{out}{err}");
+    let (ok, out, _) = run(&["docs", "add", &pdf]);
+    assert!(ok && out.contains("already kept"), "{out}");
+    let (ok, _, err) = run(&["docs", "add", &fake.to_string_lossy()]);
+    assert!(
+        !ok && err.contains("it looks like a program (ELF)"),
+        "{err}"
+    );
+    let (ok, out, _) = run(&["docs", "list"]);
+    assert!(
+        ok && out.contains("local reader.pdf (pdf, 5 pages)"),
+        "{out}"
+    );
+    assert!(!out.contains("syllabus.pdf"), "{out}");
+    let (ok, out, _) = run(&["docs", "search", "late submissions"]);
+    assert!(
+        ok && out.starts_with("reader.pdf, page 4: ") && out.contains(LATE),
+        "{out}"
+    );
+    let id = run(&["docs", "list"])
+        .1
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let (ok, _, err) = run(&["docs", "forget", &id, "--scope", "telegram:42"]);
+    assert!(!ok && err.contains("no document"), "{err}");
+    let (ok, _, _) = run(&["docs", "forget", &id, "--scope", "local"]);
+    assert!(ok);
+    let (_, out, _) = run(&["docs", "search", "late submissions"]);
+    assert_eq!(out.trim(), "nothing matches");
+}

@@ -121,7 +121,8 @@ pub async fn run(config: &Config, command: DocsCommand) -> anyhow::Result<ExitCo
                 println!("nothing matches");
             }
             for f in found {
-                println!("{}, page {}: {}", f.name, f.page, one_line(&f.text));
+                let shown = one_line(excerpt(&f.text, &query));
+                println!("{}, page {}: {shown}", f.name, f.page);
             }
         }
         DocsCommand::Forget { id, scope } => {
@@ -220,6 +221,29 @@ fn scopes(store: &DocumentStore, scope: Option<String>) -> anyhow::Result<Vec<St
         Some(s) => vec![s],
         None => store.scopes()?,
     })
+}
+
+/// `text` from a little before the first of `query`'s words it holds.
+fn excerpt<'a>(text: &'a str, query: &str) -> &'a str {
+    let lower = text.to_lowercase();
+    let first = crate::documents::store::words(query)
+        .iter()
+        .filter_map(|w| lower.find(w.as_str()))
+        .min();
+    let Some(at) = first else {
+        return text;
+    };
+    // Lower-casing can move byte offsets: back to a boundary of `text`.
+    let at = (0..=at.min(text.len()))
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
+    let start = text[..at]
+        .char_indices()
+        .rev()
+        .nth(40)
+        .map_or(0, |(i, _)| i);
+    &text[start..]
 }
 
 fn pages(n: usize) -> String {

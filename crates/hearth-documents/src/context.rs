@@ -21,6 +21,8 @@ pub struct TurnLimits {
     pub pieces: usize,
     /// The block's length, at most.
     pub total_chars: usize,
+    /// The most pieces a later turn (no document sent with it) carries.
+    pub later_pieces: usize,
 }
 
 impl Default for TurnLimits {
@@ -29,6 +31,7 @@ impl Default for TurnLimits {
             whole_chars: 6_000,
             pieces: 4,
             total_chars: 6_000,
+            later_pieces: 2,
         }
     }
 }
@@ -60,9 +63,28 @@ pub fn for_turn(
         }
     }
     if sent.is_empty() {
-        pieces = store.search(scopes, question, None, limits.pieces)?;
+        // No document with this message: a piece comes only when it shares
+        // most of the question's words, so a turn about something else
+        // does not carry pages it does not need.
+        let asked = super::store::words(question);
+        let needed = asked.len().div_ceil(2).max(2.min(asked.len()));
+        pieces = store
+            .search(scopes, question, None, limits.pieces)?
+            .into_iter()
+            .filter(|p| shared(&asked, &p.text) >= needed)
+            .take(limits.later_pieces)
+            .collect();
     }
     Ok(pieces)
+}
+
+/// How many of `asked` are words of `text`.
+fn shared(asked: &[String], text: &str) -> usize {
+    let words: std::collections::HashSet<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .collect();
+    asked.iter().filter(|w| words.contains(*w)).count()
 }
 
 /// The context block for `pieces`, within `total_chars`, or `None`. Each
@@ -158,6 +180,33 @@ mod tests {
         let block = block(&pieces, 6_000).unwrap();
         assert!(!block.contains("<tool_call>"), "{block}");
         assert!(block.contains("note.txt, page 1:"), "{block}");
+    }
+
+    #[test]
+    fn a_later_turn_about_something_else_carries_no_pages() {
+        let (_dir, store) = store();
+        let doc = pages(3, (2, "Office hours are on Thursday afternoons in room 4."));
+        store.add("alice", "syllabus.pdf", "sent", &doc, 1).unwrap();
+        // One word in common ("room"), of three: not about the syllabus.
+        let off = for_turn(
+            &store,
+            &["alice"],
+            &[],
+            "Is my room booked at the hotel?",
+            TurnLimits::default(),
+        )
+        .unwrap();
+        assert!(off.is_empty(), "{off:?}");
+        // The control: most of its words.
+        let on = for_turn(
+            &store,
+            &["alice"],
+            &[],
+            "Which room for office hours?",
+            TurnLimits::default(),
+        )
+        .unwrap();
+        assert_eq!(on.first().map(|p| p.page), Some(2), "{on:?}");
     }
 
     #[test]

@@ -366,17 +366,26 @@ const STOPWORDS: &[&str] = &[
     "document", "file", "page", "pdf",
 ];
 
-/// `question`'s words as an FTS5 query that cannot fail to parse (each word
-/// quoted, any of them may match), or `None` when it has no words.
-fn fts_query(question: &str) -> Option<String> {
-    let mut words: Vec<String> = question
+/// The words of `text` a search looks for: lower case, without the
+/// words that say nothing, each once, at most 32.
+pub fn words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .collect();
-    words.dedup();
-    words.truncate(32);
+    {
+        if !STOPWORDS.contains(&w.as_str()) && !words.contains(&w) && words.len() < 32 {
+            words.push(w);
+        }
+    }
+    words
+}
+
+/// `question`'s words as an FTS5 query that cannot fail to parse (each word
+/// quoted, any of them may match), or `None` when it has no words.
+fn fts_query(question: &str) -> Option<String> {
+    let words = words(question);
     (!words.is_empty()).then(|| {
         words
             .iter()
