@@ -475,3 +475,81 @@ fn hearth_docs_adds_lists_searches_and_forgets() {
     let (_, out, _) = run(&["docs", "search", "late submissions"]);
     assert_eq!(out.trim(), "nothing matches");
 }
+
+/// The real daemon, as a process: the hostile files sent to it one after
+/// another leave its peak resident memory (`VmHWM`) within a bound far
+/// below what parsing any of them in the daemon would take (the PDF bomb
+/// inflates to 512 MiB, the DOCX bomb to 80 MiB), and a good file after
+/// them is still read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemons_own_memory_stays_bounded_through_the_hostile_files() {
+    use crate::common::{Sandbox, assert_no_panic};
+    use support::daemon_process::{Daemon, config, until};
+    use support::slow_model::SlowModel;
+
+    let fake = FakeTelegram::start().await;
+    let model = SlowModel::start(2, Duration::from_millis(10)).await;
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &fake, &model, "", "");
+    let daemon = Daemon::start(&sandbox, &config);
+    let peak = |pid: u32| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            << 10
+    };
+    let pid = daemon.child.id();
+    let started = peak(pid);
+    let mut truncated = reader(5, 2, LATE);
+    truncated.truncate(truncated.len() / 3);
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("bomb.pdf", bomb(512)),
+        ("pages.pdf", empty_pages(100_000)),
+        ("zipbomb.docx", docx_bomb(80)),
+        ("long.pdf", text_bomb(1_500)),
+        ("half.pdf", truncated),
+        ("reader.pdf", reader(30, 17, LATE)),
+    ];
+    for (i, (name, bytes)) in files.into_iter().enumerate() {
+        fake.inject(document(601, name, bytes, "What does it say?"));
+        until(
+            &format!("an answer to {name}"),
+            Duration::from_secs(60),
+            || fake.chat(601).len() > i,
+        )
+        .await;
+    }
+    let chat = fake.chat(601);
+    let after = peak(pid);
+    let log = daemon.term().1;
+    assert_no_panic(&log);
+    for (name, said) in [
+        ("bomb.pdf", "no text in it"),
+        ("pages.pdf", "no text in it"),
+        ("zipbomb.docx", "over 64 MB unpacked"),
+    ] {
+        assert!(
+            chat.iter()
+                .any(|m| m.contains(&format!("could not read {name}: ")) && m.contains(said)),
+            "{name}: {chat:?}"
+        );
+    }
+    // The last, good file was answered by the model (the slow model's
+    // reply, not a refusal).
+    assert!(!chat.last().unwrap().contains("could not read"), "{chat:?}");
+    eprintln!(
+        "daemon peak RSS: {} MiB after starting, {} MiB after the files",
+        started >> 20,
+        after >> 20
+    );
+    assert!(
+        after < started + (96 << 20),
+        "peak RSS grew from {} MiB to {} MiB",
+        started >> 20,
+        after >> 20
+    );
+}
