@@ -74,8 +74,9 @@ fn find_mention(text: &str, mention: &str) -> Option<usize> {
     })
 }
 
-/// The largest picture or recording taken from Telegram (the Bot API hands
-/// out files up to 20 MB); `[model] image_max_mb` and `[voice]` apply after.
+/// The largest picture, recording or document taken from Telegram (the Bot
+/// API hands out files up to 20 MB); `[model] image_max_mb`, `[voice]` and
+/// the document reader's own caps apply after.
 pub const MAX_PICTURE_BYTES: usize = 20 << 20;
 
 /// What a message carried besides its text.
