@@ -553,3 +553,61 @@ async fn the_daemons_own_memory_stays_bounded_through_the_hostile_files() {
         after >> 20
     );
 }
+
+/// `hearth ask --file` on the real binary and model: the question's prompt
+/// carries the document's pieces (many more prompt tokens than the same
+/// question alone, the control), the file is kept for `hearth docs`, and a
+/// file that cannot be read is refused with its reason before the model
+/// loads.
+#[test]
+fn hearth_ask_file_gives_the_model_the_documents_pieces() {
+    use crate::common::{Sandbox, assert_no_panic, engine_lock, logged};
+    let _engine = engine_lock();
+    let s = Sandbox::new();
+    let config = s.config("[generation]\ntemperature = 0.0\nmax_tokens = 8\n");
+    let config = config.to_string_lossy().into_owned();
+    let pdf = s.path("reader.pdf");
+    std::fs::write(&pdf, reader(30, 17, LATE)).unwrap();
+    let pdf = pdf.to_string_lossy().into_owned();
+    let ask = |extra: &[&str]| {
+        let mut args = vec!["--config", &config, "ask"];
+        args.extend_from_slice(extra);
+        args.push("What happens to late submissions?");
+        let out = s
+            .hearth()
+            .env("RUST_LOG", "hearth::cli::ask=info")
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_no_panic(&stderr);
+        (out.status.success(), stderr)
+    };
+    let (ok, alone) = ask(&[]);
+    assert!(ok, "{alone}");
+    let (ok, with) = ask(&["--file", &pdf]);
+    assert!(ok, "{with}");
+    let (alone, with) = (
+        logged(&alone, "prompt_tokens"),
+        logged(&with, "prompt_tokens"),
+    );
+    assert!(
+        with > alone + 100,
+        "prompt tokens: {with} with the file, {alone} without"
+    );
+    let listed = s
+        .hearth()
+        .args(["--config", &config, "docs", "list"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("local reader.pdf (pdf, 30 pages)"));
+
+    let fake = s.path("notes.pdf");
+    std::fs::write(&fake, b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0").unwrap();
+    let (ok, err) = ask(&["--file", &fake.to_string_lossy()]);
+    assert!(
+        !ok && err.contains("I could not read notes.pdf: it is not a document"),
+        "{err}"
+    );
+    assert!(!err.contains("prompt_tokens"), "the model was asked: {err}");
+}

@@ -33,11 +33,8 @@ pub async fn run(
     if question.is_empty() {
         bail!("the question is empty; pass it as an argument or on stdin with `-`");
     }
-    let _ = crate::daemon::sweep_once(config.data_dir.clone(), config.retention).await;
-    let cancel = CancellationToken::new();
-    let stopped = catch_stops(&cancel);
-    let provider = startup::local_provider(config).await?;
-    let mut conversation = Conversation::open(config, session.as_deref())?;
+    // Documents are read before the model loads: a file that cannot be read
+    // is said at once.
     let question = match super::docs_cmd::turn_with(config, files, question).await? {
         Some(documents) => format!(
             "{}\n\n{question}",
@@ -45,6 +42,11 @@ pub async fn run(
         ),
         None => question.to_string(),
     };
+    let _ = crate::daemon::sweep_once(config.data_dir.clone(), config.retention).await;
+    let cancel = CancellationToken::new();
+    let stopped = catch_stops(&cancel);
+    let provider = startup::local_provider(config).await?;
+    let mut conversation = Conversation::open(config, session.as_deref())?;
     let user = crate::chat::ChatMessage {
         images,
         ..crate::chat::ChatMessage::user(question)

@@ -147,27 +147,10 @@ pub async fn turn_with(
         return Ok(None);
     }
     let library = library(config)?;
-    let sandbox = sandbox(config)?;
     let now = chrono::Utc::now().timestamp();
-    let mut ids = Vec::new();
-    for file in files {
-        let (id, _, _) = library
-            .add_file(&sandbox, file, LOCAL, now)
-            .await
-            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        ids.push(id);
-    }
-    let pieces = crate::documents::context::for_turn(
-        &library.store,
-        &[LOCAL],
-        &ids,
-        question,
-        library.limits,
-    )?;
-    Ok(crate::documents::context::block(
-        &pieces,
-        library.limits.total_chars,
-    ))
+    Ok(library
+        .for_files(&sandbox(config)?, files, LOCAL, question, now)
+        .await?)
 }
 
 /// The command line's own scope.

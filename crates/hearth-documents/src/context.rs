@@ -45,7 +45,12 @@ pub fn for_turn(
     limits: TurnLimits,
 ) -> Result<Vec<Cited>, DocumentError> {
     let mut pieces = Vec::new();
-    let listed = store.list(scopes)?;
+    // Every turn comes here: the documents are listed only when it brought some.
+    let listed = if sent.is_empty() {
+        Vec::new()
+    } else {
+        store.list(scopes)?
+    };
     for id in sent {
         let Some(doc) = listed.iter().find(|d| d.id == *id) else {
             continue;

@@ -60,35 +60,75 @@ impl Library {
         now: i64,
     ) -> Result<Option<String>, Unread> {
         let (files, question) = markers(text);
-        let mut sent = Vec::new();
-        let mut cut = Vec::new();
+        let mut paths = Vec::new();
         for file in files {
-            let Some(path) = inside(folder, &file) else {
-                tracing::warn!(path = %file, "a document marker outside the chat's folder was left alone");
-                continue;
-            };
-            let name = shown_name(&path);
-            let read = self.cage.read_file(sandbox, &path).await.map_err(|e| {
+            match inside(folder, &file) {
+                Some(path) => paths.push(path),
+                None => {
+                    tracing::warn!(path = %file, "a document marker outside the chat's folder was left alone")
+                }
+            }
+        }
+        let kept = self
+            .take_in(sandbox, &paths, whose.keep_in, "sent", now)
+            .await?;
+        self.context(whose.sees, kept, &question)
+    }
+
+    /// The context of a question about `paths`, read and kept under `scope`
+    /// (`hearth ask --file`).
+    pub async fn for_files(
+        &self,
+        sandbox: &Sandbox,
+        paths: &[PathBuf],
+        scope: &str,
+        question: &str,
+        now: i64,
+    ) -> Result<Option<String>, Unread> {
+        let kept = self.take_in(sandbox, paths, scope, "added", now).await?;
+        self.context(&[scope], kept, question)
+    }
+
+    /// Reads `paths` and keeps them under `keep_in`: their ids, and the
+    /// names of those read only in part; or the first that could not be read.
+    async fn take_in(
+        &self,
+        sandbox: &Sandbox,
+        paths: &[PathBuf],
+        keep_in: &str,
+        source: &str,
+        now: i64,
+    ) -> Result<Kept, Unread> {
+        let mut kept = Kept::default();
+        for path in paths {
+            let name = shown_name(path);
+            let read = self.cage.read_file(sandbox, path).await.map_err(|e| {
                 tracing::info!(name, error = %e, "a document was not read");
                 Unread::new(&name, e)
             })?;
             let (id, _) = self
                 .store
-                .add(whose.keep_in, &name, "sent", &read, now)
+                .add(keep_in, &name, source, &read, now)
                 .map_err(|e| Unread::new(&name, e))?;
             if read.cut {
-                cut.push(name);
+                kept.cut.push(name);
             }
-            sent.push(id);
+            kept.ids.push(id);
         }
-        let pieces = context::for_turn(&self.store, whose.sees, &sent, &question, self.limits)
+        Ok(kept)
+    }
+
+    /// The turn's document context from `sees`' documents, `kept` the ones
+    /// this turn brought.
+    fn context(&self, sees: &[&str], kept: Kept, question: &str) -> Result<Option<String>, Unread> {
+        let pieces = context::for_turn(&self.store, sees, &kept.ids, question, self.limits)
             .map_err(|e| Unread::new("your documents", e))?;
         let block = context::block(&pieces, self.limits.total_chars);
-        Ok(match (block, cut.is_empty()) {
+        Ok(match (block, kept.cut.is_empty()) {
             (block, true) => block,
             (block, false) => Some(format!(
                 "Only the first part of {} was read: it is over what hearth reads of a document. Say so.\n{}",
-                hearth_core::fence::defuse(&cut.join(", ")),
+                hearth_core::fence::defuse(&kept.cut.join(", ")),
                 block.unwrap_or_default()
             )),
         })
@@ -108,6 +148,13 @@ impl Library {
             .add(scope, &shown_name(path), "added", &read, now)?;
         Ok((id, new, read))
     }
+}
+
+/// What one turn kept: the documents' ids, and who was read only in part.
+#[derive(Debug, Default)]
+struct Kept {
+    ids: Vec<i64>,
+    cut: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

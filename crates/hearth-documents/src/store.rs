@@ -281,10 +281,24 @@ impl DocumentStore {
         id: i64,
         chars: usize,
     ) -> Result<Vec<Found>, DocumentError> {
-        let Some(listed) = self.list(scopes)?.into_iter().find(|d| d.id == id) else {
+        let conn = self.conn();
+        let mut name = None;
+        for scope in scopes {
+            name = conn
+                .query_row(
+                    "SELECT name FROM documents WHERE id = ?1 AND scope = ?2",
+                    params![id, scope],
+                    |r| r.get::<_, String>(0),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if name.is_some() {
+                break;
+            }
+        }
+        let Some(name) = name else {
             return Ok(Vec::new());
         };
-        let conn = self.conn();
         let mut q = conn
             .prepare("SELECT page, text FROM chunks WHERE document = ?1 ORDER BY seq")
             .map_err(|e| self.err(e))?;
@@ -303,7 +317,7 @@ impl DocumentStore {
             }
             out.push(Found {
                 document: id,
-                name: listed.name.clone(),
+                name: name.clone(),
                 page: page as usize,
                 text,
                 rank: 0.0,
