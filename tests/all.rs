@@ -39,6 +39,7 @@ mod internal_tags;
 mod lms_calendar;
 mod lms_canvas;
 mod lms_delivery;
+mod lms_files;
 mod lms_moodle;
 mod make_gpu;
 mod make_install;

@@ -22,7 +22,7 @@ use support::{SlowEcho, config, last_user, local};
 
 const LATE: &str = "Late submissions lose five points for each day past the deadline.";
 
-fn library(cfg: &Config) -> Arc<Library> {
+pub(crate) fn library(cfg: &Config) -> Arc<Library> {
     Arc::new(Library {
         store: Arc::new(DocumentStore::open(&DocumentStore::path_in(&cfg.data_dir)).unwrap()),
         cage: Cage::new(
@@ -34,7 +34,7 @@ fn library(cfg: &Config) -> Arc<Library> {
     })
 }
 
-async fn bot() -> (Bot, Arc<SlowEcho>, Arc<Library>) {
+pub(crate) async fn bot() -> (Bot, Arc<SlowEcho>, Arc<Library>) {
     let fake = FakeTelegram::start().await;
     let home = tempfile::tempdir().unwrap();
     let mut cfg = config(home.path());

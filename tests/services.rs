@@ -52,6 +52,8 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
         url: feed().await,
         token: None,
         courses: Vec::new(),
+        files: true,
+        files_mb: 100,
     }];
     cfg.lms.deliver = Some(LmsTarget {
         channel: "mem".into(),

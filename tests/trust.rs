@@ -308,6 +308,8 @@ async fn a_call_planted_in_an_lms_calendar_or_a_fetched_page_never_runs() {
             url: calendar,
             token: None,
             courses: Vec::new(),
+            files: true,
+            files_mb: 100,
         }],
         ..Default::default()
     };

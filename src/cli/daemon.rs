@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
-    Daemon, DaemonDesk, DeskParts, LoadedModel, LocalModels, Providers, ServedLocal, Services,
-    build_channels, signalled,
+    CourseFiles, Daemon, DaemonDesk, DeskParts, LoadedModel, LocalModels, Providers, ServedLocal,
+    Services, build_channels, signalled,
 };
 use crate::lock::DataLock;
 use crate::metrics::errors::RecentErrors;
@@ -45,6 +45,11 @@ pub async fn run(
     metrics.queue_source(Arc::new(move || depth.queue_depth()));
     let providers = Arc::new(Providers::new(&config, models.clone())?);
     let library = super::docs_cmd::library(&config)?;
+    if let Some(n) = &services.notifier {
+        let scope = CourseFiles::scope_of(&config.lms);
+        let sandbox = tool_context.sandbox.clone();
+        n.keep_files(Arc::new(CourseFiles::new(library.clone(), sandbox, scope)));
+    }
     let tools = services.tools(&config, &tool_context.sandbox);
     let tools = Arc::new(super::docs_cmd::with_search(tools, &library));
     metrics.known(&Known {

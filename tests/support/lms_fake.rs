@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::extract::{Form, Query, State};
+use axum::extract::{Form, Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -49,6 +49,8 @@ pub struct Fake {
     pub base: Mutex<String>,
     /// Canvas course ids whose announcements the user may not read.
     pub closed: Mutex<HashSet<String>>,
+    /// Files served by path (Moodle's pluginfile, Canvas's downloads).
+    pub blobs: Mutex<HashMap<String, Vec<u8>>>,
 }
 
 impl Fake {
@@ -77,6 +79,30 @@ impl Fake {
 
     pub fn heal(&self) {
         *self.fault.lock().unwrap() = None;
+    }
+
+    /// Serves `bytes` at `path`.
+    pub fn blob(&self, path: &str, bytes: Vec<u8>) {
+        self.blobs.lock().unwrap().insert(path.to_string(), bytes);
+    }
+
+    /// How often `path` was downloaded.
+    pub fn downloads(&self, path: &str) -> usize {
+        let hit = format!("download {path}");
+        self.hits().iter().filter(|h| **h == hit).count()
+    }
+
+    /// A file, logged as `download <path>`.
+    pub fn download(&self, path: &str) -> Response {
+        self.hits.lock().unwrap().push(format!("download {path}"));
+        match self.blobs.lock().unwrap().get(path) {
+            Some(bytes) => (
+                [(header::CONTENT_TYPE, "application/octet-stream")],
+                bytes.clone(),
+            )
+                .into_response(),
+            None => (StatusCode::NOT_FOUND, "no such file").into_response(),
+        }
     }
 
     pub fn hits(&self) -> Vec<String> {
@@ -147,6 +173,14 @@ pub async fn moodle_server(fake: Arc<Fake>) -> String {
             return json_response(fixture("moodle_invalidtoken.json"));
         }
         let function = form.get("wsfunction").cloned().unwrap_or_default();
+        let function = match function.as_str() {
+            // Each course's contents under its own key.
+            "core_course_get_contents" => {
+                let course = form.get("courseid").cloned().unwrap_or_default();
+                format!("{function}:{course}")
+            }
+            _ => function,
+        };
         if !f.bodies.lock().unwrap().contains_key(&function) && f.fault.lock().unwrap().is_none() {
             f.hits.lock().unwrap().push(format!("refused {function}"));
             return json_response(serde_json::json!({
@@ -168,7 +202,23 @@ pub async fn moodle_server(fake: Arc<Fake>) -> String {
         }
         f.respond(&function, "application/json", Vec::new())
     }
-    let router = Router::new().route("/webservice/rest/server.php", post(handle));
+    /// `webservice/pluginfile.php`: a file for the token in its query.
+    async fn file(
+        State(f): State<Arc<Fake>>,
+        UrlPath(path): UrlPath<String>,
+        Query(q): Query<HashMap<String, String>>,
+    ) -> Response {
+        if q.get("token").map(String::as_str) != Some(MOODLE_TOKEN) {
+            f.hits.lock().unwrap().push(format!("refused file {path}"));
+            return json_response(
+                r#"{"error":"Invalid token - token not found","errorcode":"invalidtoken"}"#.into(),
+            );
+        }
+        f.download(&path)
+    }
+    let router = Router::new()
+        .route("/webservice/rest/server.php", post(handle))
+        .route("/webservice/pluginfile.php/{*path}", get(file));
     serve(fake.clone(), router).await
 }
 
@@ -287,7 +337,43 @@ pub async fn canvas_server(fake: Arc<Fake>) -> String {
             f.respond("planner1", "application/json", vec![("link".into(), link)])
         }
     }
+    /// A course's files, modules and one file's details, each keyed by
+    /// path; a course without a files body is refused as Canvas refuses a
+    /// hidden Files page.
+    async fn course_part(
+        State(f): State<Arc<Fake>>,
+        headers: HeaderMap,
+        UrlPath((course, rest)): UrlPath<(String, String)>,
+    ) -> Response {
+        if !authorised(&headers) {
+            return unauthorised();
+        }
+        let key = format!("courses/{course}/{rest}");
+        if !f.bodies.lock().unwrap().contains_key(&key) {
+            f.hits.lock().unwrap().push(format!("refused {key}"));
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::CONTENT_TYPE, "application/json")],
+                r#"{"status":"unauthorized","errors":[{"message":"user not authorized to perform that action"}]}"#,
+            )
+                .into_response();
+        }
+        f.respond(&key, "application/json", Vec::new())
+    }
+    /// `/files/:id/download?verifier=…`: the verifier is the credential.
+    async fn file(
+        State(f): State<Arc<Fake>>,
+        UrlPath(id): UrlPath<String>,
+        Query(q): Query<HashMap<String, String>>,
+    ) -> Response {
+        if q.get("verifier").map(String::as_str) != Some(&format!("v{id}")) {
+            return (StatusCode::UNAUTHORIZED, "bad verifier").into_response();
+        }
+        f.download(&id)
+    }
     let router = Router::new()
+        .route("/api/v1/courses/{course}/{*rest}", get(course_part))
+        .route("/files/{id}/download", get(file))
         .route("/api/v1/courses", get(courses))
         .route("/api/v1/announcements", get(announcements))
         .route("/api/v1/planner/items", get(planner));
@@ -312,6 +398,8 @@ pub fn source(kind: LmsKind, name: &str, url: &str, token: Option<&str>) -> LmsS
         url: url.to_string(),
         token: token.map(Secret::new),
         courses: Vec::new(),
+        files: true,
+        files_mb: 100,
     }
 }
 

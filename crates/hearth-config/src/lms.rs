@@ -43,6 +43,8 @@ pub struct RawLmsSource {
     pub url: Option<String>,
     pub token: Option<String>,
     pub courses: Option<Vec<String>>,
+    pub files: Option<bool>,
+    pub files_mb: Option<u64>,
 }
 
 /// The checked `[lms]` section.
@@ -131,6 +133,11 @@ pub struct LmsSourceConfig {
     /// Only items of these courses (id, short or full name, case-insensitive);
     /// empty means all.
     pub courses: Vec<String>,
+    /// Fetch the courses' files into the person's documents (by default a site's;
+    /// a feed's linked documents only when set).
+    pub files: bool,
+    /// The most of this source's files kept, in MB.
+    pub files_mb: u64,
 }
 
 /// The environment variable that holds a source's token.
@@ -281,7 +288,7 @@ impl LmsConfig {
             let courses: Vec<String> = s.courses.iter().map(|c| quote(c)).collect();
             let _ = writeln!(
                 out,
-                "\n[[lms.sources]]\nkind = \"{}\"\nname = {}\nurl = {}\n{}\ncourses = [{}]",
+                "\n[[lms.sources]]\nkind = \"{}\"\nname = {}\nurl = {}\n{}\ncourses = [{}]\nfiles = {}\nfiles_mb = {}",
                 s.kind.as_str(),
                 quote(&s.name),
                 quote(&super::mask_url(&s.url)),
@@ -289,7 +296,9 @@ impl LmsConfig {
                     Some(t) => format!("token = \"{t}\""),
                     None => "# token: not set".to_string(),
                 },
-                courses.join(", ")
+                courses.join(", "),
+                s.files,
+                s.files_mb
             );
         }
     }
@@ -339,12 +348,23 @@ impl LmsSourceConfig {
                 ),
             ));
         }
+        let files_mb = s.files_mb.unwrap_or(100);
+        if !(1..=10_000).contains(&files_mb) {
+            return Err(ConfigError::invalid(
+                &key("files_mb"),
+                format!("{files_mb} is not between 1 and 10000"),
+            ));
+        }
         Ok(Self {
             kind,
             name,
             url,
             token,
             courses: s.courses.unwrap_or_default(),
+            files: s
+                .files
+                .unwrap_or(matches!(kind, LmsKind::Moodle | LmsKind::Canvas)),
+            files_mb,
         })
     }
 }
@@ -427,6 +447,9 @@ mod tests {
         );
         assert_eq!(l.sources[0].courses, vec!["CS101".to_string()]);
         assert!(l.sources[1].token.is_none());
+        // A site's files are fetched unless turned off; a feed's links only when asked.
+        assert!(l.sources[0].files && !l.sources[1].files);
+        assert_eq!(l.sources[0].files_mb, 100);
         assert_eq!(l.deliver.as_ref().unwrap().to, "42");
         let shown = c.render();
         assert!(shown.contains("[[lms.sources]]"), "{shown}");
@@ -451,6 +474,10 @@ mod tests {
             (
                 "[[lms.sources]]\nkind = \"rss\"\nname = \"x\"\nurl = \"ftp://x\"\n",
                 "lms.sources[0].url",
+            ),
+            (
+                "[[lms.sources]]\nkind = \"rss\"\nname = \"x\"\nurl = \"https://x\"\nfiles_mb = 0\n",
+                "lms.sources[0].files_mb",
             ),
             (
                 "[[lms.sources]]\nkind = \"rss\"\nname = \"x\"\nurl = \"https://x\"\ncolor = 1\n",

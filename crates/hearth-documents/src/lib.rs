@@ -12,6 +12,8 @@
 //! - [`inside`]: what runs in that process (`hearth extract-document`);
 //! - [`chunk`]: pages cut into pieces a prompt can hold, each knowing its page;
 //! - [`store`]: `documents.sqlite3`, the pieces by person, searched with FTS5;
+//! - [`fetched`]: which version of each file hearth fetched itself (course
+//!   files) it keeps;
 //! - [`context`]: what a turn is given of a document: the whole of a short
 //!   one, or the pieces that answer the question, each with its file and page;
 //! - `documents_search` ([`DocumentsSearch`]): the agent's tool over them;
@@ -21,6 +23,7 @@
 pub mod cage;
 pub mod chunk;
 pub mod context;
+pub mod fetched;
 pub mod inside;
 pub mod kind;
 pub mod library;
@@ -30,6 +33,7 @@ mod tool;
 pub use cage::{Cage, CageLimits, ExtractError, Extracted};
 pub use chunk::Chunk;
 pub use context::{Cited, DOCUMENT_HEADER, TurnLimits};
+pub use fetched::Fetch;
 pub use kind::Kind;
 pub use library::{AddError, Library, Unread, Whose};
 pub use store::{DocumentError, DocumentStore, FILE, Found, Listed, forget_beyond};

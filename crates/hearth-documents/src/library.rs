@@ -150,6 +150,34 @@ impl Library {
     }
 }
 
+impl Library {
+    /// Reads a file hearth fetched itself (`fetch` says whose, from where,
+    /// which version) and keeps it as `name`; a file that cannot be read
+    /// is recorded too, so that version is not fetched again.
+    pub async fn keep_fetched(
+        &self,
+        sandbox: &Sandbox,
+        fetch: crate::Fetch<'_>,
+        name: &str,
+        bytes: &[u8],
+        now: i64,
+    ) -> Result<i64, AddError> {
+        let size = bytes.len() as u64;
+        let read = match self.cage.read(sandbox, bytes, name).await {
+            Ok(read) => read,
+            Err(e) => {
+                self.store.record_fetched(fetch, size, None)?;
+                return Err(e.into());
+            }
+        };
+        let (id, _) = self
+            .store
+            .add(fetch.scope, name, fetch.origin, &read, now)?;
+        self.store.record_fetched(fetch, size, Some(id))?;
+        Ok(id)
+    }
+}
+
 /// What one turn kept: the documents' ids, and who was read only in part.
 #[derive(Debug, Default)]
 struct Kept {

@@ -29,7 +29,7 @@ pub enum DocumentError {
 pub const FILE: hearth_store::storage::Schema = hearth_store::storage::Schema {
     name: "documents",
     pragmas: "",
-    steps: &[v1],
+    steps: &[v1, super::fetched::v2],
 };
 
 fn v1(c: &Connection) -> rusqlite::Result<()> {
@@ -114,14 +114,14 @@ impl DocumentStore {
         })
     }
 
-    fn err(&self, source: rusqlite::Error) -> DocumentError {
+    pub(crate) fn err(&self, source: rusqlite::Error) -> DocumentError {
         DocumentError::Sqlite {
             path: self.path.clone(),
             source,
         }
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+    pub(crate) fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 

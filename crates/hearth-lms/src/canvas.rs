@@ -3,7 +3,8 @@
 //! A poll reads the active courses, their announcements, and the planner
 //! items (assignments, quizzes, events with their due dates). Every list is
 //! paginated through the `Link` header's `rel="next"`, followed only on the
-//! site's own origin so the token never travels elsewhere.
+//! site's own origin so the token never travels elsewhere. With `files`
+//! on, each course's files too (`canvas_files.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -44,18 +45,27 @@ impl Canvas {
         }
     }
 
-    fn base(&self) -> &str {
+    pub(super) fn base(&self) -> &str {
         self.config.url.trim_end_matches('/')
     }
 
+    pub(super) fn name_of(&self) -> &str {
+        &self.config.name
+    }
+
+    fn token(&self) -> &str {
+        self.config.token.as_ref().map(|t| t.expose()).unwrap_or("")
+    }
+
+    /// One object, such as a file's details.
+    pub(super) async fn get(&self, path: &str) -> Result<Value, LmsError> {
+        let url = format!("{}{path}", self.base());
+        http::json(http::send(self.http.get(&url).bearer_auth(self.token())).await?).await
+    }
+
     /// Every element of a paginated list.
-    async fn list(&self, path_and_query: &str) -> Result<Vec<Value>, LmsError> {
-        let token = self
-            .config
-            .token
-            .as_ref()
-            .map(|t| t.expose().to_string())
-            .unwrap_or_default();
+    pub(super) async fn list(&self, path_and_query: &str) -> Result<Vec<Value>, LmsError> {
+        let token = self.token().to_string();
         let origin = Url::parse(self.base())
             .map_err(|e| LmsError::Malformed(format!("the source URL: {e}")))?;
         let mut next = Some(format!("{}{path_and_query}", self.base()));
@@ -113,6 +123,14 @@ impl Canvas {
                 .map(plain_text)
                 .filter(|t| !t.is_empty());
             items.push(item);
+        }
+        if self.config.files {
+            let mut ids: Vec<&String> = courses.keys().collect();
+            ids.sort();
+            for id in ids {
+                let name = &courses[id].name;
+                items.extend(super::canvas_files::of_course(self, id, name, &mut notes).await?);
+            }
         }
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
         let path = format!("/api/v1/planner/items?per_page=100&start_date={since}");
@@ -219,6 +237,20 @@ impl LmsSource for Canvas {
 
     fn notes(&self) -> Vec<String> {
         self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn download<'a>(
+        &'a self,
+        file: &'a crate::CourseFile,
+        max: u64,
+    ) -> BoxFuture<'a, Result<Vec<u8>, LmsError>> {
+        Box::pin(super::canvas_files::download(
+            &self.http,
+            self.base(),
+            self.token(),
+            file,
+            max,
+        ))
     }
 }
 

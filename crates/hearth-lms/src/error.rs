@@ -23,6 +23,9 @@ pub enum LmsError {
     /// A payload that is not what the protocol promises.
     #[error("malformed payload: {0}")]
     Malformed(String),
+    /// A body over what may be read of it.
+    #[error("the response is larger than {} MiB", .max / 1_048_576)]
+    TooLarge { max: u64 },
     /// The seen-store failed.
     #[error("LMS store {path}: {message}; fix: check that the data dir is writable")]
     Store { path: String, message: String },
@@ -41,6 +44,9 @@ impl LmsError {
             Self::Http { .. } => "check the source's url in the config",
             Self::Remote(_) => "ask the site's admin to enable the web service function",
             Self::Network(_) => "check the source's url and this machine's network",
+            Self::TooLarge { .. } => {
+                "raise the source's files_mb, or ask the site why it is so large"
+            }
             Self::Malformed(_) => {
                 "check that the url points at the feed or the site itself, not a login page"
             }
@@ -63,6 +69,7 @@ impl LmsError {
             Self::Remote(t) => Self::Remote(f(t)),
             Self::Network(t) => Self::Network(f(t)),
             Self::Malformed(t) => Self::Malformed(f(t)),
+            Self::TooLarge { max } => Self::TooLarge { max: *max },
             Self::Store { path, message } => Self::Store {
                 path: path.clone(),
                 message: f(message),

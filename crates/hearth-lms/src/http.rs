@@ -77,6 +77,34 @@ pub async fn text(mut response: Response) -> Result<String, LmsError> {
     String::from_utf8(bytes).map_err(|_| LmsError::Malformed("the body is not UTF-8".into()))
 }
 
+/// The body as bytes, at most `max`: a file.
+pub async fn bytes(mut response: Response, max: u64) -> Result<Vec<u8>, LmsError> {
+    if response.content_length().is_some_and(|l| l > max) {
+        return Err(LmsError::TooLarge { max });
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| LmsError::Network(without_url(&e)))?
+    {
+        if (bytes.len() + chunk.len()) as u64 > max {
+            return Err(LmsError::TooLarge { max });
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// Whether `url` is on `base`'s origin (scheme, host and port), where the
+/// source's token may go.
+pub fn same_origin(base: &str, url: &str) -> bool {
+    match (reqwest::Url::parse(base), reqwest::Url::parse(url)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
+    }
+}
+
 /// The body parsed as JSON.
 pub async fn json(response: Response) -> Result<serde_json::Value, LmsError> {
     let body = text(response).await?;

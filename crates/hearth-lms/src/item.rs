@@ -17,6 +17,8 @@ pub enum ItemKind {
     Announcement,
     Event,
     News,
+    /// A file a course offers (with [`LmsItem::file`]).
+    File,
 }
 
 impl ItemKind {
@@ -27,6 +29,7 @@ impl ItemKind {
             Self::Announcement => "announcement",
             Self::Event => "event",
             Self::News => "news",
+            Self::File => "course file",
         }
     }
 }
@@ -62,6 +65,9 @@ pub struct LmsItem {
     /// occurrence is announced, later ones only get their reminders.
     #[serde(default)]
     pub series: Option<String>,
+    /// The file a `File` item offers, fetched into the person's documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<super::CourseFile>,
 }
 
 impl LmsItem {
@@ -84,6 +90,7 @@ impl LmsItem {
             all_day: false,
             done: false,
             series: None,
+            file: None,
         }
     }
 

@@ -9,13 +9,17 @@
 //!   courier) hands what is due to a [`NoticeSink`], which the daemon
 //!   implements over its channels. The daemon runs them apart, so a chat
 //!   outage never delays a poll; [`Notifier::poll_once`] does both.
+//! - [`FileKeeper`] takes the courses' files a poll found new or changed
+//!   (`files.rs`), downloaded once per version.
 //! - [`LmsUpcoming`] is the agent's `lms_upcoming` tool, [`LmsRecent`] its
 //!   `lms_recent`.
 
 pub mod canvas;
+mod canvas_files;
 mod courier;
 mod error;
 pub mod feed;
+mod files;
 mod forget;
 mod http;
 pub mod ical;
@@ -23,6 +27,7 @@ mod item;
 mod json;
 mod lines_and_polls;
 pub mod moodle;
+mod moodle_files;
 mod notice;
 mod notifier;
 mod recent;
@@ -43,6 +48,7 @@ use hearth_tools::{self as tools, security};
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use courier::GIVE_UP_AFTER;
 pub use error::LmsError;
+pub use files::{CourseFile, Fetched, FileKeeper, KeepError, MAX_FILE, linked};
 pub use forget::forget;
 pub use item::{ItemKind, LmsItem};
 pub use lines_and_polls::{Queued, SourceStatus};

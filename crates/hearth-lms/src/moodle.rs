@@ -7,6 +7,7 @@
 //! discussions of each course's news forum (announcements). Moodle drops an
 //! assignment's action event once it is submitted, so an upcoming
 //! assignment without one counts as handed in and gets no reminders.
+//! With `files` on, each course's files too (`moodle_files.rs`).
 //!
 //! Moodle reports failures as HTTP 200 with an `exception`/`errorcode`
 //! body. Only on the site-info call do `invalidtoken`/`accessexception` mean
@@ -170,7 +171,7 @@ impl Moodle {
     }
 
     async fn fetch(&self, now: DateTime<Utc>) -> Result<Vec<LmsItem>, LmsError> {
-        self.check_site().await?;
+        let user = self.check_site().await?;
         let mut notes = BTreeSet::new();
         let mut courses: HashMap<String, Course> = HashMap::new();
         // Assignments by instance id, in the order listed.
@@ -188,19 +189,67 @@ impl Moodle {
         all.append(&mut items);
         let mut items = all;
         self.announcements(&courses, &mut items, &mut notes).await?;
+        if self.config.files {
+            self.files(user, &mut courses, &mut items, &mut notes)
+                .await?;
+        }
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes.into_iter().collect();
         Ok(items)
     }
 
-    /// The site answers the token, or says why not.
-    async fn check_site(&self) -> Result<(), LmsError> {
-        if let Err(r) = self.call_raw("core_webservice_get_site_info", &[]).await? {
-            let what = format!("Moodle {}: {}", r.code, r.message);
-            return Err(if AUTH_CODES.contains(&r.code.as_str()) {
-                LmsError::Auth(what)
-            } else {
-                LmsError::Remote(format!("core_webservice_get_site_info: {what}"))
-            });
+    /// The site answers the token (with the user's id), or says why not.
+    async fn check_site(&self) -> Result<Option<String>, LmsError> {
+        match self.call_raw("core_webservice_get_site_info", &[]).await? {
+            Ok(info) => Ok(id_of(&info, "userid")),
+            Err(r) => {
+                let what = format!("Moodle {}: {}", r.code, r.message);
+                Err(if AUTH_CODES.contains(&r.code.as_str()) {
+                    LmsError::Auth(what)
+                } else {
+                    LmsError::Remote(format!("core_webservice_get_site_info: {what}"))
+                })
+            }
+        }
+    }
+
+    /// The files of every allowed course the user is enrolled in (their
+    /// courses by `core_enrol_get_users_courses`, besides those seen).
+    async fn files(
+        &self,
+        user: Option<String>,
+        courses: &mut HashMap<String, Course>,
+        items: &mut Vec<LmsItem>,
+        notes: &mut BTreeSet<String>,
+    ) -> Result<(), LmsError> {
+        const ENROLLED: &str = "core_enrol_get_users_courses";
+        let enrolled = match user {
+            Some(user) => self.optional(ENROLLED, &[("userid", user)], notes).await?,
+            None => None,
+        };
+        if let Some(body) = enrolled {
+            for c in super::json::as_array(&body, ENROLLED)? {
+                let c = Course::of(c);
+                courses.entry(c.id.clone()).or_insert(c);
+            }
+        }
+        let mut open: Vec<Course> = courses
+            .values()
+            .filter(|c| self.allowed(c))
+            .cloned()
+            .collect();
+        open.sort_by(|a, b| a.id.cmp(&b.id));
+        for course in open {
+            let params = [("courseid", course.id.clone())];
+            if let Some(body) = self
+                .optional("core_course_get_contents", &params, notes)
+                .await?
+            {
+                items.extend(super::moodle_files::items(
+                    &self.config.name,
+                    &course.full,
+                    &body,
+                ));
+            }
         }
         Ok(())
     }
@@ -418,5 +467,20 @@ impl LmsSource for Moodle {
 
     fn notes(&self) -> Vec<String> {
         self.notes.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn download<'a>(
+        &'a self,
+        file: &'a crate::CourseFile,
+        max: u64,
+    ) -> BoxFuture<'a, Result<Vec<u8>, LmsError>> {
+        let token = self.config.token.as_ref().map(|t| t.expose()).unwrap_or("");
+        Box::pin(super::moodle_files::download(
+            &self.http,
+            self.base(),
+            token,
+            file,
+            max,
+        ))
     }
 }

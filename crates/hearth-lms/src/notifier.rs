@@ -8,7 +8,7 @@
 //! backs off (doubling, up to [`MAX_BACKOFF`], or as long as a rate limit
 //! asked); its earlier notices still go out from the store.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use super::notice::NoticeSink;
 use super::source::{self, LmsSource};
 use super::store::SeenStore;
-use super::{Clock, LmsError, LmsUpcoming, SystemClock, http};
+use super::{Clock, FileKeeper, LmsError, LmsUpcoming, SystemClock, http};
 use crate::config::LmsConfig;
 use crate::providers::Provider;
 use crate::retry::RetryPolicy;
@@ -43,6 +43,8 @@ pub struct SourceReport {
     pub failed: usize,
     /// Past items a first poll recorded without a notice each.
     pub silenced: usize,
+    /// Course files fetched and kept (new or changed ones).
+    pub files: usize,
     /// Why the fetch failed or was skipped.
     pub error: Option<String>,
 }
@@ -103,6 +105,8 @@ pub struct Notifier {
     pub(super) delivering: tokio::sync::Mutex<()>,
     /// Told after every poll, so the courier looks at the store.
     pub(super) queued: Arc<Notify>,
+    /// Where the courses' files go, once the daemon has said.
+    keeper: Mutex<Option<Arc<dyn FileKeeper>>>,
 }
 
 impl Notifier {
@@ -131,6 +135,7 @@ impl Notifier {
             polling: tokio::sync::Mutex::new(()),
             delivering: tokio::sync::Mutex::new(()),
             queued: Arc::new(Notify::new()),
+            keeper: Mutex::default(),
         })
     }
 
@@ -144,6 +149,19 @@ impl Notifier {
     pub fn with_sources(mut self, sources: Vec<Arc<dyn LmsSource>>) -> Self {
         self.sources = sources;
         self
+    }
+
+    /// Fetches the courses' files of the sources with `files` on into
+    /// `keeper` from the next poll on.
+    pub fn keep_files(&self, keeper: Arc<dyn FileKeeper>) {
+        *self.keeper.lock().unwrap_or_else(|e| e.into_inner()) = Some(keeper);
+    }
+
+    pub(super) fn keeper(&self) -> Option<Arc<dyn FileKeeper>> {
+        self.keeper
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The `lms_upcoming` tool over this notifier's store.
@@ -214,11 +232,18 @@ impl Notifier {
             report.error = Some(skip);
             return report;
         }
+        let mut notes = BTreeSet::new();
         let outcome = match source.poll(now).await {
-            Ok(items) => self
+            Ok(items) => match self
                 .store
                 .record(&name, &items, now, !self.config.announce_past)
-                .map(|recorded| (items.len(), recorded)),
+            {
+                Ok(recorded) => {
+                    report.files = self.fetch_files(source, &items, &mut notes).await;
+                    Ok((items.len(), recorded))
+                }
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         let stored = match outcome {
@@ -226,7 +251,9 @@ impl Notifier {
                 report.items = listed;
                 report.silenced = recorded.silenced;
                 self.lock_backoff().remove(&name);
-                self.store.polled(&name, now, None, &source.notes())
+                let mut all = source.notes();
+                all.extend(notes);
+                self.store.polled(&name, now, None, &all)
             }
             Err(e) => {
                 report.error = Some(self.failed(&name, &e, now));

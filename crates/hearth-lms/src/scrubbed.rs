@@ -55,6 +55,17 @@ impl LmsSource for Scrubbed {
             .boxed()
     }
 
+    fn download<'a>(
+        &'a self,
+        file: &'a crate::CourseFile,
+        max: u64,
+    ) -> BoxFuture<'a, Result<Vec<u8>, LmsError>> {
+        self.inner
+            .download(file, max)
+            .map(|r| r.map_err(|e| e.map_text(|t| self.scrubber.scrub(t))))
+            .boxed()
+    }
+
     fn notes(&self) -> Vec<String> {
         self.inner
             .notes()
@@ -89,6 +100,8 @@ mod tests {
                 .into(),
             token: Some(Secret::new("moodle-wstoken-5521")),
             courses: Vec::new(),
+            files: true,
+            files_mb: 100,
         }
     }
 

@@ -7,8 +7,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::files::Linking;
 use super::scrubbed::Scrubbed;
-use super::{LmsError, LmsItem, canvas::Canvas, feed::Feed, ical::Ical, moodle::Moodle};
+use super::{
+    CourseFile, LmsError, LmsItem, canvas::Canvas, feed::Feed, ical::Ical, moodle::Moodle,
+};
 use crate::config::{LmsConfig, LmsKind, LmsSourceConfig};
 use futures::future::BoxFuture;
 
@@ -25,6 +28,16 @@ pub trait LmsSource: Send + Sync {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The bytes of a course file this source listed, at most `max`.
+    fn download<'a>(
+        &'a self,
+        file: &'a CourseFile,
+        max: u64,
+    ) -> BoxFuture<'a, Result<Vec<u8>, LmsError>> {
+        let _ = (file, max);
+        Box::pin(async { Err(LmsError::Malformed("this source lists no files".into())) })
+    }
 }
 
 /// The source a config entry describes. `lms` gives the time zone that
@@ -34,17 +47,25 @@ pub fn from_config(
     http: reqwest::Client,
     lms: &LmsConfig,
 ) -> Arc<dyn LmsSource> {
-    let site: Arc<dyn LmsSource> = match config.kind {
-        LmsKind::Moodle => Arc::new(Moodle::new(config.clone(), http)),
-        LmsKind::Canvas => Arc::new(Canvas::new(config.clone(), http)),
+    let feed: Arc<dyn LmsSource> = match config.kind {
+        LmsKind::Moodle => return scrubbed(Arc::new(Moodle::new(config.clone(), http)), config),
+        LmsKind::Canvas => return scrubbed(Arc::new(Canvas::new(config.clone(), http)), config),
         LmsKind::Ical => Arc::new(Ical::new(
             config.clone(),
-            http,
+            http.clone(),
             lms.time_zone,
             lms.recurrence_horizon,
         )),
-        LmsKind::Rss => Arc::new(Feed::new(config.clone(), http)),
+        LmsKind::Rss => Arc::new(Feed::new(config.clone(), http.clone())),
     };
+    if config.files {
+        scrubbed(Arc::new(Linking { inner: feed, http }), config)
+    } else {
+        scrubbed(feed, config)
+    }
+}
+
+fn scrubbed(site: Arc<dyn LmsSource>, config: &LmsSourceConfig) -> Arc<dyn LmsSource> {
     Arc::new(Scrubbed::new(site, config))
 }
 

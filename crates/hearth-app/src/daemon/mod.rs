@@ -8,6 +8,7 @@
 //! [`Daemon::start`], and [`Daemon::stop`] it.
 
 mod background;
+pub mod course_files;
 pub mod local_models;
 pub mod providers;
 pub mod services;
@@ -20,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use background::LoadedModel;
+pub use course_files::CourseFiles;
 pub use local_models::LocalModels;
 pub use providers::Providers;
 pub use services::{ServiceError, Services};
