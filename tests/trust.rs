@@ -248,6 +248,7 @@ async fn a_turn_a_job_started_runs_reading_tools_only() {
             asked: None,
             images: Vec::new(),
             audio: None,
+            documents: Vec::new(),
         });
         reports(&mut w.reports, 1).await;
     }

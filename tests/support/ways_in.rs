@@ -33,6 +33,8 @@ pub struct Running {
     pub addr: std::net::SocketAddr,
     pub typist: Arc<Typist>,
     pub workspace: PathBuf,
+    /// The documents sent through the gateway, as the daemon keeps them.
+    pub library: Arc<hearth::documents::Library>,
     pub _home: tempfile::TempDir,
 }
 
@@ -82,7 +84,9 @@ pub async fn gateway_serving(
     let context = hearth::cli::tools_cmd::context(&cfg, &env).unwrap();
     let tools = ToolRegistry::for_config(&cfg.agent, &context.sandbox);
     let typist = Typist::new(Duration::from_millis(15));
+    let library = crate::documents::library(&cfg);
     let runtime = RuntimeBuilder::new(cfg, local(typist.clone()), context)
+        .documents(library.clone())
         .tools(Arc::new(tools))
         .channel(channel.clone())
         .channels(telegram)
@@ -103,6 +107,7 @@ pub async fn gateway_serving(
         addr,
         typist,
         workspace,
+        library,
         _home: home,
     }
 }

@@ -321,6 +321,7 @@ mod tests {
             asked: None,
             images: Vec::new(),
             audio: None,
+            documents: Vec::new(),
         };
         ApprovalRequest::new(
             "shell",

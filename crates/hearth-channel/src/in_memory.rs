@@ -172,6 +172,7 @@ impl InMemoryChannel {
             asked: None,
             images: Vec::new(),
             audio: None,
+            documents: Vec::new(),
         };
         self.inject(message.clone());
         message

@@ -37,6 +37,10 @@ pub struct ChannelMessage {
     /// answered as the person's words. Set only by a channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio: Option<hearth_core::chat::Audio>,
+    /// Documents sent with it, to be read in the document cage. Set only
+    /// by a channel, from what its platform delivered as files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<hearth_core::chat::Attachment>,
 }
 
 /// What an API client asked of one turn of the assistant: its own system
@@ -93,6 +97,7 @@ impl ChannelMessage {
             asked: None,
             images: Vec::new(),
             audio: None,
+            documents: Vec::new(),
         }
     }
 }

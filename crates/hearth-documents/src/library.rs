@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use hearth_core::chat::Attachment;
 use hearth_sandbox::Sandbox;
 
 use super::context::{self, TurnLimits};
@@ -49,14 +50,15 @@ pub struct Library {
 
 impl Library {
     /// Reads the documents `text` carries (inside `folder`, the chat's
-    /// workspace) and returns the turn's document context, or the first
-    /// document that could not be read.
+    /// workspace) and those `attached` to the message, and returns the
+    /// turn's document context, or the first document that could not be
+    /// read.
     pub async fn for_turn(
         &self,
         sandbox: &Sandbox,
         folder: &Path,
         whose: Whose<'_>,
-        text: &str,
+        (text, attached): (&str, &[Attachment]),
         now: i64,
     ) -> Result<Option<String>, Unread> {
         let (files, question) = markers(text);
@@ -69,9 +71,23 @@ impl Library {
                 }
             }
         }
-        let kept = self
+        let mut kept = self
             .take_in(sandbox, &paths, whose.keep_in, "sent", now)
             .await?;
+        for doc in attached {
+            let read = self.cage.read(sandbox, &doc.bytes, &doc.name).await;
+            let read = read.map_err(|e| {
+                tracing::info!(name = %doc.name, error = %e, "a document was not read");
+                Unread::new(&doc.name, e)
+            })?;
+            let (id, _) = (self.store)
+                .add(whose.keep_in, &doc.name, "sent", &read, now)
+                .map_err(|e| Unread::new(&doc.name, e))?;
+            if read.cut {
+                kept.cut.push(doc.name.clone());
+            }
+            kept.ids.push(id);
+        }
         self.context(whose.sees, kept, &question)
     }
 

@@ -181,6 +181,16 @@ impl Shared {
     }
 }
 
+/// A message's text, or what stands for it when documents came alone (the
+/// history keeps no empty turn): `[sent syllabus.pdf]`.
+fn sent_documents(text: &str, documents: &[hearth_core::chat::Attachment]) -> String {
+    if !text.trim().is_empty() || documents.is_empty() {
+        return text.to_string();
+    }
+    let names: Vec<&str> = documents.iter().map(|d| d.name.as_str()).collect();
+    format!("[sent {}]", names.join(", "))
+}
+
 /// A question as clients read it.
 fn question(q: &ApprovalRequest) -> serde_json::Value {
     serde_json::json!({

@@ -12,6 +12,10 @@
 //! A picture goes as a binary frame (the file's bytes, at most
 //! [`PICTURE_LIMIT`]) before the message it belongs to, which takes every
 //! picture sent since the last message (at most [`PICTURES_PER_MESSAGE`]).
+//! A document goes the same way, its binary frame announced by
+//! `{"type":"file","name":"syllabus.pdf"}` (at most [`DOCUMENTS_PER_MESSAGE`]
+//! a message, each within the same limit); it is read in the document cage
+//! and kept for the person's later questions.
 //! A frame the server cannot take gets `{"type":"error","error":"..."}` and
 //! the socket stays open; a text frame over [`FRAME_LIMIT`] or a binary one
 //! over [`PICTURE_LIMIT`] closes it (1009, with the limit as the reason).
@@ -46,6 +50,7 @@ use super::page::session::CSRF_HEADER;
 use super::{Event, question};
 use hearth_channel::Accepted;
 use hearth_channel::approval::{Answer, Delivered};
+use hearth_core::chat::Attachment;
 
 /// The largest text frame a client may send.
 const FRAME_LIMIT: usize = 64 * 1024;
@@ -53,6 +58,8 @@ const FRAME_LIMIT: usize = 64 * 1024;
 const PICTURE_LIMIT: usize = 20 << 20;
 /// Pictures one message may bring.
 const PICTURES_PER_MESSAGE: usize = 4;
+/// Documents one message may bring.
+const DOCUMENTS_PER_MESSAGE: usize = 4;
 /// The subprotocol the server speaks.
 const PROTOCOL: &str = "hearth";
 
@@ -65,9 +72,18 @@ pub(super) struct Params {
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 enum Frame {
-    Message { text: String },
+    Message {
+        text: String,
+    },
+    /// The next binary frame is a document of this name.
+    File {
+        name: String,
+    },
     Stop,
-    Approval { id: String, answer: String },
+    Approval {
+        id: String,
+        answer: String,
+    },
 }
 
 pub(super) async fn chat(
@@ -212,6 +228,10 @@ struct Session {
     asked: HashSet<String>,
     /// Pictures sent for the next message.
     pictures: Vec<hearth_core::chat::Image>,
+    /// Documents sent for the next message, and the name of the one whose
+    /// bytes come next.
+    documents: Vec<Attachment>,
+    next_file: Option<String>,
 }
 
 impl Session {
@@ -222,6 +242,8 @@ impl Session {
             turn: None,
             asked: HashSet::new(),
             pictures: Vec::new(),
+            documents: Vec::new(),
+            next_file: None,
         }
     }
 
@@ -286,13 +308,22 @@ impl Session {
 
     /// A client's frame; what to answer it with.
     async fn frame(&mut self, text: &str) -> Vec<Value> {
-        let shape = r#"{"type":"message","text":"..."}, {"type":"stop"} or {"type":"approval","id":"...","answer":"once"|"always"|"deny"}"#;
+        let shape = r#"{"type":"message","text":"..."}, {"type":"file","name":"..."} before a document's binary frame, {"type":"stop"} or {"type":"approval","id":"...","answer":"once"|"always"|"deny"}"#;
         let frame = match serde_json::from_str::<Frame>(text) {
             Ok(f) => f,
             Err(e) => return vec![error(&format!("cannot read the frame ({e}); send {shape}"))],
         };
         match frame {
             Frame::Message { text } => self.message(text.trim()).await,
+            Frame::File { .. } if self.documents.len() >= DOCUMENTS_PER_MESSAGE => {
+                vec![error(&format!(
+                    "at most {DOCUMENTS_PER_MESSAGE} documents go with one message; send the message first"
+                ))]
+            }
+            Frame::File { name } => {
+                self.next_file = Some(name);
+                Vec::new()
+            }
             Frame::Stop => {
                 if self.turn.is_some() {
                     self.stop().await;
@@ -305,6 +336,13 @@ impl Session {
 
     /// A picture for the next message.
     fn picture(&mut self, bytes: &[u8]) -> Vec<Value> {
+        if let Some(name) = self.next_file.take() {
+            if bytes.is_empty() {
+                return vec![error(&format!("{name} is empty"))];
+            }
+            self.documents.push(Attachment::new(&name, bytes.to_vec()));
+            return Vec::new();
+        }
         if self.pictures.len() >= PICTURES_PER_MESSAGE {
             return vec![error(&format!(
                 "at most {PICTURES_PER_MESSAGE} pictures go with one message; send the message first"
@@ -319,7 +357,7 @@ impl Session {
     }
 
     async fn message(&mut self, text: &str) -> Vec<Value> {
-        if text.is_empty() && self.pictures.is_empty() {
+        if text.is_empty() && self.pictures.is_empty() && self.documents.is_empty() {
             return vec![error("`text` is empty")];
         }
         if self.turn.is_some() {
@@ -328,8 +366,11 @@ impl Session {
             )];
         }
         let shared = &self.app.shared;
-        let (mut message, events) = shared.admit(&self.chat, text, None);
+        let documents = std::mem::take(&mut self.documents);
+        let text = super::sent_documents(text, &documents);
+        let (mut message, events) = shared.admit(&self.chat, &text, None);
         message.images = std::mem::take(&mut self.pictures);
+        message.documents = documents;
         let id = message.id.clone();
         match self.app.bus.accept(message).await {
             Ok(Accepted::Queued) => {

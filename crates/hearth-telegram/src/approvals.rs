@@ -162,6 +162,7 @@ mod tests {
             asked: None,
             images: Vec::new(),
             audio: None,
+            documents: Vec::new(),
         };
         let request = ApprovalRequest::new(
             "shell",

@@ -193,6 +193,7 @@ impl TelegramChannel {
             asked: None,
             images: attached.images,
             audio: attached.audio,
+            documents: Vec::new(),
         }))
     }
 

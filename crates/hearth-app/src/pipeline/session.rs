@@ -129,6 +129,7 @@ mod tests {
             asked: None,
             images: Vec::new(),
             audio: None,
+            documents: Vec::new(),
         }
     }
 

@@ -307,7 +307,7 @@ impl Runtime {
                 &tools.sandbox,
                 tools.policy.workspace(),
                 whose,
-                &message.content,
+                (&message.content, &message.documents),
                 now,
             )
             .await

@@ -51,11 +51,11 @@ impl std::fmt::Debug for Audio {
     }
 }
 
-fn encode<S: Serializer>(bytes: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn encode<S: Serializer>(bytes: &Arc<[u8]>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&STANDARD.encode(bytes))
 }
 
-fn decode<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[u8]>, D::Error> {
+pub(super) fn decode<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[u8]>, D::Error> {
     let text = String::deserialize(d)?;
     STANDARD
         .decode(text)

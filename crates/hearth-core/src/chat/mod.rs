@@ -3,6 +3,7 @@
 //! ([`StreamEvent`], [`ChatStream`]). It lies below everything that speaks
 //! it: the engine, the providers, the agent, the pipeline and the history.
 
+mod attachment;
 mod audio;
 mod error;
 pub mod image;
@@ -11,6 +12,7 @@ mod stream;
 mod tool_check;
 mod types;
 
+pub use attachment::Attachment;
 pub use audio::Audio;
 pub use error::ProviderError;
 pub use image::Image;

@@ -24,7 +24,7 @@ use super::turn::{Finish, Out, Turn};
 use hearth_channel::Accepted;
 use hearth_channel::TurnRequest;
 use hearth_channel::approval::{Answer, ApprovalRequest};
-use hearth_core::chat::{ChatMessage, FinishReason, ReplyFormat, Role, Usage};
+use hearth_core::chat::{Attachment, ChatMessage, FinishReason, ReplyFormat, Role, Usage};
 
 /// The name the assistant is asked for by.
 pub const MODEL: &str = "hearth";
@@ -33,6 +33,8 @@ pub struct ForAssistant {
     pub messages: Vec<ChatMessage>,
     pub sampling: Sampling,
     pub user: Option<String>,
+    /// The `file` parts of `messages`, by message index.
+    pub documents: Vec<(usize, Attachment)>,
 }
 
 impl ForAssistant {
@@ -64,15 +66,20 @@ impl ForAssistant {
 pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Result<Turn, ApiError> {
     // The assistant keeps its own history: only the newest user message
     // is new, with its pictures.
-    let newest = asked.messages.iter().rev().find(|m| m.role == Role::User);
+    let at = asked.messages.iter().rposition(|m| m.role == Role::User);
+    let newest = at.map(|i| &asked.messages[i]);
     let images = newest.map(|m| m.images.clone()).unwrap_or_default();
+    let documents: Vec<Attachment> = (asked.documents.into_iter())
+        .filter(|(i, _)| Some(*i) == at)
+        .map(|(_, d)| d)
+        .collect();
     let text = newest
         .map(|m| m.content.trim().to_string())
         .unwrap_or_default();
-    if text.is_empty() && images.is_empty() {
+    if text.is_empty() && images.is_empty() && documents.is_empty() {
         return Err(ApiError::field(
             "messages",
-            "`messages` has no user message with text or a picture",
+            "`messages` has no user message with text, a picture or a file",
         ));
     }
     let given = super::named_chat(headers)
@@ -96,11 +103,13 @@ pub async fn start(app: &App, headers: &HeaderMap, asked: ForAssistant) -> Resul
         frequency_penalty: s.frequency_penalty,
         presence_penalty: s.presence_penalty,
     };
+    let text = super::super::sent_documents(&text, &documents);
     let (mut message, events) = app.shared.admit(&chat, &text, None);
     if request != TurnRequest::default() {
         message.asked = Some(Box::new(request));
     }
     message.images = images;
+    message.documents = documents;
     let id = message.id.clone();
     match app.bus.accept(message).await {
         Ok(Accepted::Queued) => {}

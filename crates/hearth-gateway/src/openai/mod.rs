@@ -20,6 +20,7 @@ mod direct;
 mod embeddings;
 mod error;
 mod fields;
+mod file_part;
 mod request;
 mod responses;
 mod turn;
@@ -177,6 +178,7 @@ async fn start(app: &App, headers: &HeaderMap, asked: Asked) -> Result<Turn, Api
                 messages: asked.messages,
                 sampling: asked.sampling,
                 user: asked.user,
+                documents: asked.documents,
             };
             assistant::start(app, headers, asked).await
         }
@@ -188,6 +190,16 @@ async fn start(app: &App, headers: &HeaderMap, asked: Asked) -> Result<Turn, Api
             ),
         )),
         Target::Served(served) => {
+            if let Some((i, doc)) = asked.documents.first() {
+                return Err(ApiError::unsupported(
+                    &format!("messages[{i}].content"),
+                    &format!(
+                        "the served model reads no files ({}): ask for model `{}`, the assistant, which reads documents and keeps them for your later questions, or send the text",
+                        doc.name,
+                        assistant::MODEL
+                    ),
+                ));
+            }
             let asked = Direct {
                 messages: asked.messages,
                 sampling: asked.sampling,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use super::fields::{Fields, Sampling, reply_format};
-use hearth_core::chat::{ChatMessage, Image, ToolCall, ToolChoice, ToolSpec};
+use hearth_core::chat::{Attachment, ChatMessage, Image, ToolCall, ToolChoice, ToolSpec};
 
 /// What a client asked for.
 #[derive(Debug)]
@@ -23,6 +23,8 @@ pub struct Asked {
     pub user: Option<String>,
     /// OpenAI's `prompt_cache_key`: names the conversation for the cache.
     pub cache_key: Option<String>,
+    /// The documents of `file` parts, each with the index of its message.
+    pub documents: Vec<(usize, Attachment)>,
 }
 
 /// Fields that change nothing hearth does: bookkeeping for the client's
@@ -40,8 +42,9 @@ impl Asked {
     pub fn read(body: Value) -> Result<Self, ApiError> {
         let mut f = Fields::new(body)?;
         let model = f.model()?;
+        let mut documents = Vec::new();
         let messages = match f.take("messages") {
-            Some(Value::Array(items)) if !items.is_empty() => messages(items)?,
+            Some(Value::Array(items)) if !items.is_empty() => messages(items, &mut documents)?,
             _ => {
                 return Err(ApiError::field(
                     "messages",
@@ -84,6 +87,7 @@ impl Asked {
             include_usage,
             user,
             cache_key,
+            documents,
         })
     }
 }
@@ -157,17 +161,21 @@ pub fn tools(value: Option<Value>) -> Result<Vec<ToolSpec>, ApiError> {
 }
 
 /// The client's messages in hearth's vocabulary.
-fn messages(items: Vec<Value>) -> Result<Vec<ChatMessage>, ApiError> {
+fn messages(
+    items: Vec<Value>,
+    documents: &mut Vec<(usize, Attachment)>,
+) -> Result<Vec<ChatMessage>, ApiError> {
     let mut out: Vec<ChatMessage> = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
         let at = |what: &str| {
             ApiError::field(&format!("messages[{i}]"), format!("messages[{i}]: {what}"))
         };
         let role = item.get("role").and_then(Value::as_str).unwrap_or("");
-        let (text, images) = content(item.get("content"), i)?;
-        if !images.is_empty() && role != "user" {
-            return Err(at("only a `user` message may hold images"));
+        let (text, images, files) = content(item.get("content"), i)?;
+        if !(images.is_empty() && files.is_empty()) && role != "user" {
+            return Err(at("only a `user` message may hold images and files"));
         }
+        documents.extend(files.into_iter().map(|f| (out.len(), f)));
         let message = match role {
             "system" | "developer" => ChatMessage::system(text),
             "user" => ChatMessage {
@@ -238,18 +246,23 @@ fn image(part: &Value, param: &str) -> Result<Image, ApiError> {
         .map_err(|e| ApiError::field(param, format!("the image's base64 is damaged: {e}")))
 }
 
-/// A message's text and pictures: a string, or text and image parts.
-pub fn content(content: Option<&Value>, i: usize) -> Result<(String, Vec<Image>), ApiError> {
+/// A message's text, pictures and documents: a string, or text, image and
+/// file parts.
+pub fn content(
+    content: Option<&Value>,
+    i: usize,
+) -> Result<(String, Vec<Image>, Vec<Attachment>), ApiError> {
     let param = format!("messages[{i}].content");
-    let mut images = Vec::new();
-    let text = parts(content, &param, &mut images)?;
-    Ok((text, images))
+    let (mut images, mut files) = (Vec::new(), Vec::new());
+    let text = parts(content, &param, &mut images, &mut files)?;
+    Ok((text, images, files))
 }
 
 fn parts(
     content: Option<&Value>,
     param: &str,
     images: &mut Vec<Image>,
+    files: &mut Vec<Attachment>,
 ) -> Result<String, ApiError> {
     match content {
         None | Some(Value::Null) => Ok(String::new()),
@@ -263,10 +276,13 @@ fn parts(
                         texts.push(part.get("text").and_then(Value::as_str).unwrap_or(""))
                     }
                     "image_url" | "input_image" => images.push(image(part, param)?),
+                    "file" | "input_file" => files.push(super::file_part::read(part, param)?),
                     other => {
                         return Err(ApiError::unsupported(
                             param,
-                            &format!("content parts of type `{other}` cannot be read; send text"),
+                            &format!(
+                                "content parts of type `{other}` cannot be read; send text, image or file parts"
+                            ),
                         ));
                     }
                 }

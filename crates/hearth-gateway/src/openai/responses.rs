@@ -19,7 +19,7 @@ use super::error::ApiError;
 use super::fields::{Fields, Sampling, reply_format};
 use super::request::{Asked, choice, content, tools};
 use super::turn::{Finish, Out, Turn, Whole, whole};
-use hearth_core::chat::{ChatMessage, ToolCall, Usage};
+use hearth_core::chat::{Attachment, ChatMessage, ToolCall, Usage};
 
 /// What the Responses API sends that changes nothing hearth does.
 const BOOKKEEPING: &[&str] = &[
@@ -36,12 +36,13 @@ fn read(body: Value) -> Result<Asked, ApiError> {
     let mut f = Fields::new(body)?;
     let model = f.model()?;
     let mut messages = Vec::new();
+    let mut documents = Vec::new();
     if let Some(text) = f.string("instructions")? {
         messages.push(ChatMessage::system(text));
     }
     match f.take("input") {
         Some(Value::String(text)) => messages.push(ChatMessage::user(text)),
-        Some(Value::Array(items)) => items_into(&items, &mut messages)?,
+        Some(Value::Array(items)) => items_into(&items, &mut messages, &mut documents)?,
         _ => {
             return Err(ApiError::field(
                 "input",
@@ -97,11 +98,16 @@ fn read(body: Value) -> Result<Asked, ApiError> {
         include_usage: true,
         user,
         cache_key,
+        documents,
     })
 }
 
 /// `input` items as messages.
-fn items_into(items: &[Value], messages: &mut Vec<ChatMessage>) -> Result<(), ApiError> {
+fn items_into(
+    items: &[Value],
+    messages: &mut Vec<ChatMessage>,
+    documents: &mut Vec<(usize, Attachment)>,
+) -> Result<(), ApiError> {
     for (i, item) in items.iter().enumerate() {
         let at = |why: &str| ApiError::field(&format!("input[{i}]"), format!("input[{i}]: {why}"));
         let kind = item
@@ -116,11 +122,12 @@ fn items_into(items: &[Value], messages: &mut Vec<ChatMessage>) -> Result<(), Ap
         };
         match kind {
             "message" => {
-                let (content, images) = content(item.get("content"), i)?;
+                let (content, images, files) = content(item.get("content"), i)?;
                 let role = item.get("role").and_then(Value::as_str).unwrap_or("");
-                if !images.is_empty() && role != "user" {
-                    return Err(at("only a `user` message may hold images"));
+                if !(images.is_empty() && files.is_empty()) && role != "user" {
+                    return Err(at("only a `user` message may hold images and files"));
                 }
+                documents.extend(files.into_iter().map(|f| (messages.len(), f)));
                 let message = match role {
                     "system" | "developer" => ChatMessage::system(content),
                     "user" => ChatMessage {

@@ -16,6 +16,7 @@ fn message(id: &str) -> ChannelMessage {
         asked: None,
         images: Vec::new(),
         audio: None,
+        documents: Vec::new(),
     }
 }
 
