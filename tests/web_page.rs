@@ -397,9 +397,19 @@ level = "info"
     };
     let url = format!("http://127.0.0.1:{port}");
     let jobs = format!("{keep},{drop}");
+    let reader = sandbox.path("reader.pdf");
+    let late = "Late submissions lose five points for each day past the deadline.";
+    std::fs::write(&reader, crate::common::documents::reader(30, 17, late)).unwrap();
     let seen = python(
         "web_page.py",
-        &[&url, TOKEN, shots().to_str().unwrap(), "box", &jobs],
+        &[
+            &url,
+            TOKEN,
+            shots().to_str().unwrap(),
+            "box",
+            &jobs,
+            reader.to_str().unwrap(),
+        ],
         "",
     )
     .await;
@@ -430,6 +440,19 @@ level = "info"
     assert!(text("resumed").contains("Next:"));
     assert!(!text("jobs").contains("feed the cat") && text("jobs").contains("water the plants"));
     assert!(text("memory_found").contains("marmalade"));
+    let documents = text("documents");
+    assert!(
+        documents.contains("reader.pdf")
+            && documents.contains("gateway:")
+            && documents.contains("30 pages"),
+        "{seen}"
+    );
+    assert!(
+        seen["document_chat"]
+            .to_string()
+            .contains("(document: reader.pdf)"),
+        "{seen}"
+    );
     assert_eq!(seen["phone_fits"], true);
     let (code, log) = daemon.term();
     assert_eq!(code, Some(0), "{log}");
@@ -451,6 +474,13 @@ level = "info"
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&memories.stdout).contains("marmalade"));
+    let documents = sandbox
+        .hearth()
+        .args(["--config", config.to_str().unwrap(), "docs", "list"])
+        .output()
+        .unwrap();
+    let documents = String::from_utf8_lossy(&documents.stdout).into_owned();
+    assert_eq!(documents.trim(), "no documents", "deleted on the page");
 }
 
 #[tokio::test]

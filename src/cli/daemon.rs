@@ -11,6 +11,7 @@ use crate::daemon::{
     CourseFiles, Daemon, DaemonDesk, DeskParts, LoadedModel, LocalModels, Providers, ServedLocal,
     Services, build_channels, signalled,
 };
+use crate::documents::Library;
 use crate::lock::DataLock;
 use crate::metrics::errors::RecentErrors;
 use crate::metrics::{Known, Metrics};
@@ -62,7 +63,7 @@ pub async fn run(
         .channels(channels)
         .tools(tools.clone())
         .metrics(metrics.clone())
-        .documents(library);
+        .documents(library.clone());
     if let Some(memory) = services.turn_memory() {
         builder = builder.memory(memory);
     }
@@ -71,7 +72,7 @@ pub async fn run(
     }
     let runtime = builder.build().context("cannot start the daemon")?;
     if let Some(gateway) = &built.gateway {
-        let parts = desk_parts(&models, &services, errors);
+        let parts = desk_parts(&models, (&services, &library), errors);
         gateway.attach_desk(Arc::new(DaemonDesk::new(&runtime, parts)));
     }
     // Load the model now, so the first message does not wait for it.
@@ -136,7 +137,7 @@ fn preload(
 /// What the web page reads besides the runtime.
 fn desk_parts(
     models: &Arc<LocalModels>,
-    services: &Services,
+    (services, library): (&Services, &Library),
     errors: Arc<RecentErrors>,
 ) -> DeskParts {
     DeskParts {
@@ -144,6 +145,7 @@ fn desk_parts(
         scheduler: services.scheduler.clone(),
         notifier: services.notifier.clone(),
         memory: services.memory.as_ref().map(|m| m.store().clone()),
+        documents: Some(library.store.clone()),
         errors: Some(errors),
     }
 }

@@ -409,13 +409,21 @@ def job_item(driver, job_id):
 
 def box():
     """The box of a real daemon: engine, LMS error, jobs paused and resumed,
-    memory searched and deleted. JOBS (comma-separated ids) come as argv[5]."""
+    memory searched and deleted, a document sent in a chat then listed and
+    deleted. JOBS (comma-separated ids) come as argv[5], the document's
+    path as argv[6]."""
     keep, drop = sys.argv[5].split(",")
     seen = {}
     driver = browser()
     try:
         sign_in(driver, TOKEN)
         until(driver, lambda d: visible(d, "app"), "the chat after signing in")
+        # A document goes with a message, from the same + as pictures.
+        driver.find_element(By.ID, "pictures").send_keys(sys.argv[6])
+        until(driver, lambda d: "document to send: reader.pdf" in text_of(d, "picked"), "the picked document")
+        say(driver, "What happens to late submissions?")
+        idle(driver, "the document's message")
+        seen["document_chat"] = messages(driver)
         driver.find_element(By.ID, "tab-box").click()
         until(driver, lambda d: "authentication failed" in text_of(d, "box-lms"), "the LMS source's error")
         until(driver, lambda d: "decode" in text_of(d, "box").lower() and "tokens/s" in text_of(d, "chart-decode-last"),
@@ -449,6 +457,12 @@ def box():
         seen["memory_found"] = text_of(driver, "box-memories")
         driver.find_element(By.CSS_SELECTOR, "#box-memories button[data-action=forget]").click()
         until(driver, lambda d: "Nothing found." in text_of(d, "box-memories"), "the memory deleted")
+        # Documents: listed with whose they are, then deleted.
+        until(driver, lambda d: "reader.pdf" in text_of(d, "box-documents"), "the document listed")
+        seen["documents"] = text_of(driver, "box-documents")
+        press(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#box-documents button[data-action=forget-document]"),
+              "delete the document")
+        until(driver, lambda d: "No documents yet" in text_of(d, "box-documents"), "the document deleted")
         driver.set_window_size(390, 844)
         time.sleep(0.3)
         seen["phone_fits"] = wide_enough(driver)

@@ -78,6 +78,8 @@ pub struct Listed {
     pub chars: usize,
     /// Only its first part was read (over a limit).
     pub cut: bool,
+    /// How it came: `sent`, `added`, or `lms:<source>`.
+    pub source: String,
     /// Unix seconds.
     pub added: i64,
 }
@@ -203,7 +205,7 @@ impl DocumentStore {
         for scope in scopes {
             let mut q = conn
                 .prepare(
-                    "SELECT id, scope, name, kind, pages, chars, cut, added FROM documents
+                    "SELECT id, scope, name, kind, pages, chars, cut, added, source FROM documents
                      WHERE scope = ?1 ORDER BY added DESC, id DESC",
                 )
                 .map_err(|e| self.err(e))?;
@@ -218,6 +220,7 @@ impl DocumentStore {
                         chars: r.get::<_, i64>(5)? as usize,
                         cut: r.get(6)?,
                         added: r.get(7)?,
+                        source: r.get(8)?,
                     })
                 })
                 .map_err(|e| self.err(e))?;

@@ -39,7 +39,9 @@ mod served;
 mod settings;
 mod ws;
 
-pub use page::desk::{Conversation, Desk, DeskError, JobAction, Question, Remembered, Shown};
+pub use page::desk::{
+    Conversation, Desk, DeskError, JobAction, KeptDocument, Question, Remembered, Shown,
+};
 pub use served::{Embedded, ServedModel};
 pub use settings::{GatewaySettings, page_url};
 

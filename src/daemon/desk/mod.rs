@@ -14,9 +14,10 @@ use serde_json::json;
 
 use crate::channels::Answer;
 use crate::channels::gateway::{
-    Conversation, Desk, DeskError, JobAction, Question, Remembered, Shown,
+    Conversation, Desk, DeskError, JobAction, KeptDocument, Question, Remembered, Shown,
 };
 use crate::daemon::LocalModels;
+use crate::documents::DocumentStore;
 use crate::lms::Notifier;
 use crate::memory::MemoryStore;
 use crate::metrics::errors::RecentErrors;
@@ -30,6 +31,7 @@ pub struct Parts {
     pub scheduler: Option<Arc<Scheduler>>,
     pub notifier: Option<Arc<Notifier>>,
     pub memory: Option<Arc<MemoryStore>>,
+    pub documents: Option<Arc<DocumentStore>>,
     pub errors: Option<Arc<RecentErrors>>,
 }
 
@@ -127,6 +129,14 @@ impl Desk for DaemonDesk {
 
     fn forget(&self, scope: &str, key: &str) -> Result<bool, DeskError> {
         services::forget(self.parts.memory.as_ref(), scope, key)
+    }
+
+    fn documents(&self) -> Result<Vec<KeptDocument>, DeskError> {
+        services::documents(self.parts.documents.as_ref())
+    }
+
+    fn forget_document(&self, scope: &str, id: i64) -> Result<bool, DeskError> {
+        services::forget_document(self.parts.documents.as_ref(), scope, id)
     }
 
     fn questions(&self) -> Vec<Question> {

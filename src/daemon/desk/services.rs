@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::channels::gateway::{DeskError, JobAction, Remembered};
+use crate::channels::gateway::{DeskError, JobAction, KeptDocument, Remembered};
+use crate::documents::DocumentStore;
 use crate::lms::Notifier;
 use crate::memory::MemoryStore;
 use crate::scheduler::Scheduler;
@@ -151,6 +152,47 @@ pub fn forget(
         key,
         forgotten,
         "a memory was deleted on the web page"
+    );
+    Ok(forgotten)
+}
+
+/// Documents listed on the page, at most.
+const DOCUMENTS: usize = 200;
+
+pub fn documents(store: Option<&Arc<DocumentStore>>) -> Result<Vec<KeptDocument>, DeskError> {
+    let Some(store) = store else {
+        return Ok(Vec::new());
+    };
+    let scopes = store.scopes().map_err(failed)?;
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    let listed = store.list(&scopes).map_err(failed)?;
+    Ok(listed
+        .into_iter()
+        .take(DOCUMENTS)
+        .map(|d| KeptDocument {
+            id: d.id,
+            scope: d.scope,
+            name: d.name,
+            kind: d.kind,
+            pages: d.pages,
+            source: d.source,
+            added: d.added,
+        })
+        .collect())
+}
+
+pub fn forget_document(
+    store: Option<&Arc<DocumentStore>>,
+    scope: &str,
+    id: i64,
+) -> Result<bool, DeskError> {
+    let store = store.ok_or_else(|| DeskError("documents are not kept here".into()))?;
+    let forgotten = store.forget(&[scope], id).map_err(failed)?;
+    tracing::info!(
+        scope,
+        id,
+        forgotten,
+        "a document was deleted on the web page"
     );
     Ok(forgotten)
 }

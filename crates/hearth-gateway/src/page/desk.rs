@@ -1,6 +1,6 @@
 //! What the web page shows besides a live chat, as the gateway needs it:
-//! the conversations kept, one conversation's messages, and the state of
-//! the box. The daemon implements it over its stores once they are open
+//! the conversations kept, one conversation's messages, the state of
+//! the box, memories and documents. The daemon implements it over its stores once they are open
 //! ([`super::super::GatewayChannel::attach_desk`]); until then the page's
 //! JSON endpoints answer 503.
 
@@ -59,6 +59,22 @@ pub struct Remembered {
     pub updated: i64,
 }
 
+/// A document hearth keeps, as the page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeptDocument {
+    pub id: i64,
+    /// Whose it is (a person, a group chat, `local`).
+    pub scope: String,
+    pub name: String,
+    pub kind: String,
+    pub pages: usize,
+    /// How it came: sent, added at the command line, or fetched from an
+    /// LMS source (`lms:<source>`).
+    pub source: String,
+    /// Unix seconds.
+    pub added: i64,
+}
+
 /// An approval question the page's owner may answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Question {
@@ -100,6 +116,12 @@ pub trait Desk: Send + Sync {
 
     /// Deletes one memory entry; false when there was none.
     fn forget(&self, scope: &str, key: &str) -> Result<bool, DeskError>;
+
+    /// The documents kept, everyone's, newest first.
+    fn documents(&self) -> Result<Vec<KeptDocument>, DeskError>;
+
+    /// Deletes document `id` of `scope`; false when there was none.
+    fn forget_document(&self, scope: &str, id: i64) -> Result<bool, DeskError>;
 
     /// The approval questions open now that the page's owner may answer:
     /// the gateway's, and those of `[channels.gateway] owner` elsewhere.

@@ -51,6 +51,8 @@ pub(super) fn routes(router: axum::Router<App>) -> axum::Router<App> {
         .route("/ui/api/jobs/{id}/{action}", post(job))
         .route("/ui/api/memory", get(memories))
         .route("/ui/api/memory/forget", post(forget))
+        .route("/ui/api/documents", get(documents))
+        .route("/ui/api/documents/forget", post(forget_document))
         .route("/ui/api/questions", get(questions))
         .route("/ui/api/questions/{id}", post(answer_question))
 }
@@ -301,6 +303,42 @@ async fn forget(
     };
     with_desk(&app, |desk| {
         done(desk.forget(&scope, &key), "no such memory")
+    })
+}
+
+/// `GET /ui/api/documents`: the documents kept.
+async fn documents(State(app): State<App>, method: Method, headers: HeaderMap) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    with_desk(&app, |desk| read(desk.documents()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgetDocument {
+    scope: String,
+    id: i64,
+}
+
+/// `POST /ui/api/documents/forget` with `{"scope", "id"}`.
+async fn forget_document(
+    State(app): State<App>,
+    method: Method,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    let Ok(ForgetDocument { scope, id }) = serde_json::from_slice(&body) else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            json!({ "error": "send {\"scope\": \"...\", \"id\": 1}" }),
+        );
+    };
+    with_desk(&app, |desk| {
+        done(desk.forget_document(&scope, id), "no such document")
     })
 }
 

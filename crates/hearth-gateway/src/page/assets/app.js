@@ -181,8 +181,15 @@ async function send(frame) {
   state.socket.send(JSON.stringify(frame));
 }
 
+// The files picked: pictures (shown to the model) and documents (read on the box).
+function picked() {
+  const files = [...$("pictures").files];
+  const isPicture = (f) => f.type.startsWith("image/");
+  return { pictures: files.filter(isPicture).slice(0, 4), documents: files.filter((f) => !isPicture(f)).slice(0, 4) };
+}
+
 async function say(text) {
-  const pictures = [...$("pictures").files].slice(0, 4);
+  const { pictures, documents } = picked();
   const li = item("user", text);
   for (const file of pictures) {
     const img = document.createElement("img");
@@ -191,27 +198,35 @@ async function say(text) {
     img.src = URL.createObjectURL(file);
     li.append(img);
   }
+  for (const file of documents) li.append(el("p", `(document: ${file.name})`, "small document"));
   $("pictures").value = "";
   $("picked").replaceChildren();
   state.reply = null;
   setBusy(true);
   try {
-    // Each picture as a binary frame, then the message that takes them.
-    if (pictures.length && (!state.socket || state.socket.readyState !== WebSocket.OPEN)) await connect();
+    // Each picture as a binary frame, each document as one announced by a
+    // `file` frame, then the message that takes them.
+    if ((pictures.length || documents.length) && (!state.socket || state.socket.readyState !== WebSocket.OPEN)) await connect();
     for (const file of pictures) state.socket.send(await file.arrayBuffer());
+    for (const file of documents) {
+      state.socket.send(JSON.stringify({ type: "file", name: file.name }));
+      state.socket.send(await file.arrayBuffer());
+    }
     await send({ type: "message", text });
   } catch (e) { item("notice", e.message); setBusy(false); }
 }
 
 $("pictures").addEventListener("change", () => {
-  const picked = $("picked");
-  picked.replaceChildren();
-  for (const file of [...$("pictures").files].slice(0, 4)) {
+  const shown = $("picked");
+  shown.replaceChildren();
+  const { pictures, documents } = picked();
+  for (const file of pictures) {
     const img = document.createElement("img");
     img.alt = `picture to send: ${file.name}`;
     img.src = URL.createObjectURL(file);
-    picked.append(img);
+    shown.append(img);
   }
+  for (const file of documents) shown.append(el("span", `document to send: ${file.name}`, "small document"));
 });
 
 async function openChat(chat) {
@@ -257,7 +272,7 @@ function showTab(tab) {
     $(name).hidden = name !== tab;
     $(`tab-${name}`).setAttribute("aria-pressed", String(name === tab));
   }
-  if (tab === "box") { loadBox(); loadMemories(); }
+  if (tab === "box") { loadBox(); loadMemories(); loadDocuments(); }
   if (tab === "questions") loadQuestions();
 }
 
@@ -488,6 +503,28 @@ async function loadMemories() {
       ul.append(li);
     }
     if (!found.length) ul.append(el("li", "Nothing found."));
+  } catch (e) { ul.replaceChildren(el("li", e.message, "error")); }
+}
+
+async function loadDocuments() {
+  const ul = $("box-documents");
+  try {
+    const kept = await api("/ui/api/documents");
+    ul.replaceChildren();
+    for (const d of kept) {
+      const li = el("li", undefined, "kept-document");
+      const pages = `${d.pages} page${d.pages === 1 ? "" : "s"}`;
+      li.append(el("p", d.name), el("p", `${d.scope} · ${d.kind}, ${pages} · ${d.source} · ${when(d.added)}`, "small"));
+      const actions = el("div", undefined, "actions");
+      actions.append(button("Delete", async () => {
+        try { await api("/ui/api/documents/forget", { method: "POST", body: { scope: d.scope, id: d.id } }); }
+        catch (e) { $("box-error").textContent = e.message; }
+        loadDocuments();
+      }, { action: "forget-document" }));
+      li.append(actions);
+      ul.append(li);
+    }
+    if (!kept.length) ul.append(el("li", "No documents yet: send one in a chat."));
   } catch (e) { ul.replaceChildren(el("li", e.message, "error")); }
 }
 
