@@ -14,7 +14,7 @@ pub mod cli;
 pub mod daemon;
 
 pub use hearth_app::{
-    agent, backup, chat, clock, config, disk, dispatch, documents, engine, engine_setup,
+    agent, backup, chat, clock, config, disk, dispatch, documents, embed, engine, engine_setup,
     file_modes, hex, history, inbox, lms, lock, mcp, memory, metrics, models, paths, pipeline,
     providers, retention, retry, sandbox, scenarios, scheduler, security, speech, storage, tools,
     voice, workspace,

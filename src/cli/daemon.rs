@@ -45,7 +45,8 @@ pub async fn run(
     let depth = models.clone();
     metrics.queue_source(Arc::new(move || depth.queue_depth()));
     let providers = Arc::new(Providers::new(&config, models.clone())?);
-    let library = super::docs_cmd::library(&config)?;
+    let meaning = (services.meaning.clone()).map(|m| -> Arc<dyn crate::embed::Embed> { m });
+    let library = super::docs_cmd::library_with(&config, meaning)?;
     if let Some(n) = &services.notifier {
         let scope = CourseFiles::scope_of(&config.lms);
         let sandbox = tool_context.sandbox.clone();
@@ -91,6 +92,12 @@ pub async fn run(
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
     services.index_memory(LocalModels::idle_fn(&models), stop_services.clone());
+    // The documents' pieces get their vectors the same way, while idle.
+    tokio::spawn(crate::embed::index(
+        library.store.clone(),
+        LocalModels::idle_fn(&models),
+        stop_services.clone(),
+    ));
     let unfit = stop.await;
     stop_services.cancel();
     let grace = config.daemon.shutdown_grace_secs;

@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::documents::{
     Cage, CageLimits, DocumentStore, DocumentsSearch, Kind, Library, TurnLimits,
 };
+use crate::embed::Embed;
 use crate::sandbox::Sandbox;
 use crate::tools::ToolRegistry;
 
@@ -49,15 +50,25 @@ pub enum DocsCommand {
 }
 
 /// The documents of this config's data dir, read with the `hearth` binary
-/// that runs now.
+/// that runs now, found by their words.
 pub fn library(config: &Config) -> anyhow::Result<Arc<Library>> {
+    library_with(config, None)
+}
+
+/// [`library`], found by meaning too with `meaning`'s vectors.
+pub fn library_with(
+    config: &Config,
+    meaning: Option<Arc<dyn Embed>>,
+) -> anyhow::Result<Arc<Library>> {
     let helper = std::env::current_exe().map_err(|e| {
         anyhow::anyhow!("cannot find the hearth binary to read documents with: {e}")
     })?;
+    let mut store = DocumentStore::open(&DocumentStore::path_in(&config.data_dir))?;
+    if let Some(model) = meaning {
+        store = store.with_meaning(model);
+    }
     Ok(Arc::new(Library {
-        store: Arc::new(DocumentStore::open(&DocumentStore::path_in(
-            &config.data_dir,
-        ))?),
+        store: Arc::new(store),
         cage: Cage::new(work_dir(config), helper, CageLimits::default()),
         limits: TurnLimits::default(),
     }))
@@ -74,7 +85,15 @@ fn work_dir(config: &Config) -> PathBuf {
 }
 
 pub async fn run(config: &Config, command: DocsCommand) -> anyhow::Result<ExitCode> {
-    let library = library(config)?;
+    // A search goes by meaning where the embedding model is (as the
+    // daemon's would); the rest needs no model.
+    let meaning = match &command {
+        DocsCommand::Search { .. } => {
+            crate::memory::meaning::start(config)?.map(|m| -> Arc<dyn Embed> { m })
+        }
+        _ => None,
+    };
+    let library = library_with(config, meaning)?;
     let store = &library.store;
     match command {
         DocsCommand::Add { file, scope } => {

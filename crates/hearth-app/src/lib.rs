@@ -37,7 +37,7 @@ pub mod speech;
 // The floors below, under the names the rest of hearth uses.
 pub use hearth_channel as channels;
 pub use hearth_config as config;
-pub use hearth_core::{chat, clock, disk, file_modes, hex, paths, retry, workspace};
+pub use hearth_core::{chat, clock, disk, embed, file_modes, hex, paths, retry, workspace};
 pub use hearth_engine as engine;
 pub use hearth_engine::models;
 pub use hearth_metrics as metrics;

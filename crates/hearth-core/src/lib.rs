@@ -8,6 +8,8 @@
 //! - [`clock`]: wall-clock time behind a trait.
 //! - [`file_modes`]: files and folders only hearth's user may read.
 //! - [`disk`]: the room left on a filesystem.
+//! - [`embed`]: the seam to an embedding model, vectors in SQLite, and the
+//!   background loop that embeds a store's backlog.
 //! - [`hex`]: checksums as hexadecimal text.
 //! - [`secret`]: a string that never prints itself.
 //! - [`workspace`]: one workspace folder per conversation.
@@ -21,6 +23,7 @@ pub mod chat;
 pub mod clock;
 pub mod confined;
 pub mod disk;
+pub mod embed;
 pub mod fence;
 pub mod file_modes;
 pub mod hex;

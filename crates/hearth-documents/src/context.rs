@@ -9,6 +9,15 @@ use super::store::{DocumentError, DocumentStore, Found};
 
 pub const DOCUMENT_HEADER: &str = "[Documents]";
 
+/// How near in meaning (all-MiniLM-L6-v2's cosine) a piece must be to a
+/// question for a later turn to carry it without shared words: at least
+/// this, and within [`LATER_MARGIN`] of the nearest piece. Measured in
+/// `tests/documents_meaning.rs`: answering pages 0.38 to 0.45, a page
+/// that only shares a side sentence 0.32 against its question's 0.44, and
+/// questions about something else nothing above 0.2.
+pub const LATER_SIMILARITY: f32 = 0.3;
+pub const LATER_MARGIN: f32 = 0.05;
+
 /// A piece as the turn shows it.
 pub type Cited = Found;
 
@@ -69,14 +78,23 @@ pub fn for_turn(
     }
     if sent.is_empty() {
         // No document with this message: a piece comes only when it shares
-        // most of the question's words, so a turn about something else
-        // does not carry pages it does not need.
+        // most of the question's words (its file's name counts), or means
+        // what was asked, so a turn about something else does not carry
+        // pages it does not need.
         let asked = super::store::words(question);
         let needed = asked.len().div_ceil(2).max(2.min(asked.len()));
-        pieces = store
-            .search(scopes, question, None, limits.pieces)?
+        let found = store.search(scopes, question, None, limits.pieces)?;
+        let nearest = found
+            .iter()
+            .filter_map(|p| p.similarity)
+            .fold(0.0, f32::max);
+        let means = |s: f32| s >= LATER_SIMILARITY && s >= nearest - LATER_MARGIN;
+        pieces = found
             .into_iter()
-            .filter(|p| shared(&asked, &p.text) >= needed)
+            .filter(|p| {
+                shared(&asked, &format!("{} {}", p.name, p.text)) >= needed
+                    || p.similarity.is_some_and(means)
+            })
             .take(limits.later_pieces)
             .collect();
     }

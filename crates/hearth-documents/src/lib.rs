@@ -14,6 +14,7 @@
 //! - [`store`]: `documents.sqlite3`, the pieces by person, searched with FTS5;
 //! - [`fetched`]: which version of each file hearth fetched itself (course
 //!   files) it keeps;
+//! - [`meaning`]: a vector per piece, and search by meaning fused with words;
 //! - [`context`]: what a turn is given of a document: the whole of a short
 //!   one, or the pieces that answer the question, each with its file and page;
 //! - `documents_search` ([`DocumentsSearch`]): the agent's tool over them;
@@ -27,6 +28,7 @@ pub mod fetched;
 pub mod inside;
 pub mod kind;
 pub mod library;
+pub mod meaning;
 pub mod store;
 mod tool;
 

@@ -23,13 +23,15 @@ pub enum DocumentError {
     },
     #[error(transparent)]
     Open(#[from] hearth_store::storage::OpenError),
+    #[error(transparent)]
+    Meaning(#[from] hearth_core::embed::EmbedError),
 }
 
 /// `documents.sqlite3`'s schema.
 pub const FILE: hearth_store::storage::Schema = hearth_store::storage::Schema {
     name: "documents",
     pragmas: "",
-    steps: &[v1, super::fetched::v2],
+    steps: &[v1, super::fetched::v2, super::meaning::v3],
 };
 
 fn v1(c: &Connection) -> rusqlite::Result<()> {
@@ -87,12 +89,18 @@ pub struct Listed {
 /// A piece found for a question.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
+    /// The piece's row.
+    pub chunk: i64,
     pub document: i64,
     pub name: String,
     pub page: usize,
     pub text: String,
-    /// FTS5's BM25 rank: lower is better.
+    /// Lower is better: FTS5's BM25 rank, or the negated fused score when
+    /// found by meaning too.
     pub rank: f64,
+    /// How near its meaning is to the question's (cosine), when it has a
+    /// vector and the search had a model.
+    pub similarity: Option<f32>,
 }
 
 /// Pieces of about this many characters are stored.
@@ -101,6 +109,8 @@ pub const CHUNK_CHARS: usize = 1_200;
 pub struct DocumentStore {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// The embedding model, when documents are found by meaning too.
+    pub(crate) meaning: Option<std::sync::Arc<dyn hearth_core::embed::Embed>>,
 }
 
 impl DocumentStore {
@@ -113,6 +123,7 @@ impl DocumentStore {
         Ok(Self {
             conn: Mutex::new(hearth_store::storage::open(path, &FILE)?),
             path: path.to_path_buf(),
+            meaning: None,
         })
     }
 
@@ -232,9 +243,28 @@ impl DocumentStore {
         Ok(out)
     }
 
-    /// The pieces of `scopes`' documents (or of one, `only`) that best match
-    /// `question`'s words, best first, at most `limit`.
+    /// The pieces of `scopes`' documents (or of one, `only`) that best
+    /// answer `question`, best first, at most `limit`: by meaning and words
+    /// with an embedding model ([`super::meaning`]), by words without.
     pub fn search(
+        &self,
+        scopes: &[&str],
+        question: &str,
+        only: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Found>, DocumentError> {
+        if self.meaning.is_none() {
+            return self.by_words(scopes, question, only, limit);
+        }
+        let words = self.by_words(scopes, question, only, limit * 4)?;
+        match self.fuse(scopes, question, only, words.clone(), limit)? {
+            Some(fused) => Ok(fused),
+            None => Ok(words.into_iter().take(limit).collect()),
+        }
+    }
+
+    /// The pieces that best match `question`'s words.
+    fn by_words(
         &self,
         scopes: &[&str],
         question: &str,
@@ -249,7 +279,7 @@ impl DocumentStore {
         for scope in scopes {
             let mut q = conn
                 .prepare(
-                    "SELECT d.id, d.name, c.page, c.text, bm25(chunks_fts) AS rank
+                    "SELECT d.id, d.name, c.page, c.text, bm25(chunks_fts) AS rank, c.id
                      FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
                      JOIN documents d ON d.id = c.document
                      WHERE chunks_fts MATCH ?1 AND d.scope = ?2 AND (?3 IS NULL OR d.id = ?3)
@@ -259,11 +289,13 @@ impl DocumentStore {
             let rows = q
                 .query_map(params![query, scope, only, limit as i64], |r| {
                     Ok(Found {
+                        chunk: r.get(5)?,
                         document: r.get(0)?,
                         name: r.get(1)?,
                         page: r.get::<_, i64>(2)? as usize,
                         text: r.get(3)?,
                         rank: r.get(4)?,
+                        similarity: None,
                     })
                 })
                 .map_err(|e| self.err(e))?;
@@ -303,27 +335,29 @@ impl DocumentStore {
             return Ok(Vec::new());
         };
         let mut q = conn
-            .prepare("SELECT page, text FROM chunks WHERE document = ?1 ORDER BY seq")
+            .prepare("SELECT page, text, id FROM chunks WHERE document = ?1 ORDER BY seq")
             .map_err(|e| self.err(e))?;
         let rows = q
             .query_map(params![id], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
             })
             .map_err(|e| self.err(e))?;
         let mut out = Vec::new();
         let mut used = 0;
         for row in rows {
-            let (page, text) = row.map_err(|e| self.err(e))?;
+            let (page, text, chunk) = row.map_err(|e| self.err(e))?;
             used += text.chars().count();
             if used > chars && !out.is_empty() {
                 break;
             }
             out.push(Found {
+                chunk,
                 document: id,
                 name: name.clone(),
                 page: page as usize,
                 text,
                 rank: 0.0,
+                similarity: None,
             });
         }
         Ok(out)

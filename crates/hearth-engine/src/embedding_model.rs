@@ -175,3 +175,22 @@ fn id_of(path: &Path) -> String {
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     format!("{}:{size}", name_of(path))
 }
+
+/// The seam memory and documents search through.
+impl hearth_core::embed::Embed for EmbeddingModel {
+    fn model_id(&self) -> &str {
+        &self.info().id
+    }
+
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, hearth_core::embed::EmbedError> {
+        let asked = texts.len();
+        let (vectors, _) = EmbeddingModel::embed(self, texts, CancellationToken::new())?;
+        if vectors.len() != asked {
+            return Err(hearth_core::embed::EmbedError::Count {
+                asked,
+                got: vectors.len(),
+            });
+        }
+        Ok(vectors)
+    }
+}

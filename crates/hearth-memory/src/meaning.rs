@@ -9,47 +9,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
-use crate::chat::ProviderError;
 use crate::config::Config;
 use crate::engine::{EmbeddingModel, EmbeddingSettings, EngineError, model_file};
 use crate::models::{self, Catalogue, Kind};
 
-/// What makes memory vectors.
-pub trait Embed: Send + Sync {
-    /// The model that makes them: vectors of two models never mix.
-    fn model_id(&self) -> &str;
-
-    /// One vector of length 1 per text. Blocking.
-    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError>;
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EmbedError {
-    #[error("the embedding model failed: {0}")]
-    Failed(#[from] ProviderError),
-    #[error("the embedding model gave {got} vectors for {asked} texts")]
-    Count { asked: usize, got: usize },
-}
-
-impl Embed for EmbeddingModel {
-    fn model_id(&self) -> &str {
-        &self.info().id
-    }
-
-    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let asked = texts.len();
-        let (vectors, _) = EmbeddingModel::embed(self, texts, CancellationToken::new())?;
-        if vectors.len() != asked {
-            return Err(EmbedError::Count {
-                asked,
-                got: vectors.len(),
-            });
-        }
-        Ok(vectors)
-    }
-}
+pub use hearth_core::embed::{Embed, EmbedError};
 
 /// A configured embedding model that cannot be found.
 #[derive(Debug, thiserror::Error)]

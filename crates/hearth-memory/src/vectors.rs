@@ -8,6 +8,7 @@
 //! person, and two models' vectors never mix (a row whose vector came from
 //! another model counts as missing and is embedded again).
 
+use hearth_core::embed::{dot, encode};
 use rusqlite::{Connection, params};
 
 /// The vectors table and its triggers (schema step 2).
@@ -105,36 +106,4 @@ pub(super) fn drop_others(c: &Connection, model: &str) -> rusqlite::Result<usize
         "DELETE FROM memory_vectors WHERE model != ?1",
         params![model],
     )
-}
-
-/// A vector as little-endian `f32`s.
-fn encode(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// The dot product of a stored vector and `query`; `None` when their
-/// lengths differ (a vector that cannot be compared is skipped).
-fn dot(blob: &[u8], query: &[f32]) -> Option<f32> {
-    if blob.len() != query.len() * 4 {
-        return None;
-    }
-    Some(
-        blob.chunks_exact(4)
-            .zip(query)
-            .map(|(b, q)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * q)
-            .sum(),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_vector_reads_back_as_written_and_a_wrong_length_is_skipped() {
-        let v = [0.6f32, -0.8];
-        assert_eq!(dot(&encode(&v), &v), Some(1.0));
-        assert_eq!(dot(&encode(&v), &[1.0, 0.0, 0.0]), None);
-        assert_eq!(dot(&[1, 2, 3], &[1.0]), None);
-    }
 }
