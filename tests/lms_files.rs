@@ -503,3 +503,47 @@ async fn hostile_course_files_are_refused_within_their_caps_and_the_token_never_
 fn at_time() -> chrono::DateTime<chrono::Utc> {
     at(NOW)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feeds_linked_documents_are_fetched_only_when_asked_and_without_credentials() {
+    let (_bot, _echo, library) = bot().await;
+    let host = Arc::new(Fake::default());
+    let host_url = elsewhere(host.clone()).await;
+    let rss = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>Department news</title><link>{host_url}/news</link><description>News</description>
+<item><title>Exam timetable posted</title><link>{host_url}/files/timetable.pdf</link><guid isPermaLink="false">n-1</guid><pubDate>Sat, 08 Mar 2025 14:30:00 +0000</pubDate></item>
+<item><title>Library hours</title><link>{host_url}/news/library-hours</link><guid isPermaLink="false">n-2</guid><pubDate>Sat, 08 Mar 2025 10:00:00 +0000</pubDate></item>
+</channel></rss>"#
+    );
+    let feed = Arc::new(Fake::default());
+    feed.set("feed", rss);
+    let feed_url = feed_server(feed.clone(), "application/rss+xml").await;
+    let clock = Arc::new(ManualClock::new(at(NOW)));
+
+    // Off by default for a feed: nothing is fetched (the control).
+    let dir = tempfile::tempdir().unwrap();
+    let plain = source(LmsKind::Rss, "news", &feed_url, None);
+    let mut off = plain.clone();
+    off.files = false;
+    let (n, _) = files_notifier(vec![off], dir.path(), &clock, &library);
+    n.poll_once(&Recorder::default()).await;
+    assert!(host.hits().is_empty(), "{:?}", host.hits());
+
+    // With `files = true`, the linked PDF (and not the news page) once.
+    let dir = tempfile::tempdir().unwrap();
+    let (n, _) = files_notifier(vec![plain], dir.path(), &clock, &library);
+    for _ in 0..2 {
+        n.poll_once(&Recorder::default()).await;
+        clock.advance(chrono::Duration::minutes(30));
+    }
+    assert_eq!(host.hits(), ["/files/timetable.pdf token=false"]);
+    let names: Vec<String> = library
+        .store
+        .list(&["telegram:42"])
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(names, ["timetable.pdf"], "a feed names no course");
+}

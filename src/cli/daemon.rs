@@ -45,13 +45,7 @@ pub async fn run(
     let depth = models.clone();
     metrics.queue_source(Arc::new(move || depth.queue_depth()));
     let providers = Arc::new(Providers::new(&config, models.clone())?);
-    let meaning = (services.meaning.clone()).map(|m| -> Arc<dyn crate::embed::Embed> { m });
-    let library = super::docs_cmd::library_with(&config, meaning)?;
-    if let Some(n) = &services.notifier {
-        let scope = CourseFiles::scope_of(&config.lms);
-        let sandbox = tool_context.sandbox.clone();
-        n.keep_files(Arc::new(CourseFiles::new(library.clone(), sandbox, scope)));
-    }
+    let library = documents(&config, &services, &tool_context.sandbox)?;
     let tools = services.tools(&config, &tool_context.sandbox);
     let tools = Arc::new(super::docs_cmd::with_search(tools, &library));
     metrics.known(&Known {
@@ -91,13 +85,7 @@ pub async fn run(
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
-    services.index_memory(LocalModels::idle_fn(&models), stop_services.clone());
-    // The documents' pieces get their vectors the same way, while idle.
-    tokio::spawn(crate::embed::index(
-        library.store.clone(),
-        LocalModels::idle_fn(&models),
-        stop_services.clone(),
-    ));
+    index_in_background((&services, &library), &models, &stop_services);
     let unfit = stop.await;
     stop_services.cancel();
     let grace = config.daemon.shutdown_grace_secs;
@@ -108,6 +96,42 @@ pub async fn run(
         Some(why) => Err(why.into()),
         None => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// The documents, found by meaning with the services' embedding model, and
+/// the LMS's course files kept among them.
+fn documents(
+    config: &Config,
+    services: &Services,
+    sandbox: &Arc<crate::sandbox::Sandbox>,
+) -> anyhow::Result<Arc<Library>> {
+    let meaning = (services.meaning.clone()).map(|m| -> Arc<dyn crate::embed::Embed> { m });
+    let library = super::docs_cmd::library_with(config, meaning)?;
+    if let Some(n) = &services.notifier {
+        let scope = CourseFiles::scope_of(&config.lms);
+        n.keep_files(Arc::new(CourseFiles::new(
+            library.clone(),
+            sandbox.clone(),
+            scope,
+        )));
+    }
+    Ok(library)
+}
+
+/// Embeds what memory and the documents have not embedded yet, while the
+/// engine is idle, until `stop`.
+fn index_in_background(
+    (services, library): (&Services, &Library),
+    models: &Arc<LocalModels>,
+    stop: &tokio_util::sync::CancellationToken,
+) {
+    services.index_memory(LocalModels::idle_fn(models), stop.clone());
+    let idle = LocalModels::idle_fn(models);
+    tokio::spawn(crate::embed::index(
+        library.store.clone(),
+        idle,
+        stop.clone(),
+    ));
 }
 
 /// Loads the model now, so the first message does not wait for it, and

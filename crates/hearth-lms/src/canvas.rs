@@ -124,14 +124,7 @@ impl Canvas {
                 .filter(|t| !t.is_empty());
             items.push(item);
         }
-        if self.config.files {
-            let mut ids: Vec<&String> = courses.keys().collect();
-            ids.sort();
-            for id in ids {
-                let name = &courses[id].name;
-                items.extend(super::canvas_files::of_course(self, id, name, &mut notes).await?);
-            }
-        }
+        items.extend(self.files(&courses, &mut notes).await?);
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
         let path = format!("/api/v1/planner/items?per_page=100&start_date={since}");
         for p in self.list(&path).await? {
@@ -214,6 +207,25 @@ impl Canvas {
             }
         }
         Ok(all)
+    }
+
+    /// The files of every course, when the source fetches them.
+    async fn files(
+        &self,
+        courses: &HashMap<String, Course>,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<LmsItem>, LmsError> {
+        let mut items = Vec::new();
+        if !self.config.files {
+            return Ok(items);
+        }
+        let mut ids: Vec<&String> = courses.keys().collect();
+        ids.sort();
+        for id in ids {
+            let name = &courses[id].name;
+            items.extend(super::canvas_files::of_course(self, id, name, notes).await?);
+        }
+        Ok(items)
     }
 
     /// Planner URLs are relative to the site.
