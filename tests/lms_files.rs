@@ -456,13 +456,7 @@ async fn hostile_course_files_are_refused_within_their_caps_and_the_token_never_
         "Canvas's own link, without the token"
     );
     assert_eq!(moodle.downloads("42/huge.pdf"), 0);
-    let names: Vec<String> = library
-        .store
-        .list(&["telegram:42"])
-        .unwrap()
-        .into_iter()
-        .map(|d| d.name)
-        .collect();
+    let names = kept_names(&library);
     assert_eq!(names.len(), 3, "{names:?}");
     assert!(
         names.iter().any(|n| n == "good.pdf (Statistics 200)"),
@@ -538,12 +532,12 @@ async fn a_feeds_linked_documents_are_fetched_only_when_asked_and_without_creden
         clock.advance(chrono::Duration::minutes(30));
     }
     assert_eq!(host.hits(), ["/files/timetable.pdf token=false"]);
-    let names: Vec<String> = library
-        .store
-        .list(&["telegram:42"])
-        .unwrap()
-        .into_iter()
-        .map(|d| d.name)
-        .collect();
+    let names = kept_names(&library);
     assert_eq!(names, ["timetable.pdf"], "a feed names no course");
+}
+
+/// The names of user 42's documents.
+fn kept_names(library: &Library) -> Vec<String> {
+    let kept = library.store.list(&["telegram:42"]).unwrap();
+    kept.into_iter().map(|d| d.name).collect()
 }
