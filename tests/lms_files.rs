@@ -228,8 +228,27 @@ async fn course_syllabi_are_fetched_once_announced_once_and_found_by_their_owner
         "core_course_get_contents:9",
         contents(&m_url, &[stat_file.clone(), week_file]),
     );
+    // Files are listed on their own schedule (every 6 hours): the polls
+    // between ask the site for none and keep the files they know.
+    let listed = || {
+        let hits = moodle.hits();
+        hits.iter()
+            .filter(|h| *h == "core_course_get_contents:9")
+            .count()
+    };
+    assert_eq!(listed(), 1);
     clock.advance(chrono::Duration::minutes(30));
     n.poll_once(&sink).await;
+    assert_eq!(listed(), 1, "not listed again within 6 hours");
+    assert!(files(sink.take()).is_empty());
+    assert_eq!(
+        kept_names(&library).len(),
+        2,
+        "nothing looks gone meanwhile"
+    );
+    clock.advance(chrono::Duration::hours(6));
+    n.poll_once(&sink).await;
+    assert_eq!(listed(), 2);
     let new = files(sink.take());
     assert_eq!(new.len(), 1, "{new:?}");
     assert_eq!(new[0].kind, NoticeKind::New);
@@ -242,7 +261,7 @@ async fn course_syllabi_are_fetched_once_announced_once_and_found_by_their_owner
     assert!(!new[0].text.contains(MOODLE_TOKEN), "{}", new[0].text);
 
     // Nothing changed: no notice, and no file is downloaded again.
-    clock.advance(chrono::Duration::minutes(30));
+    clock.advance(chrono::Duration::hours(6));
     n.poll_once(&sink).await;
     assert!(files(sink.take()).is_empty());
     assert_eq!(
@@ -270,7 +289,7 @@ async fn course_syllabi_are_fetched_once_announced_once_and_found_by_their_owner
     );
     canvas.set("courses/101/files", json!([la2]).to_string());
     for _ in 0..2 {
-        clock.advance(chrono::Duration::minutes(30));
+        clock.advance(chrono::Duration::hours(6));
         n.poll_once(&sink).await;
     }
     assert_eq!(canvas.downloads("5"), 2);
@@ -483,9 +502,9 @@ async fn hostile_course_files_are_refused_within_their_caps_and_the_token_never_
     }
     assert!(!notes.contains(MOODLE_TOKEN), "{notes}");
 
-    // The next poll downloads none of them again: the refused versions are
-    // remembered (the file elsewhere is never fetched at all).
-    clock.advance(chrono::Duration::minutes(30));
+    // The next listing downloads none of them again: the refused versions
+    // are remembered (the file elsewhere is never fetched at all).
+    clock.advance(chrono::Duration::hours(6));
     n.poll_once(&sink).await;
     for path in ["40/program.pdf", "41/liar.pdf", "43/good.pdf"] {
         assert_eq!(moodle.downloads(path), 1, "{path}");

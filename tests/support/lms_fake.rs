@@ -400,6 +400,7 @@ pub fn source(kind: LmsKind, name: &str, url: &str, token: Option<&str>) -> LmsS
         courses: Vec::new(),
         files: true,
         files_mb: 100,
+        files_poll: std::time::Duration::from_secs(6 * 3600),
     }
 }
 

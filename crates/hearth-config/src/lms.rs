@@ -45,6 +45,7 @@ pub struct RawLmsSource {
     pub courses: Option<Vec<String>>,
     pub files: Option<bool>,
     pub files_mb: Option<u64>,
+    pub files_poll_mins: Option<u64>,
 }
 
 /// The checked `[lms]` section.
@@ -138,6 +139,8 @@ pub struct LmsSourceConfig {
     pub files: bool,
     /// The most of this source's files kept, in MB.
     pub files_mb: u64,
+    /// How often a site's course files are listed (its items every poll).
+    pub files_poll: Duration,
 }
 
 /// The environment variable that holds a source's token.
@@ -288,7 +291,7 @@ impl LmsConfig {
             let courses: Vec<String> = s.courses.iter().map(|c| quote(c)).collect();
             let _ = writeln!(
                 out,
-                "\n[[lms.sources]]\nkind = \"{}\"\nname = {}\nurl = {}\n{}\ncourses = [{}]\nfiles = {}\nfiles_mb = {}",
+                "\n[[lms.sources]]\nkind = \"{}\"\nname = {}\nurl = {}\n{}\ncourses = [{}]\nfiles = {}\nfiles_mb = {}\nfiles_poll_mins = {}",
                 s.kind.as_str(),
                 quote(&s.name),
                 quote(&super::mask_url(&s.url)),
@@ -298,7 +301,8 @@ impl LmsConfig {
                 },
                 courses.join(", "),
                 s.files,
-                s.files_mb
+                s.files_mb,
+                s.files_poll.as_secs() / 60
             );
         }
     }
@@ -355,6 +359,13 @@ impl LmsSourceConfig {
                 format!("{files_mb} is not between 1 and 10000"),
             ));
         }
+        let files_poll_mins = s.files_poll_mins.unwrap_or(360);
+        if !(1..=10_080).contains(&files_poll_mins) {
+            return Err(ConfigError::invalid(
+                &key("files_poll_mins"),
+                format!("{files_poll_mins} is not between 1 and 10080 (a week)"),
+            ));
+        }
         Ok(Self {
             kind,
             name,
@@ -365,6 +376,7 @@ impl LmsSourceConfig {
                 .files
                 .unwrap_or(matches!(kind, LmsKind::Moodle | LmsKind::Canvas)),
             files_mb,
+            files_poll: Duration::from_secs(files_poll_mins * 60),
         })
     }
 }
@@ -450,6 +462,7 @@ mod tests {
         // A site's files are fetched unless turned off; a feed's links only when asked.
         assert!(l.sources[0].files && !l.sources[1].files);
         assert_eq!(l.sources[0].files_mb, 100);
+        assert_eq!(l.sources[0].files_poll, Duration::from_secs(6 * 3600));
         assert_eq!(l.deliver.as_ref().unwrap().to, "42");
         let shown = c.render();
         assert!(shown.contains("[[lms.sources]]"), "{shown}");

@@ -29,6 +29,7 @@ pub struct Canvas {
     http: reqwest::Client,
     /// What the last poll skipped, for `hearth lms status`.
     notes: Mutex<Vec<String>>,
+    files_listed: super::LastListed,
 }
 
 struct Course {
@@ -42,6 +43,7 @@ impl Canvas {
             config,
             http,
             notes: Mutex::default(),
+            files_listed: super::LastListed::default(),
         }
     }
 
@@ -124,7 +126,7 @@ impl Canvas {
                 .filter(|t| !t.is_empty());
             items.push(item);
         }
-        items.extend(self.files(&courses, &mut notes).await?);
+        items.extend(self.files(&courses, &mut notes, now).await?);
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
         let path = format!("/api/v1/planner/items?per_page=100&start_date={since}");
         for p in self.list(&path).await? {
@@ -214,17 +216,24 @@ impl Canvas {
         &self,
         courses: &HashMap<String, Course>,
         notes: &mut Vec<String>,
+        now: DateTime<Utc>,
     ) -> Result<Vec<LmsItem>, LmsError> {
-        let mut items = Vec::new();
         if !self.config.files {
+            return Ok(Vec::new());
+        }
+        if let Some((items, noted)) = self.files_listed.fresh(now, self.config.files_poll) {
+            notes.extend(noted);
             return Ok(items);
         }
+        let (mut items, mut noted) = (Vec::new(), Vec::new());
         let mut ids: Vec<&String> = courses.keys().collect();
         ids.sort();
         for id in ids {
             let name = &courses[id].name;
-            items.extend(super::canvas_files::of_course(self, id, name, notes).await?);
+            items.extend(super::canvas_files::of_course(self, id, name, &mut noted).await?);
         }
+        self.files_listed.keep(now, &items, &noted);
+        notes.extend(noted);
         Ok(items)
     }
 

@@ -33,6 +33,43 @@ pub struct CourseFile {
     pub version: String,
 }
 
+/// A site's course files as last listed, with what the listing noted: a
+/// site is asked for them every `files_poll_mins` (6 hours), not every
+/// poll, and the poll between gives the same items again (so none of them
+/// looks gone).
+#[derive(Default)]
+pub struct LastListed {
+    last: std::sync::Mutex<Option<Listing>>,
+}
+
+struct Listing {
+    at: chrono::DateTime<chrono::Utc>,
+    items: Vec<LmsItem>,
+    notes: Vec<String>,
+}
+
+impl LastListed {
+    /// The files and notes listed less than `every` before `now`.
+    pub fn fresh(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        every: std::time::Duration,
+    ) -> Option<(Vec<LmsItem>, Vec<String>)> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let l = last.as_ref()?;
+        let age = (now - l.at).to_std().unwrap_or_default();
+        (now >= l.at && age < every).then(|| (l.items.clone(), l.notes.clone()))
+    }
+
+    pub fn keep(&self, now: chrono::DateTime<chrono::Utc>, items: &[LmsItem], notes: &[String]) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Listing {
+            at: now,
+            items: items.to_vec(),
+            notes: notes.to_vec(),
+        });
+    }
+}
+
 /// A course file downloaded, for the keeper.
 #[derive(Debug)]
 pub struct Fetched {

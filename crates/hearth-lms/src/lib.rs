@@ -48,7 +48,7 @@ use hearth_tools::{self as tools, security};
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use courier::GIVE_UP_AFTER;
 pub use error::LmsError;
-pub use files::{CourseFile, Fetched, FileKeeper, KeepError, MAX_FILE, linked};
+pub use files::{CourseFile, Fetched, FileKeeper, KeepError, LastListed, MAX_FILE, linked};
 pub use forget::forget;
 pub use item::{ItemKind, LmsItem};
 pub use lines_and_polls::{Queued, SourceStatus};

@@ -52,6 +52,7 @@ pub struct Moodle {
     warned: Mutex<BTreeSet<String>>,
     /// What the last poll skipped, for `hearth lms status`.
     notes: Mutex<Vec<String>>,
+    files_listed: super::LastListed,
 }
 
 /// A course as Moodle names it.
@@ -85,6 +86,7 @@ impl Moodle {
             http,
             warned: Mutex::default(),
             notes: Mutex::default(),
+            files_listed: super::LastListed::default(),
         }
     }
 
@@ -190,8 +192,21 @@ impl Moodle {
         let mut items = all;
         self.announcements(&courses, &mut items, &mut notes).await?;
         if self.config.files {
-            self.files(user, &mut courses, &mut items, &mut notes)
-                .await?;
+            match self.files_listed.fresh(now, self.config.files_poll) {
+                Some((files, noted)) => {
+                    items.extend(files);
+                    notes.extend(noted);
+                }
+                None => {
+                    let (mut files, mut noted) = (Vec::new(), BTreeSet::new());
+                    self.files(user, &mut courses, &mut files, &mut noted)
+                        .await?;
+                    let noted: Vec<String> = noted.into_iter().collect();
+                    self.files_listed.keep(now, &files, &noted);
+                    items.extend(files);
+                    notes.extend(noted);
+                }
+            }
         }
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes.into_iter().collect();
         Ok(items)

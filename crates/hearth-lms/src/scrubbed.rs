@@ -102,6 +102,7 @@ mod tests {
             courses: Vec::new(),
             files: true,
             files_mb: 100,
+            files_poll: std::time::Duration::from_secs(6 * 3600),
         }
     }
 
