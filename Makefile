@@ -273,13 +273,14 @@ voice-tools:
 	  fi; }
 
 # poppler's pdftotext, which reads PDFs in the document sandbox (the
-# documents tests send real PDFs through it).
+# documents tests send real PDFs through it); groff (its PDF device) and
+# qpdf, which make and rewrite the PDFs of tests/documents_made.rs.
 test-documents:
-	@command -v pdftotext >/dev/null 2>&1 || { \
+	@command -v pdftotext >/dev/null 2>&1 && command -v qpdf >/dev/null 2>&1 && command -v gropdf >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils qpdf groff >/dev/null; \
 	  else \
-	    echo "the documents tests need poppler's pdftotext: sudo apt-get install -y poppler-utils"; exit 1; \
+	    echo "the documents tests need poppler's pdftotext, qpdf and groff: sudo apt-get install -y poppler-utils qpdf groff"; exit 1; \
 	  fi; }
 
 # Chromium and its driver, for the web page's tests (Selenium, from

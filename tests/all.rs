@@ -24,6 +24,7 @@ mod crash;
 mod daemon_cli;
 mod dispatch;
 mod documents;
+mod documents_made;
 mod documents_meaning;
 mod documents_ways;
 mod engine;

@@ -46,7 +46,7 @@ pub(crate) async fn bot() -> (Bot, Arc<SlowEcho>, Arc<Library>) {
     (bot, echo, library)
 }
 
-fn document(user: i64, name: &str, bytes: Vec<u8>, caption: &str) -> Incoming {
+pub(crate) fn document(user: i64, name: &str, bytes: Vec<u8>, caption: &str) -> Incoming {
     let mut m = Incoming::text(user, "");
     m.text = None;
     m.document = Some((name.to_string(), bytes));
@@ -56,7 +56,7 @@ fn document(user: i64, name: &str, bytes: Vec<u8>, caption: &str) -> Incoming {
 
 /// What `given` shows of `file`'s page `page`: the text after its
 /// citation line, up to the next piece.
-fn on_page<'a>(given: &'a str, file: &str, page: usize) -> &'a str {
+pub(crate) fn on_page<'a>(given: &'a str, file: &str, page: usize) -> &'a str {
     let head = format!("{file}, page {page}:\n");
     let Some(start) = given.find(&head) else {
         return "";
@@ -66,7 +66,11 @@ fn on_page<'a>(given: &'a str, file: &str, page: usize) -> &'a str {
 }
 
 /// Sends `message`; its outcome, and what the model was given if it was asked.
-async fn send(bot: &mut Bot, echo: &SlowEcho, message: Incoming) -> (Outcome, Option<String>) {
+pub(crate) async fn send(
+    bot: &mut Bot,
+    echo: &SlowEcho,
+    message: Incoming,
+) -> (Outcome, Option<String>) {
     let before = echo.requests().len();
     bot.fake.inject(message);
     let outcome = bot.reports(1).await.remove(0).outcome;

@@ -247,6 +247,11 @@ fn failure(kind: Kind, finished: &hearth_sandbox::Finished) -> ExtractError {
         .rfind(|l| !l.is_empty())
         .unwrap_or("");
     let said: String = said.chars().take(200).collect();
+    if kind == Kind::Pdf && said.contains("Incorrect password") {
+        return ExtractError::Unreadable(
+            "the PDF is locked with a password; send a copy without one".to_string(),
+        );
+    }
     match (kind, said.is_empty()) {
         (Kind::Pdf, true) => ExtractError::Unreadable("the PDF is damaged".to_string()),
         (_, true) => ExtractError::Unreadable(format!("the {} is damaged", kind.name())),
