@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hearth::documents::{DocumentStore, Extracted, Kind, TurnLimits, context};
 use hearth::embed::{Backlog, Embed};
@@ -36,6 +37,20 @@ const AROUND: [&str; 8] = [
 ];
 
 /// A page of about 1,000 characters with `sentence` in its middle.
+/// The test model, counting the calls made of it.
+struct Counting(Arc<hearth::engine::EmbeddingModel>, AtomicUsize);
+
+impl Embed for Counting {
+    fn model_id(&self) -> &str {
+        Embed::model_id(&*self.0)
+    }
+
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, hearth::embed::EmbedError> {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        Embed::embed(&*self.0, texts)
+    }
+}
+
 fn page(at: usize, sentence: &str) -> String {
     let mut lines: Vec<&str> = (0..8).map(|i| AROUND[(at + i) % AROUND.len()]).collect();
     lines.insert(4, sentence);
@@ -53,7 +68,10 @@ fn store(dir: &std::path::Path, meaning: Option<Arc<dyn Embed>>) -> DocumentStor
 #[test]
 fn a_question_in_other_words_finds_its_page_by_meaning_and_only_for_its_owner() {
     let dir = tempfile::tempdir().unwrap();
-    let model: Arc<dyn Embed> = crate::common::embedding_model();
+    let model = Arc::new(Counting(
+        crate::common::embedding_model(),
+        AtomicUsize::new(0),
+    ));
     let with = store(dir.path(), Some(model.clone()));
     let doc = Extracted {
         kind: Kind::Text,
@@ -97,6 +115,17 @@ fn a_question_in_other_words_finds_its_page_by_meaning_and_only_for_its_owner() 
                 .is_empty()
         );
     }
+    // A person with nothing embedded costs no call to the model.
+    let calls = model.1.load(Ordering::SeqCst);
+    let none = context::for_turn(
+        &with,
+        &["telegram:43"],
+        &[],
+        ASKS[0].0,
+        TurnLimits::default(),
+    );
+    assert!(none.unwrap().is_empty());
+    assert_eq!(model.1.load(Ordering::SeqCst), calls);
     // A question about something else carries nothing.
     for other in [
         "What's the weather like tomorrow?",

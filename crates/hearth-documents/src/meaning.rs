@@ -120,7 +120,9 @@ impl DocumentStore {
         words: Vec<Found>,
         limit: usize,
     ) -> Result<Option<Vec<Found>>, DocumentError> {
-        if question.trim().is_empty() {
+        // Every turn comes here: a person with nothing embedded costs no
+        // call to the model.
+        if question.trim().is_empty() || !self.any_vectors(scopes, only)? {
             return Ok(None);
         }
         let Some((asked, model)) = self.asked(question) else {
@@ -154,6 +156,27 @@ impl DocumentStore {
         all.sort_by(|a, b| a.rank.total_cmp(&b.rank));
         all.truncate(limit);
         Ok(Some(all))
+    }
+
+    /// Whether any piece of `scopes` (or of document `only`) has a vector.
+    fn any_vectors(&self, scopes: &[&str], only: Option<i64>) -> Result<bool, DocumentError> {
+        let conn = self.conn();
+        let mut q = conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM documents d JOIN chunks c ON c.document = d.id
+                 JOIN chunk_vectors v ON v.chunk = c.id
+                 WHERE d.scope = ?1 AND (?2 IS NULL OR d.id = ?2))",
+            )
+            .map_err(|e| self.err(e))?;
+        for scope in scopes {
+            let found: bool = q
+                .query_row(params![scope, only], |r| r.get(0))
+                .map_err(|e| self.err(e))?;
+            if found {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The `most` pieces of `scopes` (or of document `only`) whose vectors

@@ -27,7 +27,6 @@ mod item;
 mod json;
 mod lines_and_polls;
 pub mod moodle;
-mod moodle_files;
 mod notice;
 mod notifier;
 mod recent;

@@ -26,6 +26,9 @@ use super::{ItemKind, LmsError, LmsItem, LmsSource, http};
 use crate::config::LmsSourceConfig;
 use futures::future::BoxFuture;
 
+#[path = "moodle_files.rs"]
+mod files;
+
 /// Error codes of the site-info call that mean the token is wrong, expired
 /// or not allowed.
 const AUTH_CODES: &[&str] = &[
@@ -192,21 +195,9 @@ impl Moodle {
         let mut items = all;
         self.announcements(&courses, &mut items, &mut notes).await?;
         if self.config.files {
-            match self.files_listed.fresh(now, self.config.files_poll) {
-                Some((files, noted)) => {
-                    items.extend(files);
-                    notes.extend(noted);
-                }
-                None => {
-                    let (mut files, mut noted) = (Vec::new(), BTreeSet::new());
-                    self.files(user, &mut courses, &mut files, &mut noted)
-                        .await?;
-                    let noted: Vec<String> = noted.into_iter().collect();
-                    self.files_listed.keep(now, &files, &noted);
-                    items.extend(files);
-                    notes.extend(noted);
-                }
-            }
+            let (files, noted) = self.course_files(user, &mut courses, now).await?;
+            items.extend(files);
+            notes.extend(noted);
         }
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes.into_iter().collect();
         Ok(items)
@@ -225,48 +216,6 @@ impl Moodle {
                 })
             }
         }
-    }
-
-    /// The files of every allowed course the user is enrolled in (their
-    /// courses by `core_enrol_get_users_courses`, besides those seen).
-    async fn files(
-        &self,
-        user: Option<String>,
-        courses: &mut HashMap<String, Course>,
-        items: &mut Vec<LmsItem>,
-        notes: &mut BTreeSet<String>,
-    ) -> Result<(), LmsError> {
-        const ENROLLED: &str = "core_enrol_get_users_courses";
-        let enrolled = match user {
-            Some(user) => self.optional(ENROLLED, &[("userid", user)], notes).await?,
-            None => None,
-        };
-        if let Some(body) = enrolled {
-            for c in super::json::as_array(&body, ENROLLED)? {
-                let c = Course::of(c);
-                courses.entry(c.id.clone()).or_insert(c);
-            }
-        }
-        let mut open: Vec<Course> = courses
-            .values()
-            .filter(|c| self.allowed(c))
-            .cloned()
-            .collect();
-        open.sort_by(|a, b| a.id.cmp(&b.id));
-        for course in open {
-            let params = [("courseid", course.id.clone())];
-            if let Some(body) = self
-                .optional("core_course_get_contents", &params, notes)
-                .await?
-            {
-                items.extend(super::moodle_files::items(
-                    &self.config.name,
-                    &course.full,
-                    &body,
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// The assignments of the allowed courses, by instance id in the order
@@ -490,12 +439,6 @@ impl LmsSource for Moodle {
         max: u64,
     ) -> BoxFuture<'a, Result<Vec<u8>, LmsError>> {
         let token = self.config.token.as_ref().map(|t| t.expose()).unwrap_or("");
-        Box::pin(super::moodle_files::download(
-            &self.http,
-            self.base(),
-            token,
-            file,
-            max,
-        ))
+        Box::pin(files::download(&self.http, self.base(), token, file, max))
     }
 }

@@ -2,10 +2,72 @@
 //! `core_course_get_contents`, and their download through
 //! `webservice/pluginfile.php` with the token, on the site's own origin only.
 
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::json::{id_of, str_of, unix_of};
-use super::{CourseFile, ItemKind, LmsError, LmsItem, http};
+use super::{Course, Moodle};
+use crate::json::{id_of, str_of, unix_of};
+use crate::{CourseFile, ItemKind, LmsError, LmsItem, http};
+
+impl Moodle {
+    /// The course files and the notes their listing made: listed again
+    /// every `files_poll`, the last listing's between.
+    pub(super) async fn course_files(
+        &self,
+        user: Option<String>,
+        courses: &mut HashMap<String, Course>,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<LmsItem>, Vec<String>), LmsError> {
+        if let Some(listed) = self.files_listed.fresh(now, self.config.files_poll) {
+            return Ok(listed);
+        }
+        let (mut files, mut noted) = (Vec::new(), BTreeSet::new());
+        self.files(user, courses, &mut files, &mut noted).await?;
+        let noted: Vec<String> = noted.into_iter().collect();
+        self.files_listed.keep(now, &files, &noted);
+        Ok((files, noted))
+    }
+
+    /// The files of every allowed course the user is enrolled in (their
+    /// courses by `core_enrol_get_users_courses`, besides those seen).
+    async fn files(
+        &self,
+        user: Option<String>,
+        courses: &mut HashMap<String, Course>,
+        items: &mut Vec<LmsItem>,
+        notes: &mut BTreeSet<String>,
+    ) -> Result<(), LmsError> {
+        const ENROLLED: &str = "core_enrol_get_users_courses";
+        let enrolled = match user {
+            Some(user) => self.optional(ENROLLED, &[("userid", user)], notes).await?,
+            None => None,
+        };
+        if let Some(body) = enrolled {
+            for c in crate::json::as_array(&body, ENROLLED)? {
+                let c = Course::of(c);
+                courses.entry(c.id.clone()).or_insert(c);
+            }
+        }
+        let mut open: Vec<Course> = courses
+            .values()
+            .filter(|c| self.allowed(c))
+            .cloned()
+            .collect();
+        open.sort_by(|a, b| a.id.cmp(&b.id));
+        for course in open {
+            let params = [("courseid", course.id.clone())];
+            if let Some(body) = self
+                .optional("core_course_get_contents", &params, notes)
+                .await?
+            {
+                items.extend(self::items(&self.config.name, &course.full, &body));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// The files of one course's contents (`body`, its sections).
 pub fn items(source: &str, course: &str, body: &Value) -> Vec<LmsItem> {
