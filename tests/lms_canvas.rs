@@ -11,15 +11,6 @@ use hearth::config::LmsKind;
 use hearth::lms::{ManualClock, NoticeKind};
 use support::lms_fake::*;
 
-fn canvas_fake() -> Arc<Fake> {
-    Fake::with(&[
-        ("courses", "canvas_courses.json"),
-        ("announcements", "canvas_announcements.json"),
-        ("planner1", "canvas_planner_page1.json"),
-        ("planner2", "canvas_planner_page2.json"),
-    ])
-}
-
 #[tokio::test]
 async fn canvas_follows_pagination_and_survives_a_401() {
     let fake = canvas_fake();

@@ -80,15 +80,6 @@ fn canvas_file(base: &str, id: u32, name: &str, size: usize, modified: &str) -> 
     })
 }
 
-fn canvas_fake() -> Arc<Fake> {
-    Fake::with(&[
-        ("courses", "canvas_courses.json"),
-        ("announcements", "canvas_announcements.json"),
-        ("planner1", "canvas_planner_page1.json"),
-        ("planner2", "canvas_planner_page2.json"),
-    ])
-}
-
 /// The notifier of these sources, delivering to Telegram user 42 (the
 /// quiet first run on), its course files kept in `library` by the
 /// daemon's keeper.
@@ -536,16 +527,16 @@ async fn a_feeds_linked_documents_are_fetched_only_when_asked_and_without_creden
 
     // Off by default for a feed: nothing is fetched (the control).
     let dir = tempfile::tempdir().unwrap();
-    let plain = source(LmsKind::Rss, "news", &feed_url, None);
-    let mut off = plain.clone();
-    off.files = false;
+    let off = source(LmsKind::Rss, "news", &feed_url, None);
+    let mut on = off.clone();
+    on.files = true;
     let (n, _) = files_notifier(vec![off], dir.path(), &clock, &library);
     n.poll_once(&Recorder::default()).await;
     assert!(host.hits().is_empty(), "{:?}", host.hits());
 
     // With `files = true`, the linked PDF (and not the news page) once.
     let dir = tempfile::tempdir().unwrap();
-    let (n, _) = files_notifier(vec![plain], dir.path(), &clock, &library);
+    let (n, _) = files_notifier(vec![on], dir.path(), &clock, &library);
     for _ in 0..2 {
         n.poll_once(&Recorder::default()).await;
         clock.advance(chrono::Duration::minutes(30));

@@ -398,7 +398,8 @@ pub fn source(kind: LmsKind, name: &str, url: &str, token: Option<&str>) -> LmsS
         url: url.to_string(),
         token: token.map(Secret::new),
         courses: Vec::new(),
-        files: true,
+        // As the config has it: a site's files, a feed's links only when asked.
+        files: matches!(kind, LmsKind::Moodle | LmsKind::Canvas),
         files_mb: 100,
         files_poll: std::time::Duration::from_secs(6 * 3600),
     }
@@ -483,6 +484,17 @@ pub fn notifier(config: &LmsConfig, dir: &Path, clock: &Arc<ManualClock>) -> Not
     Notifier::new(config, dir, None)
         .unwrap()
         .with_clock(clock.clone())
+}
+
+/// The Canvas site most tests poll: one course, its announcements, the
+/// planner over two pages.
+pub fn canvas_fake() -> Arc<Fake> {
+    Fake::with(&[
+        ("courses", "canvas_courses.json"),
+        ("announcements", "canvas_announcements.json"),
+        ("planner1", "canvas_planner_page1.json"),
+        ("planner2", "canvas_planner_page2.json"),
+    ])
 }
 
 pub fn moodle_fake() -> Arc<Fake> {

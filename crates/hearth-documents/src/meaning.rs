@@ -130,9 +130,12 @@ impl DocumentStore {
         };
         let near = self.nearest(scopes, only, (&asked, model), limit * 4)?;
         let best_rank = words.iter().map(|f| f.rank).fold(0.0, f64::min);
-        let keyword = |f: &Found| match best_rank < 0.0 {
-            true => (f.rank / best_rank) as f32,
-            false => 0.0,
+        let keyword = |f: &Found| {
+            if best_rank < 0.0 {
+                (f.rank / best_rank) as f32
+            } else {
+                0.0
+            }
         };
         let mut all: Vec<Found> = Vec::new();
         for mut f in words {

@@ -269,7 +269,7 @@ impl Session {
                             break;
                         }
                         Some(Ok(Message::Text(text))) => self.frame(text.as_str()).await,
-                        Some(Ok(Message::Binary(bytes))) => self.picture(&bytes),
+                        Some(Ok(Message::Binary(bytes))) => self.binary(&bytes),
                         Some(Ok(Message::Close(_))) | None => break,
                         Some(Err(e)) => {
                             let _ = socket.send(Message::Close(Some(closing(&e)))).await;
@@ -334,8 +334,9 @@ impl Session {
         }
     }
 
-    /// A picture for the next message.
-    fn picture(&mut self, bytes: &[u8]) -> Vec<Value> {
+    /// A binary frame: the document a `file` frame announced, or else a
+    /// picture for the next message.
+    fn binary(&mut self, bytes: &[u8]) -> Vec<Value> {
         if let Some(name) = self.next_file.take() {
             if bytes.is_empty() {
                 return vec![error(&format!("{name} is empty"))];

@@ -89,16 +89,7 @@ fn item(canvas: &Canvas, course_id: &str, course: &str, f: &Value) -> Option<Lms
     item.url = Some(format!("{}/courses/{course_id}/files/{id}", canvas.base()));
     item.updated = iso_of(f, "modified_at").or_else(|| iso_of(f, "updated_at"));
     let size = f.get("size").and_then(Value::as_u64);
-    item.file = Some(CourseFile {
-        download: download.to_string(),
-        name: name.to_string(),
-        size,
-        version: format!(
-            "{}:{}",
-            item.updated.map(|t| t.timestamp()).unwrap_or_default(),
-            size.unwrap_or_default()
-        ),
-    });
+    item.file = Some(CourseFile::new(download, name, size, item.updated));
     Some(item)
 }
 

@@ -33,6 +33,25 @@ pub struct CourseFile {
     pub version: String,
 }
 
+impl CourseFile {
+    /// A file at `download` last modified at `modified`: its version is
+    /// that time and its size, so either changing fetches it again.
+    pub fn new(
+        download: &str,
+        name: &str,
+        size: Option<u64>,
+        modified: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Self {
+        let at = modified.map(|t| t.timestamp()).unwrap_or_default();
+        Self {
+            download: download.to_string(),
+            name: name.to_string(),
+            size,
+            version: format!("{at}:{}", size.unwrap_or_default()),
+        }
+    }
+}
+
 /// A site's course files as last listed, with what the listing noted: a
 /// site is asked for them every `files_poll_mins` (6 hours), not every
 /// poll, and the poll between gives the same items again (so none of them

@@ -112,16 +112,7 @@ pub fn items(source: &str, course: &str, body: &Value) -> Vec<LmsItem> {
             item.url = str_of(module, "url").map(str::to_string);
             item.updated = unix_of(f, "timemodified");
             let size = f.get("filesize").and_then(Value::as_u64);
-            item.file = Some(CourseFile {
-                download: url.to_string(),
-                name: name.to_string(),
-                size,
-                version: format!(
-                    "{}:{}",
-                    item.updated.map(|t| t.timestamp()).unwrap_or_default(),
-                    size.unwrap_or_default()
-                ),
-            });
+            item.file = Some(CourseFile::new(url, name, size, item.updated));
             items.push(item);
         }
     }
