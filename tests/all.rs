@@ -43,6 +43,7 @@ mod lms_calendar;
 mod lms_canvas;
 mod lms_delivery;
 mod lms_files;
+mod lms_grades;
 mod lms_moodle;
 mod make_gpu;
 mod make_install;

@@ -55,6 +55,7 @@ async fn lms_notices_and_scheduled_prompts_reach_their_chats() {
         files: true,
         files_mb: 100,
         files_poll: std::time::Duration::from_secs(6 * 3600),
+        scores: false,
     }];
     cfg.lms.deliver = Some(LmsTarget {
         channel: "mem".into(),

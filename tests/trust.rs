@@ -312,6 +312,7 @@ async fn a_call_planted_in_an_lms_calendar_or_a_fetched_page_never_runs() {
             files: true,
             files_mb: 100,
             files_poll: std::time::Duration::from_secs(6 * 3600),
+            scores: false,
         }],
         ..Default::default()
     };

@@ -174,8 +174,8 @@ pub async fn moodle_server(fake: Arc<Fake>) -> String {
         }
         let function = form.get("wsfunction").cloned().unwrap_or_default();
         let function = match function.as_str() {
-            // Each course's contents under its own key.
-            "core_course_get_contents" => {
+            // Each course's contents and grades under its own key.
+            "core_course_get_contents" | "gradereport_user_get_grade_items" => {
                 let course = form.get("courseid").cloned().unwrap_or_default();
                 format!("{function}:{course}")
             }
@@ -193,6 +193,16 @@ pub async fn moodle_server(fake: Arc<Fake>) -> String {
             && form.get("forumid").map(String::as_str) != Some("3")
         {
             return (StatusCode::BAD_REQUEST, "only the news forum is read").into_response();
+        }
+        if function.starts_with("gradereport_user_get_grade_items")
+            && form.get("userid").map(String::as_str) != Some("2")
+        {
+            // A student asking for another user's grades, as Moodle refuses it.
+            return json_response(serde_json::json!({
+                "exception": "required_capability_exception",
+                "errorcode": "nopermissions",
+                "message": "Sorry, but you do not currently have permissions to do that (View all user grades).",
+            }).to_string());
         }
         if function == "core_calendar_get_action_events_by_timesort"
             && f.fault.lock().unwrap().is_none()
@@ -402,6 +412,7 @@ pub fn source(kind: LmsKind, name: &str, url: &str, token: Option<&str>) -> LmsS
         files: matches!(kind, LmsKind::Moodle | LmsKind::Canvas),
         files_mb: 100,
         files_poll: std::time::Duration::from_secs(6 * 3600),
+        scores: false,
     }
 }
 

@@ -46,6 +46,7 @@ pub struct RawLmsSource {
     pub files: Option<bool>,
     pub files_mb: Option<u64>,
     pub files_poll_mins: Option<u64>,
+    pub scores: Option<bool>,
 }
 
 /// The checked `[lms]` section.
@@ -141,6 +142,9 @@ pub struct LmsSourceConfig {
     pub files_mb: u64,
     /// How often a site's course files are listed (its items every poll).
     pub files_poll: Duration,
+    /// Show a released grade's score in the chat; off, a notice says only
+    /// that the work was graded, with the feedback.
+    pub scores: bool,
 }
 
 /// The environment variable that holds a source's token.
@@ -291,7 +295,7 @@ impl LmsConfig {
             let courses: Vec<String> = s.courses.iter().map(|c| quote(c)).collect();
             let _ = writeln!(
                 out,
-                "\n[[lms.sources]]\nkind = \"{}\"\nname = {}\nurl = {}\n{}\ncourses = [{}]\nfiles = {}\nfiles_mb = {}\nfiles_poll_mins = {}",
+                "\n[[lms.sources]]\nkind = \"{}\"\nname = {}\nurl = {}\n{}\ncourses = [{}]\nfiles = {}\nfiles_mb = {}\nfiles_poll_mins = {}\nscores = {}",
                 s.kind.as_str(),
                 quote(&s.name),
                 quote(&super::mask_url(&s.url)),
@@ -302,7 +306,8 @@ impl LmsConfig {
                 courses.join(", "),
                 s.files,
                 s.files_mb,
-                s.files_poll.as_secs() / 60
+                s.files_poll.as_secs() / 60,
+                s.scores
             );
         }
     }
@@ -377,6 +382,7 @@ impl LmsSourceConfig {
                 .unwrap_or(matches!(kind, LmsKind::Moodle | LmsKind::Canvas)),
             files_mb,
             files_poll: Duration::from_secs(files_poll_mins * 60),
+            scores: s.scores.unwrap_or(false),
         })
     }
 }

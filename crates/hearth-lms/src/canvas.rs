@@ -3,8 +3,9 @@
 //! A poll reads the active courses, their announcements, and the planner
 //! items (assignments, quizzes, events with their due dates). Every list is
 //! paginated through the `Link` header's `rel="next"`, followed only on the
-//! site's own origin so the token never travels elsewhere. With `files`
-//! on, each course's files too (`canvas_files.rs`).
+//! site's own origin so the token never travels elsewhere. Then each
+//! course's released grades and open quizzes (`canvas_grades.rs`), and
+//! with `files` on, its files (`canvas_files.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -90,20 +91,7 @@ impl Canvas {
     async fn fetch(&self, now: DateTime<Utc>) -> Result<Vec<LmsItem>, LmsError> {
         let since =
             (now - Duration::days(LOOKBACK_DAYS)).to_rfc3339_opts(SecondsFormat::Secs, true);
-        let mut courses = HashMap::new();
-        for c in self
-            .list("/api/v1/courses?enrollment_state=active&per_page=100")
-            .await?
-        {
-            let Some(id) = id_of(&c, "id") else { continue };
-            let course = Course {
-                name: str_of(&c, "name").unwrap_or_default().to_string(),
-                code: str_of(&c, "course_code").unwrap_or_default().to_string(),
-            };
-            if course_allowed(&self.config.courses, &[&id, &course.name, &course.code]) {
-                courses.insert(id, course);
-            }
-        }
+        let courses = self.courses().await?;
         let mut items = Vec::new();
         let mut notes = Vec::new();
         for a in self.announcements(&courses, &since, &mut notes).await? {
@@ -126,6 +114,12 @@ impl Canvas {
             items.push(item);
         }
         items.extend(self.files(&courses, &mut notes, now).await?);
+        let mut ids: Vec<&String> = courses.keys().collect();
+        ids.sort();
+        for id in ids {
+            let name = &courses[id].name;
+            items.extend(super::canvas_grades::of_course(self, id, name, now, &mut notes).await?);
+        }
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes;
         let path = format!("/api/v1/planner/items?per_page=100&start_date={since}");
         for p in self.list(&path).await? {
@@ -165,6 +159,25 @@ impl Canvas {
             items.push(item);
         }
         Ok(items)
+    }
+
+    /// The user's active courses the config allows, by id.
+    async fn courses(&self) -> Result<HashMap<String, Course>, LmsError> {
+        let mut courses = HashMap::new();
+        for c in self
+            .list("/api/v1/courses?enrollment_state=active&per_page=100")
+            .await?
+        {
+            let Some(id) = id_of(&c, "id") else { continue };
+            let course = Course {
+                name: str_of(&c, "name").unwrap_or_default().to_string(),
+                code: str_of(&c, "course_code").unwrap_or_default().to_string(),
+            };
+            if course_allowed(&self.config.courses, &[&id, &course.name, &course.code]) {
+                courses.insert(id, course);
+            }
+        }
+        Ok(courses)
     }
 
     /// The announcements of every course: one call for all of them, and if

@@ -127,7 +127,12 @@ impl Notifier {
     }
 
     async fn notice(&self, kind: NoticeKind, item: LmsItem, previous: Option<&LmsItem>) -> Notice {
-        let mut text = notice::plain(&kind, &item, previous, self.config.time_zone);
+        let scores = self
+            .config
+            .sources
+            .iter()
+            .any(|s| s.name == item.source && s.scores);
+        let mut text = notice::plain(&kind, &item, previous, self.config.time_zone, scores);
         let wants_summary = self.config.summarise && !matches!(kind, NoticeKind::Reminder { .. });
         if let (true, Some(provider)) = (wants_summary, &self.provider)
             && let Some(line) = summary::summarise(

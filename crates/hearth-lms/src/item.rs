@@ -19,6 +19,10 @@ pub enum ItemKind {
     News,
     /// A file a course offers (with [`LmsItem::file`]).
     File,
+    /// A grade released, with its feedback (and [`LmsItem::mark`]).
+    Grade,
+    /// A quiz that has opened (until [`LmsItem::closes`]).
+    QuizOpen,
 }
 
 impl ItemKind {
@@ -30,6 +34,8 @@ impl ItemKind {
             Self::Event => "event",
             Self::News => "news",
             Self::File => "course file",
+            Self::Grade => "grade",
+            Self::QuizOpen => "open quiz",
         }
     }
 }
@@ -68,6 +74,14 @@ pub struct LmsItem {
     /// The file a `File` item offers, fetched into the person's documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<super::CourseFile>,
+    /// A released grade as the site formats it ("85.00 / 100"): part of the
+    /// hash, so a regrade is told, but shown in a chat only where the
+    /// source's `scores` is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<String>,
+    /// When an open quiz closes (the user's own date where the site says).
+    #[serde(default, with = "unix_seconds")]
+    pub closes: Option<DateTime<Utc>>,
 }
 
 impl LmsItem {
@@ -91,11 +105,13 @@ impl LmsItem {
             done: false,
             series: None,
             file: None,
+            mark: None,
+            closes: None,
         }
     }
 
     /// A hash of what a user would notice changing: kind, title, course, url,
-    /// due date and body. `updated` is left out, so a site that only touches
+    /// due date, body, mark and closing time. `updated` is left out, so a site that only touches
     /// its timestamp does not cause a notice.
     pub fn content_hash(&self) -> String {
         let mut h = Sha256::new();
@@ -111,6 +127,17 @@ impl LmsItem {
             self.detail.as_deref().unwrap_or(""),
         ] {
             h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        // Only where present, so the items of an older release keep their hash.
+        if let Some(mark) = &self.mark {
+            h.update(b"mark\0");
+            h.update(mark.as_bytes());
+            h.update([0u8]);
+        }
+        if let Some(closes) = self.closes {
+            h.update(b"closes\0");
+            h.update(closes.timestamp().to_string().as_bytes());
             h.update([0u8]);
         }
         crate::hex::hex(&h.finalize())
@@ -189,6 +216,23 @@ mod tests {
         );
         a.due = DateTime::from_timestamp(1_700_086_400, 0);
         assert_ne!(a.content_hash(), before, "a new due date is a change");
+    }
+
+    #[test]
+    fn an_older_release_s_hash_stays_and_a_regrade_is_a_change() {
+        // The hash of this item as the releases before marks computed it
+        // (sha256 of its six parts, each ended by a NUL).
+        let mut a = LmsItem::new("uni", "assign:1", ItemKind::Assignment, "Essay");
+        a.due = DateTime::from_timestamp(1_700_000_000, 0);
+        assert_eq!(
+            a.content_hash(),
+            "ec96d66ff5be8827c147339794d4d8c30341e881502bffc9c1b2b101df5d5d21"
+        );
+        let mut g = LmsItem::new("uni", "grade:7:5", ItemKind::Grade, "Essay");
+        g.mark = Some("8.00 / 10".into());
+        let graded = g.content_hash();
+        g.mark = Some("9.00 / 10".into());
+        assert_ne!(g.content_hash(), graded, "a regrade is a change");
     }
 
     #[test]

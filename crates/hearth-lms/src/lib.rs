@@ -16,6 +16,7 @@
 
 pub mod canvas;
 mod canvas_files;
+mod canvas_grades;
 mod courier;
 mod error;
 pub mod feed;

@@ -7,7 +7,9 @@
 //! discussions of each course's news forum (announcements). Moodle drops an
 //! assignment's action event once it is submitted, so an upcoming
 //! assignment without one counts as handed in and gets no reminders.
-//! With `files` on, each course's files too (`moodle_files.rs`).
+//! Then the grades released and the quizzes open in every course the user
+//! is enrolled in (`moodle_grades.rs`), and with `files` on, each course's
+//! files (`moodle_files.rs`).
 //!
 //! Moodle reports failures as HTTP 200 with an `exception`/`errorcode`
 //! body. Only on the site-info call do `invalidtoken`/`accessexception` mean
@@ -28,6 +30,8 @@ use futures::future::BoxFuture;
 
 #[path = "moodle_files.rs"]
 mod files;
+#[path = "moodle_grades.rs"]
+mod grades;
 
 /// Error codes of the site-info call that mean the token is wrong, expired
 /// or not allowed.
@@ -187,20 +191,49 @@ impl Moodle {
             .await?;
 
         let from = now - Duration::days(EVENTS_LOOKBACK_DAYS);
-        if let Some(events) = self.action_events(from, &mut notes).await? {
-            items = self.event_items(&events, from, &mut courses, &mut assignments);
+        let events = self.action_events(from, &mut notes).await?;
+        if let Some(events) = &events {
+            items = self.event_items(events, from, &mut courses, &mut assignments);
         }
         let mut all: Vec<LmsItem> = assignments.into_iter().map(|(_, a)| a).collect();
         all.append(&mut items);
         let mut items = all;
         self.announcements(&courses, &mut items, &mut notes).await?;
+        self.enrolled(user.as_deref(), &mut courses, &mut notes)
+            .await?;
+        items.extend(self.grades(user.as_deref(), &courses, &mut notes).await?);
+        let closes = grades::quiz_closes(events.as_deref().unwrap_or_default());
+        items.extend(
+            self.open_quizzes(&courses, &closes, now, &mut notes)
+                .await?,
+        );
         if self.config.files {
-            let (files, noted) = self.course_files(user, &mut courses, now).await?;
+            let (files, noted) = self.course_files(&courses, now).await?;
             items.extend(files);
             notes.extend(noted);
         }
         *self.notes.lock().unwrap_or_else(|e| e.into_inner()) = notes.into_iter().collect();
         Ok(items)
+    }
+
+    /// The courses the user is enrolled in, besides those seen, by
+    /// `core_enrol_get_users_courses`.
+    async fn enrolled(
+        &self,
+        user: Option<&str>,
+        courses: &mut HashMap<String, Course>,
+        notes: &mut BTreeSet<String>,
+    ) -> Result<(), LmsError> {
+        const ENROLLED: &str = "core_enrol_get_users_courses";
+        let Some(user) = user else { return Ok(()) };
+        let params = [("userid", user.to_string())];
+        if let Some(body) = self.optional(ENROLLED, &params, notes).await? {
+            for c in super::json::as_array(&body, ENROLLED)? {
+                let c = Course::of(c);
+                courses.entry(c.id.clone()).or_insert(c);
+            }
+        }
+        Ok(())
     }
 
     /// The site answers the token (with the user's id), or says why not.

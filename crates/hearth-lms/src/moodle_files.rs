@@ -16,47 +16,28 @@ impl Moodle {
     /// every `files_poll`, the last listing's between.
     pub(super) async fn course_files(
         &self,
-        user: Option<String>,
-        courses: &mut HashMap<String, Course>,
+        courses: &HashMap<String, Course>,
         now: DateTime<Utc>,
     ) -> Result<(Vec<LmsItem>, Vec<String>), LmsError> {
         if let Some(listed) = self.files_listed.fresh(now, self.config.files_poll) {
             return Ok(listed);
         }
         let (mut files, mut noted) = (Vec::new(), BTreeSet::new());
-        self.files(user, courses, &mut files, &mut noted).await?;
+        self.files(courses, &mut files, &mut noted).await?;
         let noted: Vec<String> = noted.into_iter().collect();
         self.files_listed.keep(now, &files, &noted);
         Ok((files, noted))
     }
 
-    /// The files of every allowed course the user is enrolled in (their
-    /// courses by `core_enrol_get_users_courses`, besides those seen).
+    /// The files of every allowed course (the user's enrolled courses
+    /// among them).
     async fn files(
         &self,
-        user: Option<String>,
-        courses: &mut HashMap<String, Course>,
+        courses: &HashMap<String, Course>,
         items: &mut Vec<LmsItem>,
         notes: &mut BTreeSet<String>,
     ) -> Result<(), LmsError> {
-        const ENROLLED: &str = "core_enrol_get_users_courses";
-        let enrolled = match user {
-            Some(user) => self.optional(ENROLLED, &[("userid", user)], notes).await?,
-            None => None,
-        };
-        if let Some(body) = enrolled {
-            for c in crate::json::as_array(&body, ENROLLED)? {
-                let c = Course::of(c);
-                courses.entry(c.id.clone()).or_insert(c);
-            }
-        }
-        let mut open: Vec<Course> = courses
-            .values()
-            .filter(|c| self.allowed(c))
-            .cloned()
-            .collect();
-        open.sort_by(|a, b| a.id.cmp(&b.id));
-        for course in open {
+        for course in self.open_courses(courses) {
             let params = [("courseid", course.id.clone())];
             if let Some(body) = self
                 .optional("core_course_get_contents", &params, notes)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use super::LmsItem;
+use super::{ItemKind, LmsItem};
 use crate::config::{LmsTarget, format_span};
 use futures::future::BoxFuture;
 
@@ -74,14 +74,19 @@ pub fn tracking(source: &str, items: usize, past: usize) -> String {
     )
 }
 
-/// The plain notice text.
-pub fn plain(kind: &NoticeKind, item: &LmsItem, previous: Option<&LmsItem>, tz: Tz) -> String {
-    let what = item.kind.as_str();
-    let head = match kind {
-        NoticeKind::New => format!("New {what}"),
-        NoticeKind::Changed => format!("Changed {what}"),
-        NoticeKind::Reminder { before } => format!("Due in {}: {what}", format_span(*before)),
-        NoticeKind::Source => return item.title.clone(),
+/// Feedback characters a grade's notice shows.
+const FEEDBACK: usize = 400;
+
+/// The plain notice text. `scores`: the source shows a grade's mark.
+pub fn plain(
+    kind: &NoticeKind,
+    item: &LmsItem,
+    previous: Option<&LmsItem>,
+    tz: Tz,
+    scores: bool,
+) -> String {
+    let Some(head) = head(kind, item) else {
+        return item.title.clone();
     };
     let due = |d: DateTime<Utc>| format_due(d, item.all_day, tz);
     let mut lines = vec![match &item.course {
@@ -102,16 +107,45 @@ pub fn plain(kind: &NoticeKind, item: &LmsItem, previous: Option<&LmsItem>, tz: 
         (None, Some(Some(old))) => lines.push(format!("No due date any more (was {})", due(old))),
         (None, _) => {}
     }
+    if let Some(closes) = item.closes {
+        lines.push(format!("Closes {}", format_due(closes, false, tz)));
+    }
+    if item.kind == ItemKind::Grade {
+        if let Some(mark) = item.mark.as_ref().filter(|_| scores) {
+            lines.push(format!("Grade: {mark}"));
+        }
+        if let Some(feedback) = item.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+            lines.push(format!(
+                "Feedback: {}",
+                crate::tools::cap(feedback.trim(), FEEDBACK)
+            ));
+        }
+    }
     if let Some(url) = &item.url {
         lines.push(url.clone());
     }
     lines.join("\n")
 }
 
+/// The first words of a notice; `None` for a source's own line.
+fn head(kind: &NoticeKind, item: &LmsItem) -> Option<String> {
+    let what = item.kind.as_str();
+    Some(match (kind, item.kind) {
+        (NoticeKind::Source, _) => return None,
+        (NoticeKind::New, ItemKind::Grade) => "Graded".into(),
+        (NoticeKind::Changed, ItemKind::Grade) => "Grade updated".into(),
+        (NoticeKind::New, ItemKind::QuizOpen) => "Quiz open".into(),
+        (NoticeKind::New, _) => format!("New {what}"),
+        (NoticeKind::Changed, _) => format!("Changed {what}"),
+        (NoticeKind::Reminder { before }, _) => {
+            format!("Due in {}: {what}", format_span(*before))
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ItemKind;
 
     #[test]
     fn plain_notices_are_short_and_local() {
@@ -121,12 +155,12 @@ mod tests {
         item.due = DateTime::from_timestamp(1_741_993_140, 0); // 2025-03-14 22:59 UTC
         let tz = chrono_tz::Europe::Berlin;
         assert_eq!(
-            plain(&NoticeKind::New, &item, None, tz),
+            plain(&NoticeKind::New, &item, None, tz, false),
             "New assignment · CS101\nEssay 1\nDue Fri 14 Mar 2025 23:59 CET\nhttps://m.example/a/1"
         );
         let mut old = item.clone();
         old.due = DateTime::from_timestamp(1_741_906_740, 0);
-        let changed = plain(&NoticeKind::Changed, &item, Some(&old), tz);
+        let changed = plain(&NoticeKind::Changed, &item, Some(&old), tz, false);
         assert!(
             changed.starts_with("Changed assignment · CS101\n"),
             "{changed}"
@@ -142,6 +176,7 @@ mod tests {
             &item,
             None,
             tz,
+            false,
         );
         assert!(
             reminder.starts_with("Due in 1h: assignment · CS101"),
@@ -154,7 +189,39 @@ mod tests {
         let mut item = LmsItem::new("cal", "h", ItemKind::Event, "Good Friday");
         item.due = DateTime::from_timestamp(1_744_927_200, 0); // 2025-04-18 00:00 CEST
         item.all_day = true;
-        let text = plain(&NoticeKind::New, &item, None, chrono_tz::Europe::Berlin);
+        let text = plain(
+            &NoticeKind::New,
+            &item,
+            None,
+            chrono_tz::Europe::Berlin,
+            false,
+        );
         assert_eq!(text, "New event · cal\nGood Friday\nDue Fri 18 Apr 2025");
+    }
+
+    #[test]
+    fn a_grade_shows_its_mark_only_where_scores_are_on() {
+        let mut item = LmsItem::new("uni", "grade:7:5", ItemKind::Grade, "Essay 1");
+        item.course = Some("CS101".into());
+        item.mark = Some("85.00 / 100".into());
+        item.detail = Some("Clear structure; cite your sources.".into());
+        let tz = chrono_tz::Europe::Berlin;
+        let quiet = plain(&NoticeKind::New, &item, None, tz, false);
+        assert_eq!(
+            quiet,
+            "Graded · CS101\nEssay 1\nFeedback: Clear structure; cite your sources."
+        );
+        let told = plain(&NoticeKind::Changed, &item, None, tz, true);
+        assert!(
+            told.starts_with("Grade updated · CS101\nEssay 1\nGrade: 85.00 / 100\n"),
+            "{told}"
+        );
+
+        let mut quiz = LmsItem::new("uni", "quizopen:12", ItemKind::QuizOpen, "Quiz 2");
+        quiz.closes = DateTime::from_timestamp(1_741_798_800, 0); // 2025-03-12 17:00 UTC
+        assert_eq!(
+            plain(&NoticeKind::New, &quiz, None, tz, false),
+            "Quiz open · uni\nQuiz 2\nCloses Wed 12 Mar 2025 18:00 CET"
+        );
     }
 }

@@ -103,6 +103,7 @@ mod tests {
             files: true,
             files_mb: 100,
             files_poll: std::time::Duration::from_secs(6 * 3600),
+            scores: false,
         }
     }
 
