@@ -16,6 +16,7 @@ mod architecture;
 mod backends;
 mod backup;
 mod batching;
+mod calendar_feed;
 mod chat_pty;
 mod cli_errors;
 mod config_cli;

@@ -75,16 +75,7 @@ async fn moodle_notifies_once_survives_a_restart_and_reports_a_new_due_date_once
     assert!(sink.take().is_empty());
 
     // The essay moves two days later: its base date and its calendar event.
-    fake.edit(
-        "mod_assign_get_assignments",
-        "\"duedate\": 1742079540",
-        "\"duedate\": 1742252340",
-    );
-    fake.edit(
-        "core_calendar_get_action_events_by_timesort",
-        "\"timesort\": 1742079540",
-        "\"timesort\": 1742252340",
-    );
+    move_the_essay_two_days(&fake);
     clock.advance(chrono::Duration::minutes(30));
     let changed = restarted.poll_once(&sink).await;
     let notices = sink.take();

@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
-    CourseFiles, Daemon, DaemonDesk, DeskParts, LoadedModel, LocalModels, Providers, ServedLocal,
-    Services, build_channels, signalled,
+    CourseFiles, Daemon, DaemonDesk, DeadlineFeed, DeskParts, LoadedModel, LocalModels, Providers,
+    ServedLocal, Services, build_channels, signalled,
 };
 use crate::documents::Library;
 use crate::lock::DataLock;
@@ -69,6 +69,10 @@ pub async fn run(
     if let Some(gateway) = &built.gateway {
         let parts = desk_parts(&models, (&services, &library), errors);
         gateway.attach_desk(Arc::new(DaemonDesk::new(&runtime, parts)));
+        match DeadlineFeed::open(&config.data_dir, &config.lms, services.scheduler.clone()) {
+            Ok(feed) => gateway.attach_calendar(Arc::new(feed)),
+            Err(e) => tracing::warn!("the gateway serves no calendar feed: {e}"),
+        }
     }
     // Load the model now, so the first message does not wait for it.
     // A fixed prompt that leaves no room for a reply stops the daemon.

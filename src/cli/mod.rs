@@ -12,6 +12,7 @@ mod bench_scenarios;
 mod bench_speculative;
 mod bench_stdio;
 mod bench_template;
+mod cal_cmd;
 mod chat;
 mod config_check;
 mod conversation;
@@ -190,6 +191,11 @@ pub enum Command {
         #[command(subcommand)]
         command: lms_cmd::LmsCommand,
     },
+    /// The deadlines as a calendar feed for a phone: its address, the feed, revoking it.
+    Cal {
+        #[command(subcommand)]
+        command: cal_cmd::CalCommand,
+    },
     /// Documents hearth keeps (sent on a channel, or added here): add, list, search, forget.
     Docs {
         #[command(subcommand)]
@@ -351,6 +357,7 @@ async fn with_config(
         Command::Mcp { command } => mcp_cmd::run(&config, env, command).await,
         Command::Inbox { all } => inbox_cmd::run(&config, all),
         Command::Lms { command } => lms_cmd::run(&config, command),
+        Command::Cal { command } => cal_cmd::run(&config, command),
         Command::Memory { command } => memory_cmd::run(&config, command),
         Command::Docs { command } => docs_cmd::run(&config, command).await,
         Command::Models { command } => models_cmd::run(&config, env, command).await,

@@ -508,6 +508,21 @@ pub fn canvas_fake() -> Arc<Fake> {
     ])
 }
 
+/// The fake Moodle's essay (assignment 31) due two days later: its base
+/// date and its calendar event.
+pub fn move_the_essay_two_days(fake: &Fake) {
+    fake.edit(
+        "mod_assign_get_assignments",
+        "\"duedate\": 1742079540",
+        "\"duedate\": 1742252340",
+    );
+    fake.edit(
+        "core_calendar_get_action_events_by_timesort",
+        "\"timesort\": 1742079540",
+        "\"timesort\": 1742252340",
+    );
+}
+
 pub fn moodle_fake() -> Arc<Fake> {
     Fake::with(&[
         ("core_webservice_get_site_info", "moodle_site_info.json"),

@@ -62,13 +62,24 @@ pub fn replace_file(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 /// Makes the SQLite database at `path` private before SQLite opens it:
 /// created empty and 0600 when missing (its `-wal` and `-shm` take its
 /// mode), and an existing one, with its companions, set to 0600.
+///
+/// An existing file is never opened here: closing any descriptor of a
+/// file drops every POSIX lock this process holds on it, so opening and
+/// closing a database that another connection of this process has open
+/// would take that connection's locks away, and another process (the
+/// command line beside the daemon) could then checkpoint and delete the
+/// write-ahead log under it: the daemon kept reading a deleted log's
+/// stale pages (found by tests/calendar_feed.rs, a revoked feed still
+/// served).
 pub fn prepare_database(path: &Path) -> io::Result<()> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)?;
+    if std::fs::symlink_metadata(path).is_err() {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+    }
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut name = path.as_os_str().to_os_string();
         name.push(suffix);

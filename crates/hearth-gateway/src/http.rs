@@ -100,7 +100,8 @@ pub(super) async fn serve(
         .route("/v1/models", get(super::openai::models))
         .route("/v1/models/{id}", get(super::openai::model))
         .route("/v1/{*rest}", axum::routing::any(super::openai::not_found))
-        .route("/metrics", get(metrics_text));
+        .route("/metrics", get(metrics_text))
+        .route("/cal/{file}", get(super::calendar::feed));
     let app = super::page::routes(app).with_state(App {
         shared,
         bus,

@@ -19,7 +19,9 @@
 //! `GET /` is the web page ([`page`]), signed in with the token once;
 //! `POST /v1/chat/completions` and `GET /v1/models` are the
 //! OpenAI-compatible API ([`openai`]); `GET /metrics` is what hearth
-//! counts, in the OpenMetrics text format, when the daemon shares it.
+//! counts, in the OpenMetrics text format, when the daemon shares it;
+//! `GET /cal/<secret>.ics` is the person's deadlines as a calendar feed
+//! ([`calendar`]).
 //! [`guard`] checks every request before its body is read (host, origin,
 //! token, content type); [`connections`] keeps slow clients from holding
 //! every connection.
@@ -30,6 +32,7 @@
 //! workspace and jobs.
 
 mod brake;
+mod calendar;
 mod connections;
 mod guard;
 mod http;
@@ -39,6 +42,7 @@ mod served;
 mod settings;
 mod ws;
 
+pub use calendar::{CalendarError, CalendarFeed};
 pub use page::desk::{
     Conversation, Desk, DeskError, JobAction, KeptDocument, Question, Remembered, Shown,
 };
@@ -116,6 +120,8 @@ struct Shared {
     bound: watch::Sender<Option<SocketAddr>>,
     /// What the web page reads, once the daemon attached it.
     desk: std::sync::OnceLock<Arc<dyn Desk>>,
+    /// The calendar feed, once the daemon attached it.
+    calendar: std::sync::OnceLock<Arc<dyn CalendarFeed>>,
 }
 
 impl Shared {
@@ -243,6 +249,7 @@ impl GatewayChannel {
                 questions: Questions::default(),
                 bound: watch::Sender::new(None),
                 desk: std::sync::OnceLock::new(),
+                calendar: std::sync::OnceLock::new(),
             }),
             metrics: None,
             served: None,
@@ -290,6 +297,14 @@ impl GatewayChannel {
     pub fn attach_desk(&self, desk: Arc<dyn Desk>) {
         if self.shared.desk.set(desk).is_err() {
             tracing::warn!("the gateway's page already has a desk; keeping the first");
+        }
+    }
+
+    /// Serves the calendar feed (`/cal/<secret>.ics`); the first attached
+    /// stays.
+    pub fn attach_calendar(&self, calendar: Arc<dyn CalendarFeed>) {
+        if self.shared.calendar.set(calendar).is_err() {
+            tracing::warn!("the gateway already has a calendar feed; keeping the first");
         }
     }
 

@@ -36,7 +36,7 @@ pub struct Pending {
 pub const FILE: crate::storage::Schema = crate::storage::Schema {
     name: "LMS",
     pragmas: "",
-    steps: &[v1, v2],
+    steps: &[v1, v2, v3],
 };
 
 /// The tables as of the first release that kept versions (idempotent).
@@ -51,6 +51,21 @@ fn v2(c: &Connection) -> rusqlite::Result<()> {
     c.execute_batch(
         "ALTER TABLE items ADD COLUMN last_seen INTEGER;
          UPDATE items SET last_seen = CASE WHEN present THEN unixepoch() ELSE first_seen END;",
+    )
+}
+
+/// When each item last changed as a user sees it (for the calendar
+/// feed's `LAST-MODIFIED` and the brief's "changed since yesterday"; an
+/// existing item counts as changed when first seen), and the calendar
+/// feed's secret.
+fn v3(c: &Connection) -> rusqlite::Result<()> {
+    c.execute_batch(
+        "ALTER TABLE items ADD COLUMN changed_at INTEGER;
+         UPDATE items SET changed_at = first_seen;
+         CREATE TABLE calendar_feed (
+             token TEXT PRIMARY KEY,
+             created INTEGER NOT NULL
+         );",
     )
 }
 
@@ -156,9 +171,10 @@ impl SeenStore {
                 first && silence_past && item.due.or(item.updated).is_some_and(|d| d < now);
             silenced += usize::from(silent);
             tx.execute(
-                "INSERT INTO items (source, id, hash, item, due, present, first_seen, last_seen, notified_hash, notified_item)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?7, ?8)
+                "INSERT INTO items (source, id, hash, item, due, present, first_seen, last_seen, changed_at, notified_hash, notified_item)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?6, ?7, ?8)
                  ON CONFLICT (source, id) DO UPDATE SET
+                     changed_at = CASE WHEN items.hash IS excluded.hash THEN items.changed_at ELSE excluded.last_seen END,
                      hash = excluded.hash, item = excluded.item, due = excluded.due, present = 1,
                      last_seen = excluded.last_seen",
                 params![

@@ -1,0 +1,203 @@
+//! The deadlines as a calendar feed: read by software that is not hearth's
+//! (the `icalendar` parser, a real Radicale's import, the `caldav` client
+//! reading it back), its UIDs stable when a due date moves, only the LMS
+//! person's reminders in it; and served by a real daemon's gateway at its
+//! secret address, refusing a wrong or revoked secret.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use crate::support;
+
+use std::sync::Arc;
+
+use hearth::config::{LmsTarget, SchedulerConfig};
+use hearth::daemon::DeadlineFeed;
+use hearth::lms::{Clock, ManualClock};
+use hearth::scheduler::{Delivery, JobStore, NewJob, Payload, Schedule, Scheduler};
+use support::lms_fake::*;
+
+fn reminder(to: &str, at: chrono::DateTime<chrono::Utc>, name: &str) -> NewJob {
+    NewJob {
+        name: Some(name.to_string()),
+        schedule: Schedule::At(at),
+        timezone: chrono_tz::Europe::Berlin,
+        payload: Payload::AgentPrompt {
+            prompt: format!("Remind me: {name}"),
+        },
+        delivery: Delivery {
+            channel: "telegram".into(),
+            to: to.into(),
+            thread: None,
+            owner: None,
+        },
+    }
+}
+
+#[tokio::test]
+async fn the_feed_parses_keeps_its_uids_when_a_date_moves_and_imports_into_radicale() {
+    let fake = moodle_fake();
+    let url = moodle_server(fake.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at(NOW)));
+    let mut cfg = moodle_config(&url);
+    cfg.deliver = Some(LmsTarget {
+        channel: "telegram".into(),
+        to: "42".into(),
+    });
+    notifier(&cfg, dir.path(), &clock).poll().await;
+
+    // The LMS person's reminder is in the feed; another person's is not.
+    let jobs = Scheduler::open(
+        &JobStore::path_in(dir.path()),
+        SchedulerConfig::default(),
+        clock.clone(),
+    )
+    .unwrap();
+    jobs.add(reminder(
+        "42",
+        at("2025-03-12T07:00:00Z"),
+        "Bring the lab kit",
+    ))
+    .unwrap();
+    jobs.add(reminder(
+        "77",
+        at("2025-03-12T08:00:00Z"),
+        "Someone else's dentist",
+    ))
+    .unwrap();
+    let feed = DeadlineFeed::open(dir.path(), &cfg, Some(Arc::new(jobs))).unwrap();
+    let before = feed.text(clock.now()).unwrap();
+
+    // The essay moves two days later.
+    move_the_essay_two_days(&fake);
+    clock.advance(chrono::Duration::minutes(30));
+    notifier(&cfg, dir.path(), &clock).poll().await;
+    let after = feed.text(clock.now()).unwrap();
+
+    let (a, b) = (dir.path().join("before.ics"), dir.path().join("after.ics"));
+    std::fs::write(&a, &before).unwrap();
+    std::fs::write(&b, &after).unwrap();
+    let checked = support::ways_in::python(
+        "calendar_check.py",
+        &[a.to_str().unwrap(), b.to_str().unwrap()],
+        "",
+    )
+    .await;
+    assert_eq!(checked["problems"], serde_json::json!([]), "{checked:#}");
+    let (was, now) = (
+        checked["before"].as_object().unwrap(),
+        checked["after"].as_object().unwrap(),
+    );
+    let summaries: Vec<&str> = now
+        .values()
+        .map(|e| e["summary"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        now.len(),
+        4,
+        "three dated items and one reminder: {summaries:?}"
+    );
+    assert!(
+        summaries.contains(&"Reminder: Bring the lab kit"),
+        "{summaries:?}"
+    );
+    assert!(
+        !summaries.iter().any(|s| s.contains("dentist")),
+        "another person's reminder never shows: {summaries:?}"
+    );
+    assert_eq!(
+        was.keys().collect::<Vec<_>>(),
+        now.keys().collect::<Vec<_>>(),
+        "the moved date updates its event; nothing is added"
+    );
+    let (uid, essay) = now
+        .iter()
+        .find(|(_, e)| e["summary"].as_str().unwrap().starts_with("Essay 1"))
+        .unwrap();
+    assert_eq!(essay["start"], "2025-03-17T22:59:00+00:00");
+    assert_eq!(was[uid]["start"], "2025-03-15T22:59:00+00:00");
+    assert!(
+        essay["modified"].as_str().unwrap() > was[uid]["modified"].as_str().unwrap(),
+        "{essay} after {}",
+        was[uid]
+    );
+
+    let radicale = &checked["radicale"];
+    let put = radicale["put_status"].as_u64().unwrap();
+    assert!((200..300).contains(&put), "{radicale:#}");
+    let mut read: Vec<&str> = radicale["read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["uid"].as_str().unwrap())
+        .collect();
+    read.sort();
+    let mut ours: Vec<&str> = now.keys().map(String::as_str).collect();
+    ours.sort();
+    assert_eq!(read, ours, "a second client reads every event back");
+}
+
+#[tokio::test]
+async fn the_gateway_serves_the_feed_at_its_secret_and_refuses_a_wrong_or_revoked_one() {
+    let running = support::api_daemon::daemon_with("", "").await;
+    let url_of = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let url = url_of(running.cli(&["cal", "url"]));
+    assert!(url.starts_with(&format!("{}/cal/", running.base)) && url.ends_with(".ics"));
+    assert_eq!(
+        url_of(running.cli(&["cal", "url"])),
+        url,
+        "the same address until revoked"
+    );
+    let client = reqwest::Client::new();
+    let get = |u: String| {
+        let client = client.clone();
+        async move { client.get(u).send().await.unwrap() }
+    };
+
+    // Positive control: the secret reads the feed, without the gateway's token.
+    let served = get(url.clone()).await;
+    assert_eq!(served.status(), 200);
+    assert_eq!(
+        served.headers()["content-type"],
+        "text/calendar; charset=utf-8"
+    );
+    let text = served.text().await.unwrap();
+    assert!(text.starts_with("BEGIN:VCALENDAR\r\n"), "{text}");
+
+    // Hostile: one character off, a path, nothing.
+    let secret = url.rsplit('/').next().unwrap().trim_end_matches(".ics");
+    let flipped = format!(
+        "{}/cal/{}{}.ics",
+        running.base,
+        &secret[..secret.len() - 1],
+        if secret.ends_with('0') { '1' } else { '0' }
+    );
+    for wrong in [
+        flipped,
+        format!("{}/cal/..%2Flms.sqlite3", running.base),
+        format!("{}/cal/.ics", running.base),
+    ] {
+        let r = get(wrong.clone()).await;
+        assert_eq!(r.status(), 401, "{wrong}");
+        assert!(!r.text().await.unwrap().contains("VCALENDAR"));
+    }
+
+    // Revoked: the address stops at once; a new one works.
+    let out = running.cli(&["cal", "revoke"]);
+    assert!(out.status.success());
+    assert_eq!(get(url.clone()).await.status(), 401);
+    let renewed = url_of(running.cli(&["cal", "url"]));
+    assert_ne!(renewed, url);
+    assert_eq!(get(renewed).await.status(), 200);
+}
