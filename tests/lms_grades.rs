@@ -16,34 +16,6 @@ fn of_kind(notices: &[Notice], kind: ItemKind) -> Vec<&Notice> {
     notices.iter().filter(|n| n.item.kind == kind).collect()
 }
 
-fn moodle_with_grades() -> Arc<Fake> {
-    let fake = moodle_fake();
-    fake.set(
-        "gradereport_user_get_grade_items:7",
-        fixture("moodle_grades.json"),
-    );
-    fake.set(
-        "mod_quiz_get_quizzes_by_courses",
-        fixture("moodle_quizzes.json"),
-    );
-    fake
-}
-
-/// The essay's grade item released: graded now, with feedback.
-fn release_essay_grade(fake: &Fake, graded: i64) {
-    let body = fake.body("gradereport_user_get_grade_items:7");
-    let mut report: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let items = report["usergrades"][0]["gradeitems"]
-        .as_array_mut()
-        .unwrap();
-    let essay = items.iter_mut().find(|g| g["id"] == 120).unwrap();
-    essay["graderaw"] = 85.0.into();
-    essay["gradeformatted"] = "85.00".into();
-    essay["gradedategraded"] = graded.into();
-    essay["feedback"] = "<p>Clear structure; cite your sources.</p>".into();
-    fake.set("gradereport_user_get_grade_items:7", report.to_string());
-}
-
 #[tokio::test]
 async fn moodle_grades_feedback_and_an_opening_quiz_are_each_told_once() {
     let fake = moodle_with_grades();

@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use crate::config::{Config, ConfigSource, Environment};
 use crate::daemon::{
-    CourseFiles, Daemon, DaemonDesk, DeadlineFeed, DeskParts, LoadedModel, LocalModels, Providers,
-    ServedLocal, Services, build_channels, signalled,
+    CourseFiles, Daemon, DaemonDesk, DeadlineFeed, DeskParts, Heartbeat, LoadedModel, LocalModels,
+    Providers, ServedLocal, Services, build_channels, signalled,
 };
 use crate::documents::Library;
 use crate::lock::DataLock;
@@ -54,7 +54,7 @@ pub async fn run(
         tools: tools.names(),
         lms_sources: config.lms.sources.iter().map(|s| s.name.clone()).collect(),
     });
-    let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context)
+    let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context.clone())
         .channels(channels)
         .tools(tools.clone())
         .metrics(metrics.clone())
@@ -89,6 +89,12 @@ pub async fn run(
     let daemon = Daemon::start(runtime, None);
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
+    heartbeat(
+        &config,
+        (&models, &tools, &tool_context),
+        &daemon,
+        &stop_services,
+    );
     index_in_background((&services, &library), &models, &stop_services);
     let unfit = stop.await;
     stop_services.cancel();
@@ -99,6 +105,35 @@ pub async fn run(
     match unfit {
         Some(why) => Err(why.into()),
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Runs the standing checks of `HEARTBEAT.md` for the person the LMS
+/// tells, where `[heartbeat]` is on and `[lms] deliver` names them.
+fn heartbeat(
+    config: &Config,
+    (models, tools, context): (
+        &Arc<LocalModels>,
+        &Arc<crate::tools::ToolRegistry>,
+        &crate::tools::ToolContext,
+    ),
+    daemon: &Daemon,
+    stop: &tokio_util::sync::CancellationToken,
+) {
+    let (true, Some(person)) = (config.heartbeat.enabled, config.lms.deliver.clone()) else {
+        return;
+    };
+    let background = Arc::new(LoadedModel::new(models.clone()));
+    match Heartbeat::new(config, person, background, tools.clone(), context.clone()) {
+        Ok(beat) => {
+            tracing::info!(workspace = %beat.workspace().display(), "heartbeat: reads HEARTBEAT.md there every {} min", config.heartbeat.every.as_secs() / 60);
+            tokio::spawn(crate::daemon::heartbeat::run(
+                beat,
+                daemon.delivery(),
+                stop.clone(),
+            ));
+        }
+        Err(e) => tracing::warn!("no heartbeat: {e}"),
     }
 }
 

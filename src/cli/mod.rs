@@ -12,6 +12,7 @@ mod bench_scenarios;
 mod bench_speculative;
 mod bench_stdio;
 mod bench_template;
+mod brief_cmd;
 mod cal_cmd;
 mod chat;
 mod config_check;
@@ -191,6 +192,8 @@ pub enum Command {
         #[command(subcommand)]
         command: lms_cmd::LmsCommand,
     },
+    /// Today's morning brief, as the daemon sends it: due dates, reminders, calendar, changes.
+    Brief,
     /// The deadlines as a calendar feed for a phone: its address, the feed, revoking it.
     Cal {
         #[command(subcommand)]
@@ -358,6 +361,7 @@ async fn with_config(
         Command::Inbox { all } => inbox_cmd::run(&config, all),
         Command::Lms { command } => lms_cmd::run(&config, command),
         Command::Cal { command } => cal_cmd::run(&config, command),
+        Command::Brief => brief_cmd::run(&config).await,
         Command::Memory { command } => memory_cmd::run(&config, command),
         Command::Docs { command } => docs_cmd::run(&config, command).await,
         Command::Models { command } => models_cmd::run(&config, env, command).await,

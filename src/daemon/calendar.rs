@@ -10,13 +10,14 @@ use chrono::{DateTime, Utc};
 
 use crate::channels::gateway::{CalendarError, CalendarFeed};
 use crate::config::{LmsConfig, LmsTarget};
+use crate::daemon::brief::reminders;
 use crate::lms::{FeedEvent, LmsError, SeenStore, feed_uid, ics};
-use crate::scheduler::{Payload, Schedule, Scheduler};
+use crate::scheduler::Scheduler;
 
 /// The feed's name in a calendar app.
 pub const NAME: &str = "hearth: deadlines";
-/// Characters of a job's prompt in its event's title.
-const TITLE: usize = 80;
+/// How far ahead the person's reminders are listed.
+const AHEAD_DAYS: i64 = 183;
 
 pub struct DeadlineFeed {
     store: SeenStore,
@@ -53,38 +54,17 @@ impl DeadlineFeed {
         let (Some(jobs), Some(person)) = (&self.jobs, &self.person) else {
             return Vec::new();
         };
-        let listed = jobs.list().unwrap_or_else(|e| {
-            tracing::warn!("the calendar feed leaves out the jobs: {e}");
-            Vec::new()
-        });
-        listed
+        let until = now + chrono::Duration::days(AHEAD_DAYS);
+        reminders(jobs, person, now, until)
             .into_iter()
-            .filter(|j| {
-                !j.paused
-                    && j.delivery.channel == person.channel
-                    && j.delivery.to == person.to
-                    && j.next_run > now
-            })
-            .filter_map(|j| {
-                let Schedule::At(at) = j.schedule else {
-                    return None;
-                };
-                let Payload::AgentPrompt { prompt } = &j.payload else {
-                    return None;
-                };
-                let title = j
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| crate::tools::cap(prompt, TITLE));
-                Some(FeedEvent {
-                    uid: feed_uid(&["job", &j.id.to_string()]),
-                    summary: format!("Reminder: {title}"),
-                    start: at,
-                    all_day: false,
-                    description: None,
-                    url: None,
-                    modified: j.last_run.unwrap_or(now),
-                })
+            .map(|r| FeedEvent {
+                uid: feed_uid(&["job", &r.job.to_string()]),
+                summary: format!("Reminder: {}", r.what),
+                start: r.at,
+                all_day: false,
+                description: None,
+                url: None,
+                modified: r.touched.unwrap_or(now),
             })
             .collect()
     }

@@ -523,6 +523,36 @@ pub fn move_the_essay_two_days(fake: &Fake) {
     );
 }
 
+/// The fake Moodle with the course's grade report (twenty old grades, the
+/// essay not graded yet) and its quizzes.
+pub fn moodle_with_grades() -> Arc<Fake> {
+    let fake = moodle_fake();
+    fake.set(
+        "gradereport_user_get_grade_items:7",
+        fixture("moodle_grades.json"),
+    );
+    fake.set(
+        "mod_quiz_get_quizzes_by_courses",
+        fixture("moodle_quizzes.json"),
+    );
+    fake
+}
+
+/// The essay's grade item released: graded now, with feedback.
+pub fn release_essay_grade(fake: &Fake, graded: i64) {
+    let body = fake.body("gradereport_user_get_grade_items:7");
+    let mut report: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let items = report["usergrades"][0]["gradeitems"]
+        .as_array_mut()
+        .unwrap();
+    let essay = items.iter_mut().find(|g| g["id"] == 120).unwrap();
+    essay["graderaw"] = 85.0.into();
+    essay["gradeformatted"] = "85.00".into();
+    essay["gradedategraded"] = graded.into();
+    essay["feedback"] = "<p>Clear structure; cite your sources.</p>".into();
+    fake.set("gradereport_user_get_grade_items:7", report.to_string());
+}
+
 pub fn moodle_fake() -> Arc<Fake> {
     Fake::with(&[
         ("core_webservice_get_site_info", "moodle_site_info.json"),

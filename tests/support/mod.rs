@@ -12,6 +12,7 @@ pub mod lms_fake;
 pub mod mcp;
 pub mod parrot;
 pub mod pipeline;
+pub mod radicale;
 pub mod slow_model;
 pub mod telegram_bot;
 pub mod telegram_fake;

@@ -9,10 +9,12 @@
 //! defaults, which work out of the box with the model that `make chat` fetches.
 
 mod agent;
+mod brief;
 mod daemon;
 mod environment;
 mod error;
 mod gateway;
+mod heartbeat;
 mod lms;
 mod load;
 mod mcp;
@@ -34,10 +36,12 @@ mod voice;
 use std::path::{Path, PathBuf};
 
 pub use agent::{AgentConfig, DispatcherChoice, default_workspace, old_workspace};
+pub use brief::BriefConfig;
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use gateway::GatewayConfig;
+pub use heartbeat::HeartbeatConfig;
 pub use hearth_core::model::{GpuLayers, ModelFamily, Reasoning};
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
@@ -83,6 +87,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// How much of each store is kept.
     pub retention: RetentionConfig,
+    pub brief: BriefConfig,
+    pub heartbeat: HeartbeatConfig,
     pub models: ModelsConfig,
     pub scheduler: SchedulerConfig,
     pub voice: VoiceConfig,
@@ -323,6 +329,8 @@ impl Config {
 
         let memory = MemoryConfig::from_raw(raw.memory)?;
         let retention = RetentionConfig::from_raw(raw.retention)?;
+        let brief = BriefConfig::from_raw(raw.brief)?;
+        let heartbeat = HeartbeatConfig::from_raw(raw.heartbeat)?;
         let models = ModelsConfig::from_raw(raw.models)?;
         let scheduler = SchedulerConfig::from_raw(raw.scheduler)?;
         let voice = VoiceConfig::from_raw(raw.voice)?;
@@ -345,6 +353,8 @@ impl Config {
             lms,
             memory,
             retention,
+            brief,
+            heartbeat,
             models,
             scheduler,
             voice,

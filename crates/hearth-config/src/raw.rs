@@ -23,6 +23,8 @@ pub struct RawConfig {
     pub lms: Option<super::lms::RawLms>,
     pub memory: Option<super::memory::RawMemory>,
     pub retention: Option<super::retention::RawRetention>,
+    pub brief: Option<super::brief::RawBrief>,
+    pub heartbeat: Option<super::heartbeat::RawHeartbeat>,
     pub models: Option<super::models::RawModels>,
     pub scheduler: Option<super::scheduler::RawScheduler>,
     pub voice: Option<super::voice::RawVoice>,

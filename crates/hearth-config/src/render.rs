@@ -36,6 +36,9 @@ impl Config {
         self.anthropic.render(&mut out);
         self.lms.render(&mut out);
         out.push('\n');
+        self.brief.render(&mut out);
+        self.heartbeat.render(&mut out);
+        out.push('\n');
         super::daemon::render(&mut out, &self.daemon, &self.routing);
         out
     }

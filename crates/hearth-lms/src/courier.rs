@@ -27,7 +27,12 @@ impl Notifier {
     pub async fn deliver(&self, sink: &dyn NoticeSink, report: &mut PollReport) {
         let _one_at_a_time = self.delivering.lock().await;
         let mut refusals = Refusals(0);
-        for name in self.source_names() {
+        let mut names = self.source_names();
+        // The morning brief waits in the outbox like a source's line.
+        if self.store.queued(super::BRIEF).is_ok_and(|q| !q.is_empty()) {
+            names.push(super::BRIEF.to_string());
+        }
+        for name in names {
             let r = report.source_mut(&name);
             if let Err(e) = self.deliver_source(&name, sink, r, &mut refusals).await {
                 tracing::warn!(source = %name, "LMS store: {e}");

@@ -255,8 +255,9 @@ impl Notifier {
     }
 }
 
-/// A URL path segment with its `%XX` escapes decoded (lossily).
-fn unescaped(segment: &str) -> String {
+/// A URL path segment (or user, or password) with its `%XX` escapes
+/// decoded (lossily).
+pub(crate) fn unescaped(segment: &str) -> String {
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

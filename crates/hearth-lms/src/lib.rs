@@ -14,6 +14,7 @@
 //! - [`LmsUpcoming`] is the agent's `lms_upcoming` tool, [`LmsRecent`] its
 //!   `lms_recent`.
 
+mod brief;
 mod calendar_feed;
 pub mod canvas;
 mod canvas_files;
@@ -47,6 +48,7 @@ use hearth_store::storage;
 use hearth_tools::{self as tools, security};
 
 pub use crate::clock::{Clock, ManualClock, SystemClock};
+pub use brief::{BRIEF, BriefExtras, due_day as brief_due_day};
 pub use calendar_feed::{FeedEvent, ics, uid as feed_uid};
 pub use courier::GIVE_UP_AFTER;
 pub use error::LmsError;

@@ -193,6 +193,16 @@ impl Notifier {
         self.sources.iter().map(|s| s.name().to_string()).collect()
     }
 
+    /// Where the notices go (`[lms] deliver`).
+    pub fn target(&self) -> Option<crate::config::LmsTarget> {
+        self.config.deliver.clone()
+    }
+
+    /// Now, by the notifier's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
     /// The store, for `hearth lms status`.
     pub fn store(&self) -> &SeenStore {
         &self.store

@@ -55,16 +55,23 @@ fn v2(c: &Connection) -> rusqlite::Result<()> {
 }
 
 /// When each item last changed as a user sees it (for the calendar
-/// feed's `LAST-MODIFIED` and the brief's "changed since yesterday"; an
-/// existing item counts as changed when first seen), and the calendar
-/// feed's secret.
+/// feed's `LAST-MODIFIED` and the brief's "changed since"; an existing
+/// item counts as changed when first seen) and whether a first poll
+/// recorded it without a notice; the calendar feed's secret; the briefs
+/// queued, one a day.
 fn v3(c: &Connection) -> rusqlite::Result<()> {
     c.execute_batch(
         "ALTER TABLE items ADD COLUMN changed_at INTEGER;
          UPDATE items SET changed_at = first_seen;
+         ALTER TABLE items ADD COLUMN quiet INTEGER NOT NULL DEFAULT 0;
          CREATE TABLE calendar_feed (
              token TEXT PRIMARY KEY,
              created INTEGER NOT NULL
+         );
+         CREATE TABLE briefs (
+             day TEXT PRIMARY KEY,
+             queued_at INTEGER NOT NULL,
+             sent INTEGER NOT NULL
          );",
     )
 }
@@ -171,8 +178,8 @@ impl SeenStore {
                 first && silence_past && item.due.or(item.updated).is_some_and(|d| d < now);
             silenced += usize::from(silent);
             tx.execute(
-                "INSERT INTO items (source, id, hash, item, due, present, first_seen, last_seen, changed_at, notified_hash, notified_item)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?6, ?7, ?8)
+                "INSERT INTO items (source, id, hash, item, due, present, first_seen, last_seen, changed_at, notified_hash, notified_item, quiet)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?6, ?6, ?7, ?8, ?9)
                  ON CONFLICT (source, id) DO UPDATE SET
                      changed_at = CASE WHEN items.hash IS excluded.hash THEN items.changed_at ELSE excluded.last_seen END,
                      hash = excluded.hash, item = excluded.item, due = excluded.due, present = 1,
@@ -186,6 +193,7 @@ impl SeenStore {
                     now.timestamp(),
                     silent.then_some(&hash),
                     silent.then_some(&json),
+                    silent,
                 ],
             )
             .map_err(|e| self.err(e))?;

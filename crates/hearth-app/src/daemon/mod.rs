@@ -8,7 +8,9 @@
 //! [`Daemon::start`], and [`Daemon::stop`] it.
 
 mod background;
+pub mod brief;
 pub mod course_files;
+pub mod heartbeat;
 pub mod local_models;
 pub mod providers;
 pub mod services;
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use background::LoadedModel;
 pub use course_files::CourseFiles;
+pub use heartbeat::Heartbeat;
 pub use local_models::LocalModels;
 pub use providers::Providers;
 pub use services::{ServiceError, Services};

@@ -26,6 +26,8 @@ pub struct Services {
     pub meaning: Option<Arc<crate::engine::EmbeddingModel>>,
     pub scheduler: Option<Arc<Scheduler>>,
     pub notifier: Option<Arc<Notifier>>,
+    /// The morning brief, where it is on (and the LMS too).
+    pub brief: Option<crate::config::BriefConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,11 +80,13 @@ impl Services {
                 .map_err(|e| ServiceError::Lms(e.to_string()))?;
             Some(Arc::new(n))
         };
+        let brief = (config.brief.on(true) && notifier.is_some()).then(|| config.brief.clone());
         Ok(Self {
             memory,
             meaning,
             scheduler,
             notifier,
+            brief,
         })
     }
 
@@ -151,10 +155,23 @@ impl Services {
         if let Some(n) = &self.notifier {
             let poller = n.clone();
             let (poll_metrics, poll_stop) = (metrics.clone(), stop.clone());
+            // The brief starts once the first poll has recorded what is new.
+            let mut brief = self.brief.clone().map(|b| {
+                let (jobs, person) = (self.scheduler.clone(), n.target());
+                move || {
+                    let run = super::brief::run(poller.clone(), b, jobs, person, poll_stop.clone());
+                    tokio::spawn(run);
+                }
+            });
+            let poller = n.clone();
+            let poll_stop = stop.clone();
             tokio::spawn(async move {
                 loop {
                     let report = poller.poll().await;
                     count_polls(&poll_metrics, &report);
+                    if let Some(start) = brief.take() {
+                        start();
+                    }
                     tokio::select! {
                         _ = tokio::time::sleep(poller.poll_interval()) => {}
                         _ = poll_stop.cancelled() => return,

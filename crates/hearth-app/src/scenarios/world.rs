@@ -112,6 +112,7 @@ impl World {
             meaning: None,
             scheduler: Some(self.scheduler.clone()),
             notifier: Some(self.notifier.clone()),
+            brief: None,
         }
         .add_tools(&mut tools);
         for name in without {

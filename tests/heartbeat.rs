@@ -1,0 +1,171 @@
+//! Heartbeat checks (`HEARTBEAT.md`): a deadline 20 hours away and not
+//! handed in gets one reminder; the same run an hour later sends none; a
+//! run that tries a write tool runs nothing (the registry refuses it in the
+//! read-only turn) while its read tool runs; no file, no turn.
+//!
+//! The model is scripted (`ScriptedProvider`): what is tested is hearth's
+//! part (the instructions reaching the model with the time, the read-only
+//! tools, silence, the repeat check, the record across a restart), not the
+//! judgement of a particular model.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use crate::support;
+
+use std::sync::Arc;
+
+use hearth::config::LmsTarget;
+use hearth::daemon::heartbeat::{Beat, FILE, Heartbeat};
+use hearth::lms::{LmsUpcoming, ManualClock};
+use hearth::providers::ScriptedProvider;
+use hearth::tools::ToolRegistry;
+use support::lms_fake::*;
+
+const STANDING: &str = "If a deadline is within 24 h and I haven't submitted, remind me at once.\n";
+
+const UPCOMING: &str =
+    "<tool_call>{\"name\": \"lms_upcoming\", \"arguments\": {\"days\": 1}}</tool_call>";
+const REMINDER: &str = "Essay 1 is due in 20 hours and not handed in yet.";
+
+struct World {
+    home: tempfile::TempDir,
+    config: hearth::config::Config,
+    tools: Arc<ToolRegistry>,
+}
+
+/// Fake Moodle polled 20 hours before the essay is due (Sat 15 Mar 23:59
+/// CET), its tools in a registry beside the file tools.
+async fn world() -> World {
+    let fake = moodle_fake();
+    let url = moodle_server(fake).await;
+    let home = tempfile::tempdir().unwrap();
+    let mut config = support::config(home.path());
+    config.lms = moodle_config(&url);
+    config.lms.deliver = Some(LmsTarget {
+        channel: "telegram".into(),
+        to: "601".into(),
+    });
+    let clock = Arc::new(ManualClock::new(at("2025-03-15T02:59:00Z")));
+    let n = notifier(&config.lms, &config.data_dir, &clock);
+    n.poll().await;
+    let context = support::tool_context(&config);
+    let mut tools = ToolRegistry::for_config(&config.agent, &context.sandbox);
+    tools.register(Box::new(LmsUpcoming::new(
+        Arc::new(hearth::lms::SeenStore::open_in(&config.data_dir).unwrap()),
+        config.lms.time_zone,
+        clock,
+    )));
+    std::fs::write(config.agent.workspace.join(FILE), STANDING).unwrap();
+    World {
+        home,
+        config,
+        tools: Arc::new(tools),
+    }
+}
+
+fn heartbeat(w: &World, model: &Arc<ScriptedProvider>) -> Heartbeat {
+    Heartbeat::new(
+        &w.config,
+        w.config.lms.deliver.clone().unwrap(),
+        model.clone(),
+        w.tools.clone(),
+        support::tool_context(&w.config),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_deadline_in_20_hours_gets_one_reminder_and_the_next_run_none() {
+    let w = world().await;
+    let now = at("2025-03-15T02:59:00Z");
+    let model = Arc::new(
+        ScriptedProvider::new([UPCOMING, REMINDER])
+            .then_reply(UPCOMING)
+            .then_reply(REMINDER),
+    );
+    let beat = heartbeat(&w, &model);
+    let Beat::Send(text) = beat.run_once(now).await.unwrap() else {
+        panic!("the first run tells the person");
+    };
+    assert_eq!(text, REMINDER);
+    let asked = model.requests();
+    let first = format!("{:?}", asked[0].messages);
+    assert!(
+        first.contains(STANDING.trim()),
+        "the instructions reach the model: {first}"
+    );
+    assert!(
+        first.contains("Saturday 15 March 2025 03:59 CET"),
+        "with the local time: {first}"
+    );
+    let looked = format!("{:?}", asked[1].messages);
+    assert!(
+        looked.contains("Essay 1: Algorithms in everyday life"),
+        "the read tool ran and its answer reached the model: {looked}"
+    );
+    beat.sent(&text, now).unwrap();
+
+    // An hour later, a new heartbeat (a restart between): the same words.
+    let again = heartbeat(&w, &model);
+    assert_eq!(
+        again
+            .run_once(now + chrono::Duration::hours(1))
+            .await
+            .unwrap(),
+        Beat::Repeat
+    );
+    drop(w.home);
+}
+
+#[tokio::test]
+async fn nothing_to_say_sends_nothing_and_no_file_costs_no_turn() {
+    let w = world().await;
+    let now = at("2025-03-15T02:59:00Z");
+    let model = Arc::new(ScriptedProvider::new(["NOTHING."]));
+    assert_eq!(
+        heartbeat(&w, &model).run_once(now).await.unwrap(),
+        Beat::Quiet
+    );
+    std::fs::remove_file(w.config.agent.workspace.join(FILE)).unwrap();
+    let idle = Arc::new(ScriptedProvider::new(["should never be asked"]));
+    assert_eq!(
+        heartbeat(&w, &idle).run_once(now).await.unwrap(),
+        Beat::NoInstructions
+    );
+    assert!(idle.requests().is_empty(), "no file, no model call");
+}
+
+#[tokio::test]
+async fn a_heartbeat_that_tries_a_write_tool_runs_nothing_and_its_read_tool_runs() {
+    let w = world().await;
+    let now = at("2025-03-15T02:59:00Z");
+    let write = "<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"planted.txt\", \"content\": \"pwned\"}}</tool_call>";
+    // Hostile: a write; control: a read in the same run.
+    let model = Arc::new(ScriptedProvider::new([write, UPCOMING, "NOTHING"]));
+    let outcome = heartbeat(&w, &model).run_once(now).await.unwrap();
+    assert_eq!(outcome, Beat::Quiet);
+    assert!(
+        !w.config.agent.workspace.join("planted.txt").exists(),
+        "the write tool never ran"
+    );
+    let asked = model.requests();
+    let after_write = format!("{:?}", asked[1].messages);
+    assert!(
+        after_write.contains("changes things")
+            && after_write.contains("only reading tools may run"),
+        "the model is told the write was refused: {after_write}"
+    );
+    let after_read = format!("{:?}", asked[2].messages);
+    assert!(after_read.contains("Essay 1"), "the read ran: {after_read}");
+    // Control: the same write through a context that is not read-only runs.
+    let ctx = support::tool_context(&w.config);
+    let result = w
+        .tools
+        .run(
+            "file_write",
+            serde_json::json!({"path": "control.txt", "content": "ok"}),
+            &ctx,
+        )
+        .await;
+    assert!(!result.is_error, "{}", result.content);
+    assert!(w.config.agent.workspace.join("control.txt").exists());
+}
