@@ -35,11 +35,7 @@ pub async fn run(
     let built = build_channels(&config, &metrics, Some(served))?;
     let channels = built.channels;
     if channels.is_empty() {
-        eprintln!(
-            "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN in {}), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform.",
-            crate::config::secrets::HINT
-        );
-        return Ok(ExitCode::FAILURE);
+        return Ok(nothing_to_listen_to());
     }
     let tool_context = super::tools_cmd::context(&config, env)?;
     let depth = models.clone();
@@ -48,12 +44,7 @@ pub async fn run(
     let library = documents(&config, &services, &tool_context.sandbox)?;
     let tools = services.tools(&config, &tool_context.sandbox);
     let tools = Arc::new(super::docs_cmd::with_search(tools, &library));
-    metrics.known(&Known {
-        channels: channels.iter().map(|c| c.name().to_string()).collect(),
-        outcomes: Outcome::LABELS.to_vec(),
-        tools: tools.names(),
-        lms_sources: config.lms.sources.iter().map(|s| s.name.clone()).collect(),
-    });
+    known(&metrics, &channels, &tools, &config);
     let mut builder = RuntimeBuilder::new(config.clone(), providers, tool_context.clone())
         .channels(channels)
         .tools(tools.clone())
@@ -68,11 +59,7 @@ pub async fn run(
     let runtime = builder.build().context("cannot start the daemon")?;
     if let Some(gateway) = &built.gateway {
         let parts = desk_parts(&models, (&services, &library), errors);
-        gateway.attach_desk(Arc::new(DaemonDesk::new(&runtime, parts)));
-        match DeadlineFeed::open(&config.data_dir, &config.lms, services.scheduler.clone()) {
-            Ok(feed) => gateway.attach_calendar(Arc::new(feed)),
-            Err(e) => tracing::warn!("the gateway serves no calendar feed: {e}"),
-        }
+        equip(gateway, &runtime, parts, (&config, &services));
     }
     // Load the model now, so the first message does not wait for it.
     // A fixed prompt that leaves no room for a reply stops the daemon.
@@ -91,9 +78,9 @@ pub async fn run(
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
     heartbeat(
         &config,
-        (&models, &tools, &tool_context),
-        &daemon,
-        &stop_services,
+        &models,
+        (&tools, &tool_context),
+        (&daemon, &stop_services),
     );
     index_in_background((&services, &library), &models, &stop_services);
     let unfit = stop.await;
@@ -108,17 +95,52 @@ pub async fn run(
     }
 }
 
+/// Says that no channel is configured, and how to configure one.
+fn nothing_to_listen_to() -> ExitCode {
+    eprintln!(
+        "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN in {}), [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform.",
+        crate::config::secrets::HINT
+    );
+    ExitCode::FAILURE
+}
+
+/// Tells `/metrics` the names it counts by, so each shows from the start.
+fn known(
+    metrics: &Metrics,
+    channels: &[Arc<dyn crate::channels::Channel>],
+    tools: &crate::tools::ToolRegistry,
+    config: &Config,
+) {
+    metrics.known(&Known {
+        channels: channels.iter().map(|c| c.name().to_string()).collect(),
+        outcomes: Outcome::LABELS.to_vec(),
+        tools: tools.names(),
+        lms_sources: config.lms.sources.iter().map(|s| s.name.clone()).collect(),
+    });
+}
+
+/// Gives the gateway what it serves beside the chat: the web page's desk
+/// and the calendar feed.
+fn equip(
+    gateway: &crate::channels::GatewayChannel,
+    runtime: &Arc<crate::pipeline::Runtime>,
+    parts: DeskParts,
+    (config, services): (&Config, &Services),
+) {
+    gateway.attach_desk(Arc::new(DaemonDesk::new(runtime, parts)));
+    match DeadlineFeed::open(&config.data_dir, &config.lms, services.scheduler.clone()) {
+        Ok(feed) => gateway.attach_calendar(Arc::new(feed)),
+        Err(e) => tracing::warn!("the gateway serves no calendar feed: {e}"),
+    }
+}
+
 /// Runs the standing checks of `HEARTBEAT.md` for the person the LMS
 /// tells, where `[heartbeat]` is on and `[lms] deliver` names them.
 fn heartbeat(
     config: &Config,
-    (models, tools, context): (
-        &Arc<LocalModels>,
-        &Arc<crate::tools::ToolRegistry>,
-        &crate::tools::ToolContext,
-    ),
-    daemon: &Daemon,
-    stop: &tokio_util::sync::CancellationToken,
+    models: &Arc<LocalModels>,
+    (tools, context): (&Arc<crate::tools::ToolRegistry>, &crate::tools::ToolContext),
+    (daemon, stop): (&Daemon, &tokio_util::sync::CancellationToken),
 ) {
     let (true, Some(person)) = (config.heartbeat.enabled, config.lms.deliver.clone()) else {
         return;

@@ -166,7 +166,8 @@ struct Parts {
 }
 
 impl Parts {
-    fn text(&self, tz: Tz, ahead_days: u32) -> Option<String> {
+    /// Each section with something in it: its heading and its lines.
+    fn sections(&self, tz: Tz, ahead_days: u32) -> Vec<(String, Vec<String>)> {
         let time = |d: Option<DateTime<Utc>>, all_day: bool| match d {
             Some(_) if all_day => "all day".to_string(),
             Some(d) => d.with_timezone(&tz).format("%H:%M").to_string(),
@@ -226,6 +227,11 @@ impl Parts {
                 .map(|(i, new)| changed_line(i, *new))
                 .collect(),
         );
+        sections
+    }
+
+    fn text(&self, tz: Tz, ahead_days: u32) -> Option<String> {
+        let sections = self.sections(tz, ahead_days);
         if sections.is_empty() {
             return None;
         }
