@@ -201,3 +201,113 @@ async fn the_gateway_serves_the_feed_at_its_secret_and_refuses_a_wrong_or_revoke
     assert_ne!(renewed, url);
     assert_eq!(get(renewed).await.status(), 200);
 }
+
+/// What a second CalDAV client reads from `url`: (summary, start) by uid.
+async fn read_back(url: &str) -> std::collections::BTreeMap<String, (String, String)> {
+    use support::radicale::USER;
+    let read = support::ways_in::python("caldav_read.py", &[url, USER.0, USER.1], "").await;
+    read["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap().to_string();
+            (s("uid"), (s("summary"), s("start")))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_deadlines_written_to_radicale_appear_for_a_second_client_and_follow_changes() {
+    let radicale = support::radicale::Radicale::start().await;
+    let empty = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nEND:VCALENDAR\r\n";
+    let with_password = radicale.calendar("deadlines", empty).await;
+    let plain = format!("{}/{}/deadlines/", radicale.base, support::radicale::USER.0);
+
+    let fake = moodle_fake();
+    let url = moodle_server(fake.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(at(NOW)));
+    let mut cfg = moodle_config(&url);
+    cfg.deliver = Some(LmsTarget {
+        channel: "telegram".into(),
+        to: "42".into(),
+    });
+    cfg.caldav = Some(with_password);
+    notifier(&cfg, dir.path(), &clock).poll().await;
+    let jobs = Arc::new(
+        Scheduler::open(
+            &JobStore::path_in(dir.path()),
+            SchedulerConfig::default(),
+            clock.clone(),
+        )
+        .unwrap(),
+    );
+    let kit = jobs
+        .add(reminder(
+            "42",
+            at("2025-03-12T07:00:00Z"),
+            "Bring the lab kit",
+        ))
+        .unwrap();
+    let deadlines =
+        hearth::daemon::deadlines::Deadlines::open(dir.path(), &cfg, Some(jobs.clone())).unwrap();
+
+    let first = deadlines.publish(clock.now()).await.unwrap().unwrap();
+    assert_eq!((first.put, first.deleted), (4, 0));
+    let seen = read_back(&plain).await;
+    let summaries: Vec<&str> = seen.values().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(seen.len(), 4, "{summaries:?}");
+    assert!(summaries.contains(&"Reminder: Bring the lab kit"));
+
+    // Nothing changed: nothing is written again.
+    let again = deadlines.publish(clock.now()).await.unwrap().unwrap();
+    assert_eq!((again.put, again.deleted, again.unchanged), (0, 0, 4));
+
+    // The essay moves; the reminder is removed.
+    move_the_essay_two_days(&fake);
+    clock.advance(chrono::Duration::minutes(30));
+    notifier(&cfg, dir.path(), &clock).poll().await;
+    assert!(jobs.remove(kit.id).unwrap());
+    let moved = deadlines.publish(clock.now()).await.unwrap().unwrap();
+    assert_eq!((moved.put, moved.deleted), (1, 1));
+    let now = read_back(&plain).await;
+    assert_eq!(now.len(), 3, "{now:?}");
+    let essay = now
+        .values()
+        .find(|(s, _)| s.starts_with("Essay 1"))
+        .unwrap();
+    assert_eq!(essay.1, "2025-03-17T22:59:00+00:00");
+    assert_eq!(
+        now.keys().collect::<Vec<_>>(),
+        seen.keys()
+            .filter(|k| seen[*k].0 != "Reminder: Bring the lab kit")
+            .collect::<Vec<_>>(),
+        "the same events by UID: updated, not added"
+    );
+
+    // Hostile: a calendar that is not there is an error, written nowhere,
+    // and the error never shows the password in its address.
+    let mut wrong = cfg.clone();
+    wrong.caldav = Some(format!(
+        "http://{}:wrong-secret@{}/{}/no-such-calendar/",
+        support::radicale::USER.0,
+        radicale.base.trim_start_matches("http://"),
+        support::radicale::USER.0
+    ));
+    let other = tempfile::tempdir().unwrap();
+    notifier(&wrong, other.path(), &clock).poll().await;
+    let refused = hearth::daemon::deadlines::Deadlines::open(other.path(), &wrong, None)
+        .unwrap()
+        .publish(clock.now())
+        .await;
+    match refused {
+        Err(e) => assert!(!e.to_string().contains("wrong-secret"), "{e}"),
+        Ok(p) => panic!("another user wrote {p:?}"),
+    }
+    assert_eq!(
+        read_back(&plain).await.len(),
+        3,
+        "nothing of theirs arrived"
+    );
+}

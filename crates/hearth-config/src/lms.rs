@@ -25,6 +25,7 @@ pub struct RawLms {
     pub recurrence_horizon_days: Option<u64>,
     pub announce_past: Option<bool>,
     pub deliver: Option<RawLmsDeliver>,
+    pub caldav: Option<String>,
     pub sources: Option<Vec<RawLmsSource>>,
 }
 
@@ -67,6 +68,9 @@ pub struct LmsConfig {
     pub announce_past: bool,
     /// Where notices go; `None` leaves the choice to the daemon.
     pub deliver: Option<LmsTarget>,
+    /// A CalDAV collection the deadlines are written into (credentials in
+    /// the URL go as HTTP basic auth).
+    pub caldav: Option<String>,
     pub sources: Vec<LmsSourceConfig>,
 }
 
@@ -81,6 +85,7 @@ impl Default for LmsConfig {
             recurrence_horizon: Duration::from_secs(14 * 86_400),
             announce_past: false,
             deliver: None,
+            caldav: None,
             sources: Vec::new(),
         }
     }
@@ -235,6 +240,12 @@ impl LmsConfig {
             ));
         }
         let deliver = raw.deliver.map(target).transpose()?;
+        let caldav = raw.caldav.filter(|c| !c.trim().is_empty());
+        if caldav.as_deref().is_some_and(|u| {
+            reqwest::Url::parse(u).map_or(true, |u| !matches!(u.scheme(), "http" | "https"))
+        }) {
+            return Err(ConfigError::invalid("lms.caldav", "is not an http(s) URL"));
+        }
         let mut sources: Vec<LmsSourceConfig> = Vec::new();
         for (i, s) in raw.sources.unwrap_or_default().into_iter().enumerate() {
             let source = LmsSourceConfig::from_raw(i, s, env)?;
@@ -255,6 +266,7 @@ impl LmsConfig {
             recurrence_horizon: Duration::from_secs(horizon_days * 86_400),
             announce_past: raw.announce_past.unwrap_or(d.announce_past),
             deliver,
+            caldav,
             sources,
         })
     }
@@ -287,6 +299,12 @@ impl LmsConfig {
                 );
             }
             None => out.push_str("# deliver: not set\n"),
+        }
+        match &self.caldav {
+            Some(url) => {
+                let _ = writeln!(out, "caldav = {}", quote(&super::mask_url(url)));
+            }
+            None => out.push_str("# caldav: not set\n"),
         }
         if self.sources.is_empty() {
             out.push_str("# sources: none\n");

@@ -15,6 +15,7 @@
 //!   `lms_recent`.
 
 mod brief;
+mod caldav;
 mod calendar_feed;
 pub mod canvas;
 mod canvas_files;
@@ -49,6 +50,7 @@ use hearth_tools::{self as tools, security};
 
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use brief::{BRIEF, BriefExtras, due_day as brief_due_day};
+pub use caldav::{Published, publish as publish_to_caldav};
 pub use calendar_feed::{FeedEvent, ics, uid as feed_uid};
 pub use courier::GIVE_UP_AFTER;
 pub use error::LmsError;

@@ -58,7 +58,7 @@ fn v2(c: &Connection) -> rusqlite::Result<()> {
 /// feed's `LAST-MODIFIED` and the brief's "changed since"; an existing
 /// item counts as changed when first seen) and whether a first poll
 /// recorded it without a notice; the calendar feed's secret; the briefs
-/// queued, one a day.
+/// queued, one a day; the events written to the person's CalDAV calendar.
 fn v3(c: &Connection) -> rusqlite::Result<()> {
     c.execute_batch(
         "ALTER TABLE items ADD COLUMN changed_at INTEGER;
@@ -72,6 +72,10 @@ fn v3(c: &Connection) -> rusqlite::Result<()> {
              day TEXT PRIMARY KEY,
              queued_at INTEGER NOT NULL,
              sent INTEGER NOT NULL
+         );
+         CREATE TABLE caldav_written (
+             uid TEXT PRIMARY KEY,
+             hash TEXT NOT NULL
          );",
     )
 }

@@ -10,6 +10,7 @@
 mod background;
 pub mod brief;
 pub mod course_files;
+pub mod deadlines;
 pub mod heartbeat;
 pub mod local_models;
 pub mod providers;

@@ -28,6 +28,8 @@ pub struct Services {
     pub notifier: Option<Arc<Notifier>>,
     /// The morning brief, where it is on (and the LMS too).
     pub brief: Option<crate::config::BriefConfig>,
+    /// The deadlines written into `[lms] caldav`, where it is set.
+    pub caldav: Option<Arc<super::deadlines::Deadlines>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,12 +83,20 @@ impl Services {
             Some(Arc::new(n))
         };
         let brief = (config.brief.on(true) && notifier.is_some()).then(|| config.brief.clone());
+        let caldav = match (&config.lms.caldav, &notifier) {
+            (Some(_), Some(_)) => Some(Arc::new(
+                super::deadlines::Deadlines::open(&config.data_dir, &config.lms, scheduler.clone())
+                    .map_err(|e| ServiceError::Lms(e.to_string()))?,
+            )),
+            _ => None,
+        };
         Ok(Self {
             memory,
             meaning,
             scheduler,
             notifier,
             brief,
+            caldav,
         })
     }
 
@@ -165,12 +175,16 @@ impl Services {
             });
             let poller = n.clone();
             let poll_stop = stop.clone();
+            let calendar = self.caldav.clone();
             tokio::spawn(async move {
                 loop {
                     let report = poller.poll().await;
                     count_polls(&poll_metrics, &report);
                     if let Some(start) = brief.take() {
                         start();
+                    }
+                    if let Some(calendar) = &calendar {
+                        publish(calendar).await;
                     }
                     tokio::select! {
                         _ = tokio::time::sleep(poller.poll_interval()) => {}
@@ -180,6 +194,22 @@ impl Services {
             });
             tokio::spawn(courier(n.clone(), Notices { delivery }, metrics, stop));
         }
+    }
+}
+
+/// Writes the deadlines into the person's CalDAV calendar, logging how it
+/// went (a failure waits for the next poll).
+async fn publish(calendar: &super::deadlines::Deadlines) {
+    match calendar.publish(chrono::Utc::now()).await {
+        Ok(Some(p)) if p.put + p.deleted > 0 => {
+            tracing::info!(
+                put = p.put,
+                deleted = p.deleted,
+                "deadlines written to the CalDAV calendar"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("the CalDAV calendar: {e}"),
     }
 }
 
