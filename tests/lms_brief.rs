@@ -332,3 +332,49 @@ async fn a_real_daemon_sends_the_brief_once_through_the_bot_api_also_after_a_res
         "once a day: {log}"
     );
 }
+
+#[tokio::test]
+async fn the_web_page_reads_todays_brief_from_a_real_daemon_and_a_stranger_does_not() {
+    let today = chrono::Utc::now().date_naive();
+    let course = Fake::default();
+    course.set(
+        "feed",
+        format!(
+            "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VTODO\r\nUID:draft@uni\r\nDTSTAMP:{0}T000000Z\r\nDUE:{1}T120000Z\r\nSUMMARY:Essay draft\r\nEND:VTODO\r\nEND:VCALENDAR\r\n",
+            today.format("%Y%m%d"),
+            (today + chrono::Duration::days(1)).format("%Y%m%d")
+        ),
+    );
+    let feed = feed_server(Arc::new(course), "text/calendar").await;
+    let extra = format!(
+        "[lms]\ntime_zone = \"UTC\"\n[[lms.sources]]\nkind = \"ical\"\nname = \"course\"\nurl = \"{feed}\"\n"
+    );
+    let running = support::api_daemon::daemon_with("", &extra).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/ui/api/brief", running.base);
+    // Hostile: no token, no brief.
+    let stranger = client.get(&url).send().await.unwrap();
+    assert_eq!(stranger.status(), 401);
+    let mut last = serde_json::Value::Null;
+    for _ in 0..300 {
+        last = client
+            .get(&url)
+            .bearer_auth(support::ways_in::TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if last["brief"]
+            .as_str()
+            .is_some_and(|b| b.contains("Essay draft"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let brief = last["brief"].as_str().unwrap_or_else(|| panic!("{last}"));
+    assert!(brief.starts_with("Good morning."), "{brief}");
+    assert!(brief.contains("Due in the next 3 days:"), "{brief}");
+}

@@ -239,6 +239,7 @@ fn desk_parts(
         memory: services.memory.as_ref().map(|m| m.store().clone()),
         documents: Some(library.store.clone()),
         errors: Some(errors),
+        brief: services.brief.clone(),
     }
 }
 

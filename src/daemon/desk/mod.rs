@@ -33,6 +33,8 @@ pub struct Parts {
     pub memory: Option<Arc<MemoryStore>>,
     pub documents: Option<Arc<DocumentStore>>,
     pub errors: Option<Arc<RecentErrors>>,
+    /// The morning brief, where it is on.
+    pub brief: Option<crate::config::BriefConfig>,
 }
 
 /// Reads the runtime it was made for, while it runs (the runtime owns the
@@ -137,6 +139,23 @@ impl Desk for DaemonDesk {
 
     fn forget_document(&self, scope: &str, id: i64) -> Result<bool, DeskError> {
         services::forget_document(self.parts.documents.as_ref(), scope, id)
+    }
+
+    fn brief(&self) -> futures::future::BoxFuture<'_, Result<Option<String>, DeskError>> {
+        Box::pin(async move {
+            let (Some(n), Some(brief)) = (&self.parts.notifier, &self.parts.brief) else {
+                return Ok(None);
+            };
+            let person = n.target();
+            let extras = crate::daemon::brief::extras(
+                self.parts.scheduler.as_deref(),
+                person.as_ref(),
+                n.now(),
+            );
+            n.brief_text(brief, &extras, n.now())
+                .await
+                .map_err(|e| DeskError(e.to_string()))
+        })
     }
 
     fn questions(&self) -> Vec<Question> {

@@ -129,4 +129,10 @@ pub trait Desk: Send + Sync {
 
     /// Answers question `id`; false when it is not open, or not the owner's.
     fn answer(&self, id: &str, answer: hearth_channel::Answer) -> bool;
+
+    /// Today's morning brief as it stands now, `None` when there is
+    /// nothing to tell or no brief on this box.
+    fn brief(&self) -> futures::future::BoxFuture<'_, Result<Option<String>, DeskError>> {
+        Box::pin(async { Ok(None) })
+    }
 }

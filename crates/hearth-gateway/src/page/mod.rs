@@ -51,6 +51,7 @@ pub(super) fn routes(router: axum::Router<App>) -> axum::Router<App> {
         .route("/ui/api/jobs/{id}/{action}", post(job))
         .route("/ui/api/memory", get(memories))
         .route("/ui/api/memory/forget", post(forget))
+        .route("/ui/api/brief", get(brief))
         .route("/ui/api/documents", get(documents))
         .route("/ui/api/documents/forget", post(forget_document))
         .route("/ui/api/questions", get(questions))
@@ -304,6 +305,20 @@ async fn forget(
     with_desk(&app, |desk| {
         done(desk.forget(&scope, &key), "no such memory")
     })
+}
+
+/// `GET /ui/api/brief`: today's brief as it stands now.
+async fn brief(State(app): State<App>, method: Method, headers: HeaderMap) -> Response {
+    if let Err(r) = guarded(&app, &method, &headers) {
+        return refused(r);
+    }
+    let Some(desk) = app.shared.desk.get().cloned() else {
+        return starting();
+    };
+    match desk.brief().await {
+        Ok(text) => answer(StatusCode::OK, json!({ "brief": text })),
+        Err(e) => answer(StatusCode::CONFLICT, json!({ "error": e.to_string() })),
+    }
 }
 
 /// `GET /ui/api/documents`: the documents kept.

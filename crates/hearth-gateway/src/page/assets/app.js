@@ -272,7 +272,7 @@ function showTab(tab) {
     $(name).hidden = name !== tab;
     $(`tab-${name}`).setAttribute("aria-pressed", String(name === tab));
   }
-  if (tab === "box") { loadBox(); loadMemories(); loadDocuments(); }
+  if (tab === "box") { loadBox(); loadMemories(); loadDocuments(); loadBrief(); }
   if (tab === "questions") loadQuestions();
 }
 
@@ -504,6 +504,15 @@ async function loadMemories() {
     }
     if (!found.length) ul.append(el("li", "Nothing found."));
   } catch (e) { ul.replaceChildren(el("li", e.message, "error")); }
+}
+
+// The morning brief as it stands now (the daemon sends it at its hour).
+async function loadBrief() {
+  const pre = $("box-brief");
+  try {
+    const { brief } = await api("/ui/api/brief");
+    pre.textContent = brief || "Nothing to tell today (or no brief on this box: it needs LMS sources).";
+  } catch (e) { pre.textContent = e.message; }
 }
 
 async function loadDocuments() {
