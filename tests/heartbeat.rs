@@ -169,3 +169,42 @@ async fn a_heartbeat_that_tries_a_write_tool_runs_nothing_and_its_read_tool_runs
     assert!(!result.is_error, "{}", result.content);
     assert!(w.config.agent.workspace.join("control.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_s_heartbeat_loop_sends_the_reminder_once_through_the_channel() {
+    use hearth::channels::InMemoryChannel;
+    let mut w = world().await;
+    // Three runs, a moment apart: the reminder, the same again, nothing.
+    w.config.heartbeat.every = std::time::Duration::from_millis(200);
+    w.config.lms.deliver = Some(LmsTarget {
+        channel: "mem".into(),
+        to: "601".into(),
+    });
+    let model = Arc::new(
+        ScriptedProvider::new([UPCOMING, REMINDER, UPCOMING, REMINDER]).then_reply("NOTHING"),
+    );
+    let channel = Arc::new(InMemoryChannel::new("mem"));
+    let runtime = support::builder(w.config.clone(), support::local(model.clone()));
+    let (daemon, _reports) = support::start(runtime, channel.clone());
+    let beat = heartbeat(&w, &model);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn(hearth::daemon::heartbeat::run(
+        beat,
+        daemon.delivery(),
+        stop.clone(),
+    ));
+    for _ in 0..200 {
+        if model.requests().len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    stop.cancel();
+    running.await.unwrap();
+    assert!(model.requests().len() >= 5, "three runs took place");
+    assert_eq!(
+        support::texts(&channel, "601"),
+        [REMINDER],
+        "one reminder, through the channel"
+    );
+}
