@@ -22,9 +22,8 @@ use super::store::SeenStore;
 use super::{ItemKind, LmsError, LmsItem, Notifier};
 use crate::config::BriefConfig;
 
-/// The outbox's name for the brief's lines (no source is named so: names
-/// come from the config, which refuses parentheses nowhere, but a source
-/// named so would only share the queue).
+/// The outbox's name for the brief's lines (a source the config named
+/// so would only share their queue).
 pub const BRIEF: &str = "(brief)";
 /// How far back "changed" reaches when there was no brief before.
 const FIRST_LOOK_BACK: i64 = 24;
