@@ -132,6 +132,23 @@ async fn talkative(clock: &Arc<ManualClock>) -> (Notifier, tempfile::TempDir, Re
     (n, dir, Recorder::default())
 }
 
+/// The briefs that go out at `now`: queued and delivered.
+async fn sends_texts(
+    n: &Notifier,
+    sink: &Recorder,
+    clock: &ManualClock,
+    now: &str,
+    brief: &BriefConfig,
+) -> Vec<String> {
+    clock.set(at(now));
+    n.brief_if_due(brief, &BriefExtras::default())
+        .await
+        .unwrap();
+    let mut report = hearth::lms::PollReport::default();
+    n.deliver(sink, &mut report).await;
+    briefs(&sink.take())
+}
+
 /// Whether a brief goes out at `now`: queued and delivered.
 async fn sends_at(
     n: &Notifier,
@@ -140,13 +157,7 @@ async fn sends_at(
     now: &str,
     brief: &BriefConfig,
 ) -> usize {
-    clock.set(at(now));
-    n.brief_if_due(brief, &BriefExtras::default())
-        .await
-        .unwrap();
-    let mut report = hearth::lms::PollReport::default();
-    n.deliver(sink, &mut report).await;
-    briefs(&sink.take()).len()
+    sends_texts(n, sink, clock, now, brief).await.len()
 }
 
 #[tokio::test]
@@ -256,6 +267,20 @@ async fn a_quiet_day_sends_nothing_and_a_talkative_one_says_so() {
         "{}",
         sent[0]
     );
+    // A calendar that cannot be read is worth a word even on a quiet day,
+    // and the word never holds its password.
+    let broken = BriefConfig {
+        calendar: Some("http://me:hunter2@127.0.0.1:9/me/personal/".into()),
+        ..BriefConfig::default()
+    };
+    let sent = sends_texts(&n, &sink, &clock, "2025-06-05T06:00:00Z", &broken).await;
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].contains("Your calendar could not be read"),
+        "{}",
+        sent[0]
+    );
+    assert!(!sent[0].contains("hunter2"), "{}", sent[0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

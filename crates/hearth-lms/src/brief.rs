@@ -231,7 +231,7 @@ impl Parts {
 
     fn text(&self, tz: Tz, ahead_days: u32) -> Option<String> {
         let sections = self.sections(tz, ahead_days);
-        if sections.is_empty() {
+        if sections.is_empty() && self.notes.is_empty() {
             return None;
         }
         let mut out = vec![format!("Good morning. {}.", self.today.format("%A %-d %B"))];
