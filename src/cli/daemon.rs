@@ -66,9 +66,12 @@ pub async fn run(
     let names: Vec<String> = runtime.channels().map(|c| c.name().to_string()).collect();
     let first = names.first().cloned().unwrap_or_default();
     let unfit = preload(&models, &config, (tools.clone(), first));
+    // Caught from here on, before anything says the daemon is listening:
+    // a SIGTERM right after that line stops it gracefully, never by default.
+    let signals = signalled();
     let stop = async {
         tokio::select! {
-            () = signalled() => None,
+            () = signals => None,
             Ok(why) = unfit => Some(why),
         }
     };
