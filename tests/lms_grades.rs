@@ -208,6 +208,30 @@ async fn canvas_grades_comments_and_an_unlocking_quiz_are_each_told_once() {
         "{ps4}"
     );
 
+    // Feedback posted later on an old grade (Homework 3): one change.
+    let body = fake.body("courses/101/students/submissions");
+    let mut subs: serde_json::Value = serde_json::from_str(&body).unwrap();
+    subs[2]["submission_comments"] = serde_json::json!([
+        {"id": 2, "author_id": 3, "author_name": "Dr. Noether", "comment": "See the model answer for 4c.", "created_at": "2025-03-10T13:50:00Z"}
+    ]);
+    fake.set("courses/101/students/submissions", subs.to_string());
+    clock.advance(chrono::Duration::minutes(30));
+    restarted.poll_once(&sink).await;
+    let notices = sink.take();
+    assert_eq!(ids(&notices), ["grade:101:4002"], "{notices:#?}");
+    assert!(
+        notices[0]
+            .text
+            .starts_with("Grade updated · Linear Algebra\nHomework 3\n")
+            && notices[0]
+                .text
+                .contains("Feedback: Dr. Noether: See the model answer for 4c."),
+        "{}",
+        notices[0].text
+    );
+    clock.advance(chrono::Duration::minutes(30));
+    assert_eq!(restarted.poll_once(&sink).await.sent(), 0, "told once");
+
     // Tuesday 08:00 UTC the quiz unlocks: told once, across a restart.
     drop(restarted);
     clock.set(at("2025-03-11T08:30:00Z"));
