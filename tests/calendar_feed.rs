@@ -32,8 +32,17 @@ fn reminder(to: &str, at: chrono::DateTime<chrono::Utc>, name: &str) -> NewJob {
     }
 }
 
-#[tokio::test]
-async fn the_feed_parses_keeps_its_uids_when_a_date_moves_and_imports_into_radicale() {
+/// The LMS person (chat 42 on Telegram), their Moodle polled at NOW, and
+/// their jobs.
+struct Person {
+    fake: Arc<Fake>,
+    dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    cfg: hearth::config::LmsConfig,
+    jobs: Arc<Scheduler>,
+}
+
+async fn polled(caldav: Option<String>) -> Person {
     let fake = moodle_fake();
     let url = moodle_server(fake.clone()).await;
     let dir = tempfile::tempdir().unwrap();
@@ -43,15 +52,34 @@ async fn the_feed_parses_keeps_its_uids_when_a_date_moves_and_imports_into_radic
         channel: "telegram".into(),
         to: "42".into(),
     });
+    cfg.caldav = caldav;
     notifier(&cfg, dir.path(), &clock).poll().await;
-
-    // The LMS person's reminder is in the feed; another person's is not.
     let jobs = Scheduler::open(
         &JobStore::path_in(dir.path()),
         SchedulerConfig::default(),
         clock.clone(),
     )
     .unwrap();
+    Person {
+        fake,
+        dir,
+        clock,
+        cfg,
+        jobs: Arc::new(jobs),
+    }
+}
+
+#[tokio::test]
+async fn the_feed_parses_keeps_its_uids_when_a_date_moves_and_imports_into_radicale() {
+    let Person {
+        fake,
+        dir,
+        clock,
+        cfg,
+        jobs,
+    } = polled(None).await;
+
+    // The LMS person's reminder is in the feed; another person's is not.
     jobs.add(reminder(
         "42",
         at("2025-03-12T07:00:00Z"),
@@ -64,7 +92,7 @@ async fn the_feed_parses_keeps_its_uids_when_a_date_moves_and_imports_into_radic
         "Someone else's dentist",
     ))
     .unwrap();
-    let feed = DeadlineFeed::open(dir.path(), &cfg, Some(Arc::new(jobs))).unwrap();
+    let feed = DeadlineFeed::open(dir.path(), &cfg, Some(jobs)).unwrap();
     let before = feed.text(clock.now()).unwrap();
 
     // The essay moves two days later.
@@ -224,25 +252,13 @@ async fn the_deadlines_written_to_radicale_appear_for_a_second_client_and_follow
     let with_password = radicale.calendar("deadlines", empty).await;
     let plain = format!("{}/{}/deadlines/", radicale.base, support::radicale::USER.0);
 
-    let fake = moodle_fake();
-    let url = moodle_server(fake.clone()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(at(NOW)));
-    let mut cfg = moodle_config(&url);
-    cfg.deliver = Some(LmsTarget {
-        channel: "telegram".into(),
-        to: "42".into(),
-    });
-    cfg.caldav = Some(with_password);
-    notifier(&cfg, dir.path(), &clock).poll().await;
-    let jobs = Arc::new(
-        Scheduler::open(
-            &JobStore::path_in(dir.path()),
-            SchedulerConfig::default(),
-            clock.clone(),
-        )
-        .unwrap(),
-    );
+    let Person {
+        fake,
+        dir,
+        clock,
+        cfg,
+        jobs,
+    } = polled(Some(with_password)).await;
     let kit = jobs
         .add(reminder(
             "42",

@@ -131,7 +131,12 @@ fn equip(
     (config, services): (&Config, &Services),
 ) {
     gateway.attach_desk(Arc::new(DaemonDesk::new(runtime, parts)));
-    match DeadlineFeed::open(&config.data_dir, &config.lms, services.scheduler.clone()) {
+    // The notifier's store where the LMS runs; else the jobs' reminders alone.
+    let feed = match &services.deadlines {
+        Some(d) => Ok(DeadlineFeed::of(d.clone())),
+        None => DeadlineFeed::open(&config.data_dir, &config.lms, services.scheduler.clone()),
+    };
+    match feed {
         Ok(feed) => gateway.attach_calendar(Arc::new(feed)),
         Err(e) => tracing::warn!("the gateway serves no calendar feed: {e}"),
     }

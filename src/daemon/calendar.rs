@@ -12,16 +12,21 @@ use crate::daemon::deadlines::Deadlines;
 use crate::lms::LmsError;
 use crate::scheduler::Scheduler;
 
-pub struct DeadlineFeed(Deadlines);
+pub struct DeadlineFeed(Arc<Deadlines>);
 
 impl DeadlineFeed {
+    /// The feed of `deadlines` (the services', over the notifier's store).
+    pub fn of(deadlines: Arc<Deadlines>) -> Self {
+        Self(deadlines)
+    }
+
     /// The feed of `lms.sqlite3` in `data_dir`, for `lms`'s person.
     pub fn open(
         data_dir: &Path,
         lms: &LmsConfig,
         jobs: Option<Arc<Scheduler>>,
     ) -> Result<Self, LmsError> {
-        Deadlines::open(data_dir, lms, jobs).map(Self)
+        Deadlines::open(data_dir, lms, jobs).map(|d| Self(Arc::new(d)))
     }
 
     /// The feed's text at `now`.

@@ -203,8 +203,9 @@ impl Notifier {
         self.clock.now()
     }
 
-    /// The store, for `hearth lms status`.
-    pub fn store(&self) -> &SeenStore {
+    /// The store, for `hearth lms status` and what reads it beside the
+    /// notifier (the deadlines).
+    pub fn store(&self) -> &Arc<SeenStore> {
         &self.store
     }
 

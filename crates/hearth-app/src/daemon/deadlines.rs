@@ -21,7 +21,7 @@ pub const NAME: &str = "hearth: deadlines";
 const AHEAD_DAYS: i64 = 183;
 
 pub struct Deadlines {
-    store: SeenStore,
+    store: Arc<SeenStore>,
     jobs: Option<Arc<Scheduler>>,
     person: Option<LmsTarget>,
     time_zone: chrono_tz::Tz,
@@ -35,13 +35,22 @@ impl Deadlines {
         lms: &LmsConfig,
         jobs: Option<Arc<Scheduler>>,
     ) -> Result<Self, LmsError> {
-        Ok(Self {
-            store: SeenStore::open_in(data_dir)?,
+        Ok(Self::over(
+            Arc::new(SeenStore::open_in(data_dir)?),
+            lms,
+            jobs,
+        ))
+    }
+
+    /// The deadlines of `store` (the notifier's, where it runs).
+    pub fn over(store: Arc<SeenStore>, lms: &LmsConfig, jobs: Option<Arc<Scheduler>>) -> Self {
+        Self {
+            store,
             jobs,
             person: lms.deliver.clone(),
             time_zone: lms.time_zone,
             caldav: lms.caldav.clone(),
-        })
+        }
     }
 
     /// Every event at `now`, soonest first.

@@ -28,8 +28,9 @@ pub struct Services {
     pub notifier: Option<Arc<Notifier>>,
     /// The morning brief, where it is on (and the LMS too).
     pub brief: Option<crate::config::BriefConfig>,
-    /// The deadlines written into `[lms] caldav`, where it is set.
-    pub caldav: Option<Arc<super::deadlines::Deadlines>>,
+    /// The person's deadlines over the notifier's store: served by the
+    /// gateway, and written into `[lms] caldav` where it is set.
+    pub deadlines: Option<Arc<super::deadlines::Deadlines>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,20 +84,21 @@ impl Services {
             Some(Arc::new(n))
         };
         let brief = (config.brief.on(true) && notifier.is_some()).then(|| config.brief.clone());
-        let caldav = match (&config.lms.caldav, &notifier) {
-            (Some(_), Some(_)) => Some(Arc::new(
-                super::deadlines::Deadlines::open(&config.data_dir, &config.lms, scheduler.clone())
-                    .map_err(|e| ServiceError::Lms(e.to_string()))?,
-            )),
-            _ => None,
-        };
+        let deadlines = notifier.as_ref().map(|n| {
+            let store = n.store().clone();
+            Arc::new(super::deadlines::Deadlines::over(
+                store,
+                &config.lms,
+                scheduler.clone(),
+            ))
+        });
         Ok(Self {
             memory,
             meaning,
             scheduler,
             notifier,
             brief,
-            caldav,
+            deadlines,
         })
     }
 
@@ -166,22 +168,17 @@ impl Services {
             let poller = n.clone();
             let (poll_metrics, poll_stop) = (metrics.clone(), stop.clone());
             // The brief starts once the first poll has recorded what is new.
-            let mut brief = self.brief.clone().map(|b| {
-                let (jobs, person) = (self.scheduler.clone(), n.target());
-                move || {
-                    let run = super::brief::run(poller.clone(), b, jobs, person, poll_stop.clone());
-                    tokio::spawn(run);
-                }
-            });
-            let poller = n.clone();
-            let poll_stop = stop.clone();
-            let calendar = self.caldav.clone();
+            let mut brief = self.brief.clone();
+            let (jobs, person) = (self.scheduler.clone(), n.target());
+            let calendar = self.deadlines.clone();
             tokio::spawn(async move {
                 loop {
                     let report = poller.poll().await;
                     count_polls(&poll_metrics, &report);
-                    if let Some(start) = brief.take() {
-                        start();
+                    if let Some(b) = brief.take() {
+                        let (jobs, person, stop) =
+                            (jobs.clone(), person.clone(), poll_stop.clone());
+                        tokio::spawn(super::brief::run(poller.clone(), b, jobs, person, stop));
                     }
                     if let Some(calendar) = &calendar {
                         publish(calendar).await;
@@ -197,8 +194,9 @@ impl Services {
     }
 }
 
-/// Writes the deadlines into the person's CalDAV calendar, logging how it
-/// went (a failure waits for the next poll).
+/// Writes the deadlines into the person's CalDAV calendar where
+/// `[lms] caldav` names one, logging how it went (a failure waits for the
+/// next poll).
 async fn publish(calendar: &super::deadlines::Deadlines) {
     match calendar.publish(chrono::Utc::now()).await {
         Ok(Some(p)) if p.put + p.deleted > 0 => {

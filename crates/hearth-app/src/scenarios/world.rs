@@ -113,7 +113,7 @@ impl World {
             scheduler: Some(self.scheduler.clone()),
             notifier: Some(self.notifier.clone()),
             brief: None,
-            caldav: None,
+            deadlines: None,
         }
         .add_tools(&mut tools);
         for name in without {
