@@ -153,10 +153,24 @@ async fn a_backup_taken_during_a_stream_of_messages_restores_every_conversation(
             assert!(out.status.success(), "{}", said(&out));
         })
         .await;
+    // Every conversation is back as it was backed up. A message that was
+    // waiting for its reply then is still in the inbox and the restored
+    // daemon may answer it at once: its reply may follow, nothing else.
+    let restored = conversations(&running.data_dir().join("history.sqlite3"));
     assert_eq!(
-        conversations(&running.data_dir().join("history.sqlite3")),
-        backed
+        restored.keys().collect::<Vec<_>>(),
+        backed.keys().collect::<Vec<_>>()
     );
+    for (key, turns) in &backed {
+        let now = &restored[key];
+        assert_eq!(&now[..turns.len()], &turns[..], "{key}: {now:?}");
+        let waiting = turns.last().is_some_and(|t| t.0 == "user");
+        assert!(
+            now.len() == turns.len()
+                || (waiting && now.len() == turns.len() + 1 && now[turns.len()].0 == "assistant"),
+            "{key}: restored {now:?} from {turns:?}"
+        );
+    }
 
     // The next turn of every conversation is answered with its history:
     // its prompt holds the earlier turns.
