@@ -1,7 +1,10 @@
 //! Heartbeat checks (`HEARTBEAT.md`): a deadline 20 hours away and not
-//! handed in gets one reminder; the same run an hour later sends none; a
-//! run that tries a write tool runs nothing (the registry refuses it in the
-//! read-only turn) while its read tool runs; no file, no turn.
+//! handed in gets one reminder; the same run an hour later sends none, in
+//! the same words or in others about the same item, while a message about
+//! another item goes out; a run that tries a write tool runs nothing (the
+//! registry refuses it in the read-only turn) while its read tool runs; a
+//! run that ends in hearth's own words (out of rounds, nothing said) sends
+//! nothing; no file, no turn.
 //!
 //! The model is scripted (`ScriptedProvider`): what is tested is hearth's
 //! part (the instructions reaching the model with the time, the read-only
@@ -30,6 +33,7 @@ struct World {
     home: tempfile::TempDir,
     config: hearth::config::Config,
     tools: Arc<ToolRegistry>,
+    items: Arc<hearth::lms::SeenStore>,
 }
 
 /// Fake Moodle polled 20 hours before the essay is due (Sat 15 Mar 23:59
@@ -49,8 +53,9 @@ async fn world() -> World {
     n.poll().await;
     let context = support::tool_context(&config);
     let mut tools = ToolRegistry::for_config(&config.agent, &context.sandbox);
+    let items = Arc::new(hearth::lms::SeenStore::open_in(&config.data_dir).unwrap());
     tools.register(Box::new(LmsUpcoming::new(
-        Arc::new(hearth::lms::SeenStore::open_in(&config.data_dir).unwrap()),
+        items.clone(),
         config.lms.time_zone,
         clock,
     )));
@@ -59,6 +64,7 @@ async fn world() -> World {
         home,
         config,
         tools: Arc::new(tools),
+        items,
     }
 }
 
@@ -71,6 +77,7 @@ fn heartbeat(w: &World, model: &Arc<ScriptedProvider>) -> Heartbeat {
         support::tool_context(&w.config),
     )
     .unwrap()
+    .about(w.items.clone())
 }
 
 #[tokio::test]
@@ -114,6 +121,79 @@ async fn a_deadline_in_20_hours_gets_one_reminder_and_the_next_run_none() {
         Beat::Repeat
     );
     drop(w.home);
+}
+
+#[tokio::test]
+async fn the_same_reminder_in_other_words_is_a_repeat_and_another_item_is_not() {
+    let w = world().await;
+    let now = at("2025-03-15T02:59:00Z");
+    let later = "Reminder: essay 1 is due in 19 hours and you have not handed it in!";
+    let other = "Problem set 3 is due on Thursday at noon.";
+    let model = Arc::new(
+        ScriptedProvider::new([UPCOMING, REMINDER])
+            .then_reply(UPCOMING)
+            .then_reply(later)
+            .then_reply(UPCOMING)
+            .then_reply(other)
+            .then_reply(UPCOMING)
+            .then_reply(later),
+    );
+    let beat = heartbeat(&w, &model);
+    let Beat::Send(text) = beat.run_once(now).await.unwrap() else {
+        panic!("the first run tells the person");
+    };
+    beat.sent(&text, now).unwrap();
+    // Hostile: an hour later, other words about the same essay.
+    let hour = now + chrono::Duration::hours(1);
+    assert_eq!(
+        heartbeat(&w, &model).run_once(hour).await.unwrap(),
+        Beat::Repeat
+    );
+    // Control: a message about another item goes out.
+    assert_eq!(
+        heartbeat(&w, &model).run_once(hour).await.unwrap(),
+        Beat::Send(other.into())
+    );
+    // And a day later the essay may be named again.
+    let day = now + chrono::Duration::hours(25);
+    assert_eq!(
+        heartbeat(&w, &model).run_once(day).await.unwrap(),
+        Beat::Send(later.into())
+    );
+}
+
+#[tokio::test]
+async fn a_run_that_ends_in_hearth_s_own_words_sends_nothing() {
+    let w = world().await;
+    let now = at("2025-03-15T02:59:00Z");
+    // The model calls the tool with new arguments every round: the rounds
+    // run out, and hearth's "I stopped after 4 rounds" is not a message.
+    let calls = (1..=10).map(|days| {
+        format!("<tool_call>{{\"name\": \"lms_upcoming\", \"arguments\": {{\"days\": {days}}}}}</tool_call>")
+    });
+    let looping = Arc::new(ScriptedProvider::new(calls));
+    assert_eq!(
+        heartbeat(&w, &looping).run_once(now).await.unwrap(),
+        Beat::Quiet
+    );
+    assert_eq!(
+        looping.requests().len(),
+        w.config.heartbeat.max_rounds as usize,
+        "bounded in rounds"
+    );
+    // The model's last round says nothing: hearth's fallback ("here is what
+    // lms_upcoming returned") is not a message either.
+    let mute = Arc::new(ScriptedProvider::new([UPCOMING, ""]));
+    assert_eq!(
+        heartbeat(&w, &mute).run_once(now).await.unwrap(),
+        Beat::Quiet
+    );
+    // Control: the model's own words after the same call go out.
+    let says = Arc::new(ScriptedProvider::new([UPCOMING, REMINDER]));
+    assert_eq!(
+        heartbeat(&w, &says).run_once(now).await.unwrap(),
+        Beat::Send(REMINDER.into())
+    );
 }
 
 #[tokio::test]

@@ -80,7 +80,7 @@ pub async fn run(
     let stop_services = tokio_util::sync::CancellationToken::new();
     services.spawn(daemon.delivery(), metrics, stop_services.clone());
     heartbeat(
-        &config,
+        (&config, &services),
         &models,
         (&tools, &tool_context),
         (&daemon, &stop_services),
@@ -145,7 +145,7 @@ fn equip(
 /// Runs the standing checks of `HEARTBEAT.md` for the person the LMS
 /// tells, where `[heartbeat]` is on and `[lms] deliver` names them.
 fn heartbeat(
-    config: &Config,
+    (config, services): (&Config, &Services),
     models: &Arc<LocalModels>,
     (tools, context): (&Arc<crate::tools::ToolRegistry>, &crate::tools::ToolContext),
     (daemon, stop): (&Daemon, &tokio_util::sync::CancellationToken),
@@ -155,7 +155,10 @@ fn heartbeat(
     };
     let background = Arc::new(LoadedModel::new(models.clone()));
     match Heartbeat::new(config, person, background, tools.clone(), context.clone()) {
-        Ok(beat) => {
+        Ok(mut beat) => {
+            if let Some(n) = &services.notifier {
+                beat = beat.about(n.store().clone());
+            }
             tracing::info!(workspace = %beat.workspace().display(), "heartbeat: reads HEARTBEAT.md there every {} min", config.heartbeat.every.as_secs() / 60);
             tokio::spawn(crate::daemon::heartbeat::run(
                 beat,

@@ -31,6 +31,7 @@ mod item;
 mod json;
 mod lines_and_polls;
 pub mod moodle;
+mod named;
 mod notice;
 mod notifier;
 mod recent;
@@ -58,6 +59,7 @@ pub use files::{CourseFile, Fetched, FileKeeper, KeepError, LastListed, MAX_FILE
 pub use forget::forget;
 pub use item::{ItemKind, LmsItem};
 pub use lines_and_polls::{Queued, SourceStatus};
+pub use named::{named_in, named_items};
 pub use notice::{Notice, NoticeError, NoticeKind, NoticeSink, format_due};
 pub use notifier::{MAX_BACKOFF, Notifier, PollReport, SourceReport};
 pub use recent::LmsRecent;

@@ -63,6 +63,9 @@ pub struct LoopOutcome {
     /// What this turn adds to the history, in order.
     pub history: Vec<ConversationMessage>,
     pub iterations: u32,
+    /// The text is the model's own answer; false where hearth wrote it
+    /// (the rounds ran out, or the model's last round said nothing).
+    pub model_answered: bool,
     /// What context management did.
     pub context: ContextReport,
     /// When management summarised or dropped earlier turns: the history
@@ -155,12 +158,13 @@ impl ToolLoop<'_> {
                 parsed.malformed.clear();
             }
             if parsed.calls.is_empty() && parsed.malformed.is_empty() {
-                if parsed.text.trim().is_empty() {
+                let said = !parsed.text.trim().is_empty();
+                if !said {
                     let thought =
                         !reply.reasoning.trim().is_empty() || !parsed.reasoning.trim().is_empty();
                     parsed.text = fallback_answer(&turn.history, reply.finish, thought);
                 }
-                return Ok(turn.answered(parsed.text, iteration));
+                return Ok(turn.answered(parsed.text, iteration, said));
             }
             self.run_calls(&mut turn, parsed, settings).await;
         }
@@ -168,7 +172,7 @@ impl ToolLoop<'_> {
             "I stopped after {} rounds of tool calls without finishing. Tell me to continue, or narrow the request.",
             settings.max_iterations
         );
-        Ok(turn.answered(text, settings.max_iterations))
+        Ok(turn.answered(text, settings.max_iterations, false))
     }
 
     /// One round's request to the model. A prompt over the window has its
@@ -433,7 +437,7 @@ struct Rounds {
 
 impl Rounds {
     /// The turn ends with `text` as the answer, after `iterations` rounds.
-    fn answered(mut self, text: String, iterations: u32) -> LoopOutcome {
+    fn answered(mut self, text: String, iterations: u32, model_answered: bool) -> LoopOutcome {
         self.history
             .push(ConversationMessage::Chat(ChatMessage::assistant(
                 text.clone(),
@@ -443,6 +447,7 @@ impl Rounds {
             rewritten_history: rewritten(&self.messages, self.current, &self.report),
             history: self.history,
             iterations,
+            model_answered,
             context: self.report,
         }
     }

@@ -8,8 +8,12 @@
 //! registry, not merely not offered), at most `max_rounds` model rounds of
 //! `max_tokens` each within `timeout`, and no history: nothing of one run
 //! feeds the next, so it cannot loop. It answers the person only when the
-//! model says something needs them (anything but the word `NOTHING`), and
-//! never the same words twice in a row: the last message sent is kept in
+//! model itself says something needs them (anything but the word
+//! `NOTHING`; never hearth's own words where the rounds ran out or the
+//! model said nothing), and never the same message twice in a row: not the
+//! same words, and within a day not a message about the same course items
+//! in the same state in other words ("due in 19 hours" after "due in 20
+//! hours"). The last message sent and the items it named are kept in
 //! `<data dir>/heartbeat.json`, across restarts.
 
 use std::path::{Path, PathBuf};
@@ -32,6 +36,8 @@ pub const FILE: &str = "HEARTBEAT.md";
 pub const NOTHING: &str = "NOTHING";
 /// The most of the file read.
 const MOST: usize = 8 * 1024;
+/// How long a message about the same items in the same state is a repeat.
+const SAME_ITEMS_FOR: chrono::Duration = chrono::Duration::hours(24);
 
 const SYSTEM: &str = "You run the person's standing checks on a schedule. Their instructions follow. Use the tools to look up what the instructions depend on (due dates and whether work is handed in: lms_upcoming; what changed: lms_recent). If something needs the person now, reply with the short message to send them, and nothing else. If nothing needs them, reply with exactly NOTHING.";
 
@@ -71,6 +77,19 @@ pub struct Heartbeat {
     dispatcher: crate::config::DispatcherChoice,
     time_zone: chrono_tz::Tz,
     record: PathBuf,
+    /// The LMS's items, to tell what a message is about.
+    items: Option<Arc<crate::lms::SeenStore>>,
+}
+
+/// The last message sent, as `heartbeat.json` keeps it.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Record {
+    last: Option<String>,
+    #[serde(default)]
+    sent_at: i64,
+    /// The keys of the course items it named ([`crate::lms::named_in`]).
+    #[serde(default)]
+    about: Vec<String>,
 }
 
 impl Heartbeat {
@@ -106,6 +125,26 @@ impl Heartbeat {
             dispatcher: config.agent.tool_dispatcher,
             time_zone: config.lms.time_zone,
             record: config.data_dir.join("heartbeat.json"),
+            items: None,
+        })
+    }
+
+    /// Tells what a message is about by the course items of `store` it
+    /// names, so the same reminder in other words is not sent again.
+    pub fn about(mut self, store: Arc<crate::lms::SeenStore>) -> Self {
+        self.items = Some(store);
+        self
+    }
+
+    /// The keys of the course items `text` names at `now`: none without
+    /// the LMS's store, or where it cannot be read (said in the log).
+    fn named(&self, text: &str, now: DateTime<Utc>) -> Vec<String> {
+        let Some(store) = &self.items else {
+            return Vec::new();
+        };
+        crate::lms::named_items(store, text, now).unwrap_or_else(|e| {
+            tracing::warn!("the heartbeat cannot tell which course items its message names: {e}");
+            Vec::new()
         })
     }
 
@@ -162,30 +201,52 @@ impl Heartbeat {
             .map_err(|e| HeartbeatError::Turn(e.to_string()))?;
         let text = crate::pipeline::sanitize::reply(&done.text);
         let text = text.trim();
-        if text.is_empty() || text.trim_matches(|c: char| !c.is_alphanumeric()) == NOTHING {
+        if !done.model_answered
+            || text.is_empty()
+            || text.trim_matches(|c: char| !c.is_alphanumeric()) == NOTHING
+        {
             return Ok(Beat::Quiet);
         }
-        if self.last()?.as_deref().map(same) == Some(same(text)) {
+        if self.repeats(text, now)? {
             return Ok(Beat::Repeat);
         }
         Ok(Beat::Send(text.to_string()))
     }
 
-    /// The last message sent, if any.
-    fn last(&self) -> Result<Option<String>, HeartbeatError> {
+    /// Whether `text` at `now` would repeat the last message sent: the
+    /// same words, or within [`SAME_ITEMS_FOR`] the same course items in
+    /// the same state.
+    fn repeats(&self, text: &str, now: DateTime<Utc>) -> Result<bool, HeartbeatError> {
+        let last = self.last()?;
+        let Some(words) = last.last.as_deref() else {
+            return Ok(false);
+        };
+        if same(words) == same(text) {
+            return Ok(true);
+        }
+        let recent = now.timestamp() - last.sent_at < SAME_ITEMS_FOR.num_seconds();
+        Ok(recent && !last.about.is_empty() && self.named(text, now) == last.about)
+    }
+
+    /// The last message sent; an unreadable record counts as none.
+    fn last(&self) -> Result<Record, HeartbeatError> {
         match std::fs::read(&self.record) {
-            Ok(bytes) => Ok(serde_json::from_slice::<serde_json::Value>(&bytes)
-                .ok()
-                .and_then(|v| v["last"].as_str().map(str::to_string))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Record::default()),
             Err(source) => Err(self.record_error(source)),
         }
     }
 
-    /// Records `text` as sent at `now`.
+    /// Records `text` as sent at `now`, with the course items it names.
     pub fn sent(&self, text: &str, now: DateTime<Utc>) -> Result<(), HeartbeatError> {
-        let body = serde_json::json!({ "last": text, "sent_at": now.timestamp() });
-        crate::file_modes::replace_file(&self.record, body.to_string().as_bytes(), 0o600)
+        let record = Record {
+            last: Some(text.to_string()),
+            sent_at: now.timestamp(),
+            about: self.named(text, now),
+        };
+        let body =
+            serde_json::to_vec(&record).map_err(|e| self.record_error(std::io::Error::other(e)))?;
+        crate::file_modes::replace_file(&self.record, &body, 0o600)
             .map_err(|e| self.record_error(e))
     }
 
