@@ -20,7 +20,9 @@ use hearth::config::LmsTarget;
 use hearth::daemon::heartbeat::{Beat, FILE, Heartbeat};
 use hearth::lms::{LmsUpcoming, ManualClock};
 use hearth::providers::ScriptedProvider;
-use hearth::tools::ToolRegistry;
+use hearth::sandbox::{Containment, Limits, Sandbox, SandboxChoice};
+use hearth::security::{Autonomy, SecurityPolicy};
+use hearth::tools::{ToolContext, ToolRegistry};
 use support::lms_fake::*;
 
 const STANDING: &str = "If a deadline is within 24 h and I haven't submitted, remind me at once.\n";
@@ -34,11 +36,17 @@ struct World {
     config: hearth::config::Config,
     tools: Arc<ToolRegistry>,
     items: Arc<hearth::lms::SeenStore>,
+    context: hearth::tools::ToolContext,
 }
 
 /// Fake Moodle polled 20 hours before the essay is due (Sat 15 Mar 23:59
 /// CET), its tools in a registry beside the file tools.
 async fn world() -> World {
+    world_in(SandboxChoice::Auto, Autonomy::Supervised).await
+}
+
+/// [`world`] with commands contained by `choice` under `autonomy`.
+async fn world_in(choice: SandboxChoice, autonomy: Autonomy) -> World {
     let fake = moodle_fake();
     let url = moodle_server(fake).await;
     let home = tempfile::tempdir().unwrap();
@@ -51,7 +59,16 @@ async fn world() -> World {
     let clock = Arc::new(ManualClock::new(at("2025-03-15T02:59:00Z")));
     let n = notifier(&config.lms, &config.data_dir, &clock);
     n.poll().await;
-    let context = support::tool_context(&config);
+    std::fs::create_dir_all(&config.agent.workspace).unwrap();
+    let workspace = &config.agent.workspace;
+    let context = ToolContext::with_sandbox(
+        SecurityPolicy::new(workspace, autonomy, None).unwrap(),
+        Sandbox::resolve(choice, workspace, false, Limits::default()),
+        std::time::Duration::from_secs(10),
+    );
+    if let Containment::Unavailable(why) = context.sandbox.containment() {
+        panic!("{choice:?} cannot run here: {why}");
+    }
     let mut tools = ToolRegistry::for_config(&config.agent, &context.sandbox);
     let items = Arc::new(hearth::lms::SeenStore::open_in(&config.data_dir).unwrap());
     tools.register(Box::new(LmsUpcoming::new(
@@ -65,6 +82,7 @@ async fn world() -> World {
         config,
         tools: Arc::new(tools),
         items,
+        context,
     }
 }
 
@@ -74,7 +92,7 @@ fn heartbeat(w: &World, model: &Arc<ScriptedProvider>) -> Heartbeat {
         w.config.lms.deliver.clone().unwrap(),
         model.clone(),
         w.tools.clone(),
-        support::tool_context(&w.config),
+        w.context.clone(),
     )
     .unwrap()
     .about(w.items.clone())
@@ -216,38 +234,61 @@ async fn nothing_to_say_sends_nothing_and_no_file_costs_no_turn() {
 
 #[tokio::test]
 async fn a_heartbeat_that_tries_a_write_tool_runs_nothing_and_its_read_tool_runs() {
-    let w = world().await;
-    let now = at("2025-03-15T02:59:00Z");
     let write = "<tool_call>{\"name\": \"file_write\", \"arguments\": {\"path\": \"planted.txt\", \"content\": \"pwned\"}}</tool_call>";
-    // Hostile: a write; control: a read in the same run.
-    let model = Arc::new(ScriptedProvider::new([write, UPCOMING, "NOTHING"]));
-    let outcome = heartbeat(&w, &model).run_once(now).await.unwrap();
-    assert_eq!(outcome, Beat::Quiet);
-    assert!(
-        !w.config.agent.workspace.join("planted.txt").exists(),
-        "the write tool never ran"
-    );
-    let asked = model.requests();
-    let after_write = format!("{:?}", asked[1].messages);
-    assert!(
-        after_write.contains("changes things")
-            && after_write.contains("only reading tools may run"),
-        "the model is told the write was refused: {after_write}"
-    );
-    let after_read = format!("{:?}", asked[2].messages);
-    assert!(after_read.contains("Essay 1"), "the read ran: {after_read}");
-    // Control: the same write through a context that is not read-only runs.
-    let ctx = support::tool_context(&w.config);
-    let result = w
-        .tools
-        .run(
-            "file_write",
-            serde_json::json!({"path": "control.txt", "content": "ok"}),
-            &ctx,
-        )
-        .await;
-    assert!(!result.is_error, "{}", result.content);
-    assert!(w.config.agent.workspace.join("control.txt").exists());
+    let shell = "<tool_call>{\"name\": \"shell\", \"arguments\": {\"command\": \"touch shelled.txt\"}}</tool_call>";
+    for (choice, autonomy) in [
+        (SandboxChoice::Bubblewrap, Autonomy::Supervised),
+        (SandboxChoice::Landlock, Autonomy::Supervised),
+        (SandboxChoice::Bubblewrap, Autonomy::Full),
+        (SandboxChoice::Off, Autonomy::Full),
+    ] {
+        let w = world_in(choice, autonomy).await;
+        let mode = format!("{choice:?}, {autonomy:?}");
+        let workspace = w.context.policy.workspace().to_path_buf();
+        let now = at("2025-03-15T02:59:00Z");
+        // Hostile: a write and a command; control: a read in the same run.
+        let model = Arc::new(ScriptedProvider::new([write, shell, UPCOMING, "NOTHING"]));
+        let outcome = heartbeat(&w, &model).run_once(now).await.unwrap();
+        assert_eq!(outcome, Beat::Quiet, "{mode}");
+        for planted in ["planted.txt", "shelled.txt"] {
+            assert!(!workspace.join(planted).exists(), "{mode}: {planted}");
+        }
+        let asked = model.requests();
+        for (round, tool) in [(1, "file_write"), (2, "shell")] {
+            let after = format!("{:?}", asked[round].messages);
+            assert!(
+                after.contains("changes things") && after.contains("only reading tools may run"),
+                "{mode}: the model is told {tool} was refused: {after}"
+            );
+        }
+        let after_read = format!("{:?}", asked[3].messages);
+        assert!(
+            after_read.contains("Essay 1"),
+            "{mode}: the read ran: {after_read}"
+        );
+        // Control: the same write and command through the same context,
+        // not read-only, run.
+        let result = w
+            .tools
+            .run(
+                "file_write",
+                serde_json::json!({"path": "control.txt", "content": "ok"}),
+                &w.context,
+            )
+            .await;
+        assert!(!result.is_error, "{mode}: {}", result.content);
+        assert!(workspace.join("control.txt").exists(), "{mode}");
+        let result = w
+            .tools
+            .run(
+                "shell",
+                serde_json::json!({"command": "touch shelled-control.txt"}),
+                &w.context,
+            )
+            .await;
+        assert!(!result.is_error, "{mode}: {}", result.content);
+        assert!(workspace.join("shelled-control.txt").exists(), "{mode}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
