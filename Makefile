@@ -46,6 +46,10 @@ TEST_PROFILE := make-test
 # browser, the one engine the model tests share) with a core idle; on 2 cores
 # the integration tests ran in 874 s at 3 against 1,075 s at 2 (docs/DEVELOPING.md).
 TEST_THREADS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# The tests' engines run llama.cpp on one thread each (HEARTH_THREADS=1, read
+# by the hearth processes they start too), so one more than cores of them run
+# at once instead of one at a time: engines of several threads each would spin
+# against each other (tests/common/mod.rs, docs/DEVELOPING.md).
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
 .PHONY: install uninstall chat test test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
@@ -74,7 +78,7 @@ chat: prereqs model build
 # takes one install at a time).
 test: prereqs
 	@$(MAKE) --no-print-directory -j2 test-build test-setup
-	RUST_TEST_THREADS=$(TEST_THREADS) $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets
+	RUST_TEST_THREADS=$(TEST_THREADS) HEARTH_THREADS=1 $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets
 
 TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents cuda-compiler rpc-server vulkan
 test-setup:

@@ -66,7 +66,12 @@ async fn moodle_grades_feedback_and_an_opening_quiz_are_each_told_once() {
             "Graded · Introduction to Computer Science\nEssay 1: Algorithms in everyday life\nFeedback: Clear structure; cite your sources.\n{url}/mod/assign/view.php?id=112"
         )
     );
-    assert!(!notices[0].text.contains("85"), "no score without `scores`");
+    // The address's port may hold the digits: the score is looked for
+    // in the rest.
+    assert!(
+        !notices[0].text.replace(&url, "").contains("85"),
+        "no score without `scores`"
+    );
 
     // A restart between polls tells nothing again.
     clock.advance(chrono::Duration::minutes(30));

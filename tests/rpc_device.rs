@@ -59,6 +59,12 @@ impl RpcServer {
             let endpoint = format!("127.0.0.1:{port}");
             let server = rpc_dir().join("server/hearth-rpc-server");
             let limit = limit_kb.map_or(String::new(), |kb| format!("ulimit -v {kb}; "));
+            // The device computes on the threads of the tests' engines
+            // (one each under `make test`, which runs several at once).
+            let threads = match common::engine_threads() {
+                0 => 2,
+                n => n,
+            };
             let mut child = Command::new("bash")
                 .arg("-c")
                 .arg(format!("{limit}exec \"$0\" \"$@\""))
@@ -69,7 +75,7 @@ impl RpcServer {
                     "--port",
                     &port.to_string(),
                     "--threads",
-                    "2",
+                    &threads.to_string(),
                 ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -420,7 +420,8 @@ async fn real_model_answers_an_allowed_user_in_telegram() {
     cfg.model.context_size = 2048;
     cfg.generation.max_tokens = 48;
     cfg.generation.temperature = 0.0;
-    let settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
+    let mut settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
+    settings.threads = common::engine_threads();
     let engine = tokio::task::spawn_blocking(move || hearth::engine::Engine::start(settings, None))
         .await
         .unwrap()

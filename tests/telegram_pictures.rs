@@ -88,7 +88,8 @@ async fn seeing_bot(
     home: tempfile::TempDir,
 ) -> (Bot, Arc<Metered>, Arc<Mutex<Vec<Usage>>>) {
     let cfg = seeing_config(home.path(), &fake);
-    let settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
+    let mut settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
+    settings.threads = common::engine_threads();
     let engine = tokio::task::spawn_blocking(move || hearth::engine::Engine::start(settings, None))
         .await
         .unwrap()

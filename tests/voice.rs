@@ -183,7 +183,8 @@ async fn a_telegram_voice_note_is_heard_shown_and_answered_by_the_real_model() {
     cfg.generation.max_tokens = 12;
     cfg.generation.temperature = 0.0;
     cfg.voice.model = Some(speech_model().display().to_string());
-    let settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
+    let mut settings = hearth::engine_setup::engine_settings(&cfg).expect("engine settings");
+    settings.threads = common::engine_threads();
     let engine = tokio::task::spawn_blocking(move || hearth::engine::Engine::start(settings, None))
         .await
         .unwrap()

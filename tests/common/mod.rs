@@ -27,7 +27,7 @@ pub fn embedding_model() -> std::sync::Arc<hearth::engine::EmbeddingModel> {
     );
     let model = hearth::engine::EmbeddingModel::start(hearth::engine::EmbeddingSettings {
         path,
-        threads: 2,
+        threads: engine_threads(),
         backends_dir: None,
         rpc_servers: Vec::new(),
     })
@@ -59,7 +59,7 @@ pub fn engine_settings(name: &str) -> hearth::engine::EngineSettings {
         chat_template: None,
         tool_format: None,
         context_size: 1024,
-        threads: 0,
+        threads: engine_threads(),
         batch_size: 512,
         flash_attention: Some(false),
         gpu_layers: hearth::config::GpuLayers::Auto,
@@ -121,6 +121,9 @@ impl Sandbox {
         }
         cmd.env("HOME", self.dir.path())
             .env("HEARTH_DATA_DIR", self.path("data"));
+        if let Ok(threads) = std::env::var("HEARTH_THREADS") {
+            cmd.env("HEARTH_THREADS", threads);
+        }
         cmd
     }
 
@@ -162,14 +165,54 @@ pub fn assert_no_panic(stderr: &str) {
     );
 }
 
-/// llama.cpp's backend is one per process, and the integration tests are
-/// one process: every test that starts an engine here, or a `hearth`
-/// process that loads a model, holds this while it runs, so engines take
-/// turns. Two engines spinning on two cores slow each other tenfold (a
-/// 23 s test took 269 s beside the real-model tests).
-pub fn engine_lock() -> std::sync::MutexGuard<'static, ()> {
-    static ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ENGINE.lock().unwrap_or_else(|e| e.into_inner())
+/// The threads each test engine runs llama.cpp on: `HEARTH_THREADS`, which
+/// `make test` sets to 1 (and the `hearth` processes the tests start read
+/// too), else 0 (one per physical core).
+pub fn engine_threads() -> u32 {
+    std::env::var("HEARTH_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// How many engines may run at once: with one thread each, one per core
+/// and one more (a test's engine often waits on its test); otherwise one.
+/// Engines of several threads spinning on the same cores slow each other
+/// tenfold (a 23 s test took 269 s beside the real-model tests); engines of
+/// one thread do not spin.
+fn engines_at_once() -> usize {
+    match engine_threads() {
+        1 => std::thread::available_parallelism().map_or(1, |n| n.get()) + 1,
+        _ => 1,
+    }
+}
+
+/// Held by a test while an engine of its own, or a `hearth` process it
+/// started that loads a model, runs: [`engines_at_once`] at a time.
+pub struct EngineTurn(());
+
+impl Drop for EngineTurn {
+    fn drop(&mut self) {
+        let (running, changed) = &ENGINES;
+        *running.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        changed.notify_one();
+    }
+}
+
+static ENGINES: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// Waits for an engine's turn (llama.cpp's backend is one per process,
+/// and the integration tests are one process).
+pub fn engine_lock() -> EngineTurn {
+    let most = engines_at_once();
+    let (running, changed) = &ENGINES;
+    let mut now = running.lock().unwrap_or_else(|e| e.into_inner());
+    while *now >= most {
+        now = changed.wait(now).unwrap_or_else(|e| e.into_inner());
+    }
+    *now += 1;
+    EngineTurn(())
 }
 
 /// Copies the folder `from` into `to`, as it is now.

@@ -27,7 +27,7 @@ pub struct Running {
     /// Held while the daemon runs: its engine takes its turn with the
     /// in-process ones, since two engines spinning on two cores slow each
     /// other many times over (CI saw this test's client pass 300 s).
-    _engine_turn: std::sync::MutexGuard<'static, ()>,
+    _engine_turn: common::EngineTurn,
 }
 
 impl Running {

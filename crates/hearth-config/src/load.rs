@@ -355,6 +355,24 @@ mod tests {
     }
 
     #[test]
+    fn hearth_threads_overrides_the_file_and_a_bad_one_is_named() {
+        let c = Config::parse("[model]\nthreads = 4\n", Path::new("/c.toml"), &env()).unwrap();
+        assert_eq!(c.model.threads, 4);
+        let one = env().set("HEARTH_THREADS", "1");
+        let c = Config::parse("[model]\nthreads = 4\n", Path::new("/c.toml"), &one).unwrap();
+        assert_eq!(c.model.threads, 1);
+        for bad in ["two", "-1", "2000"] {
+            let e = Config::parse("", Path::new("/c.toml"), &env().set("HEARTH_THREADS", bad))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("HEARTH_THREADS") || e.contains("model.threads"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn load_order() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");

@@ -20,7 +20,7 @@ impl ModelConfig {
                 .unwrap_or(d.path),
             chat_template: m.chat_template.filter(|t| !t.trim().is_empty()),
             context_size: m.context_size.unwrap_or(d.context_size),
-            threads: m.threads.unwrap_or(d.threads),
+            threads: threads(m.threads, env)?.unwrap_or(d.threads),
             batch_size: m.batch_size.unwrap_or(d.batch_size),
             flash_attention: match m.flash_attention.as_deref() {
                 None => d.flash_attention,
@@ -178,6 +178,19 @@ impl GenerationConfig {
         )?;
         Ok(generation)
     }
+}
+
+/// `[model] threads`, where `HEARTH_THREADS` wins over the file's `file`.
+fn threads(file: Option<u32>, env: &Environment) -> Result<Option<u32>, ConfigError> {
+    let Some(v) = env.var("HEARTH_THREADS") else {
+        return Ok(file);
+    };
+    v.trim().parse().map(Some).map_err(|_| {
+        ConfigError::invalid(
+            "HEARTH_THREADS",
+            format!("`{v}` is not a thread count (0: one per physical core)"),
+        )
+    })
 }
 
 fn check_range(key: &str, value: f32, min: f32, max: f32) -> Result<(), ConfigError> {
