@@ -19,7 +19,8 @@ use hearth::pipeline::RuntimeBuilder;
 use serde_json::{Value, json};
 use support::*;
 
-const PIN: &str = "9137";
+// Six digits each: a conversation's random id in a reply could hold four.
+const PIN: &str = "913728";
 
 struct Running {
     _daemon: Daemon,
@@ -135,7 +136,7 @@ async fn two_openai_users_never_recall_each_others_memories() {
     complete(&g.url, Some("alice"), None, &told).await;
     let stored = parrot_call(
         "memory_store",
-        json!({"key": "locker", "content": "Alice's locker code is 4711", "category": "core"}),
+        json!({"key": "locker", "content": "Alice's locker code is 471158", "category": "core"}),
     );
     complete(&g.url, Some("alice"), None, &stored).await;
 
@@ -144,13 +145,13 @@ async fn two_openai_users_never_recall_each_others_memories() {
     for (user, header) in [(Some("bob"), None), (None, Some("bob"))] {
         let reply = complete(&g.url, user, header, asked).await;
         assert!(
-            !reply.contains(PIN) && !reply.contains("4711"),
+            !reply.contains(PIN) && !reply.contains("471158"),
             "Bob got Alice's memory: {reply}"
         );
         let recall = parrot_call("memory_recall", json!({"query": "bank PIN locker code"}));
         let reply = complete(&g.url, user, header, &recall).await;
         assert!(
-            !reply.contains(PIN) && !reply.contains("4711"),
+            !reply.contains(PIN) && !reply.contains("471158"),
             "memory_recall gave Bob Alice's memory: {reply}"
         );
     }
@@ -169,7 +170,7 @@ async fn two_openai_users_never_recall_each_others_memories() {
         "Bob's turns were read: {bob_saw}"
     );
     assert!(
-        !bob_saw.contains(PIN) && !bob_saw.contains("4711"),
+        !bob_saw.contains(PIN) && !bob_saw.contains("471158"),
         "the model saw Alice's memory in Bob's turns: {bob_saw}"
     );
 
@@ -182,7 +183,10 @@ async fn two_openai_users_never_recall_each_others_memories() {
     assert!(alice_saw.contains(PIN), "Alice's own memory: {alice_saw}");
     let recall = parrot_call("memory_recall", json!({"query": "locker code"}));
     let reply = complete(&g.url, None, Some("alice"), &recall).await;
-    assert!(reply.contains("4711"), "Alice's own memory_recall: {reply}");
+    assert!(
+        reply.contains("471158"),
+        "Alice's own memory_recall: {reply}"
+    );
 }
 
 fn parrot_call(name: &str, args: Value) -> String {

@@ -29,8 +29,9 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) const ADA: i64 = 2001;
 pub(crate) const BOB: i64 = 2002;
-/// What only Ada told or gave the bot.
-const ADA_SECRETS: &[&str] = &["4711", "9876", "passport", "secret.txt", "dentist"];
+/// What only Ada told or gave the bot (six digits: a random id in a reply
+/// could hold four).
+const ADA_SECRETS: &[&str] = &["471158", "987613", "passport", "secret.txt", "dentist"];
 
 pub(crate) struct Family {
     fake: FakeTelegram,
@@ -178,7 +179,7 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
         ADA,
         &call(
             "file_write",
-            json!({"path": "secret.txt", "content": "locker 4711"}),
+            json!({"path": "secret.txt", "content": "locker 471158"}),
         ),
     )
     .await;
@@ -186,11 +187,11 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
         ADA,
         &call(
             "memory_store",
-            json!({"key": "locker", "content": "Ada's locker code is 4711", "category": "core"}),
+            json!({"key": "locker", "content": "Ada's locker code is 471158", "category": "core"}),
         ),
     )
     .await;
-    f.say(ADA, "my bank pin is 9876").await;
+    f.say(ADA, "my bank pin is 987613").await;
     f.say(
         ADA,
         &call(
@@ -277,7 +278,7 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
     // Both jobs fire, each in its own chat, each with its owner's memory.
     let ada_job = f.wait_for(ADA, "dentist reminder").await;
     assert!(
-        ada_job.contains("4711"),
+        ada_job.contains("471158"),
         "Ada's job recalls her memory: {ada_job}"
     );
     let bob_job = f
@@ -291,7 +292,7 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
     assert!(!ada_job.contains("5150"), "Ada's job: {ada_job}");
     // Nothing of Ada's content ever reached Bob's chat.
     for text in f.sent_to(BOB) {
-        for secret in ["4711", "9876", "P1234567", "dentist"] {
+        for secret in ["471158", "987613", "P1234567", "dentist"] {
             assert!(!text.contains(secret), "Bob saw: {text}");
         }
     }
@@ -302,7 +303,7 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
         (call("glob", json!({"pattern": "**/*"})), "passport"),
         (
             call("memory_recall", json!({"query": "locker code"})),
-            "4711",
+            "471158",
         ),
         // Bob's cron_remove did not remove it.
         (call("cron_list", json!({})), "dentist weekly"),
@@ -324,8 +325,8 @@ async fn two_people_on_one_bot_never_reach_each_others_files_memories_history_or
             .join("\n")
     };
     let (ada_saw, bob_saw) = (shown(ADA), shown(BOB));
-    assert!(ada_saw.contains("9876") && ada_saw.contains("4711"));
-    for secret in ["4711", "9876", "P1234567", "dentist"] {
+    assert!(ada_saw.contains("987613") && ada_saw.contains("471158"));
+    for secret in ["471158", "987613", "P1234567", "dentist"] {
         assert!(
             !bob_saw.contains(secret),
             "the model saw {secret} in Bob's turns"
