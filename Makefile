@@ -39,7 +39,7 @@ HEARTH := $(BUILD_DIR)/hearth
 # `make test` builds with Cargo's make-test profile (the release settings, in
 # target/make-test) and llama.cpp's CPU code for this machine only: x64 and the
 # best level it runs, instead of every level from x64 to sapphirerapids
-# (cmake/test-cpu-variants.cmake; 7.5 of a fresh clone's minutes on 2 cores).
+# (cmake/test-build.cmake; 7.5 of a fresh clone's minutes on 2 cores).
 # make chat, make install and cargo build --release build every level.
 TEST_PROFILE := make-test
 # One test more than cores at a time: many tests wait (on a daemon's timer, a
@@ -52,7 +52,7 @@ TEST_THREADS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # against each other (tests/common/mod.rs, docs/DEVELOPING.md).
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test test-linker test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -76,7 +76,7 @@ chat: prereqs model build
 # Vulkan backends) go on side by side: the downloads and the two small CMake
 # builds fill the cores Cargo leaves idle. The setup keeps its own order (apt
 # takes one install at a time).
-test: prereqs
+test: prereqs test-linker
 	@$(MAKE) --no-print-directory -j2 test-build test-setup
 	RUST_TEST_THREADS=$(TEST_THREADS) HEARTH_THREADS=1 $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets
 
@@ -85,7 +85,22 @@ test-setup:
 	@$(MAKE) --no-print-directory -j1 $(TEST_SETUP)
 
 # Cargo runs its own jobs: out of make's job server, which would give it one.
-TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-cpu-variants.cmake $(CARGO)
+# The test binaries are linked by lld where it is installed (test-linker):
+# GNU ld took 5 to 7 s longer for each of the large ones. Looked for when the
+# command runs, so the build and the test run always agree.
+TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-build.cmake $(CARGO) $$(command -v ld.lld >/dev/null 2>&1 && echo '--config' 'build.rustflags="-Clink-arg=-fuse-ld=lld"')
+
+# lld for the test build: installed as root with apt, else the tests link
+# with the system's linker as before.
+test-linker:
+	@command -v ld.lld >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing lld for the test build"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lld >/dev/null \
+	      || echo "note: lld did not install; the tests link with the system linker"; \
+	  else \
+	    echo "note: lld is not installed; the tests link with the system linker (faster with: sudo apt-get install -y lld)"; \
+	  fi; }
 test-build:
 	@$(call drop_dangling_libs,target/$(TEST_PROFILE))
 	$(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets --no-run
