@@ -52,7 +52,7 @@ TEST_THREADS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # against each other (tests/common/mod.rs, docs/DEVELOPING.md).
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test test-linker test-build test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test test-linker test-build test-run test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -78,7 +78,28 @@ chat: prereqs model build
 # takes one install at a time).
 test: prereqs test-linker
 	@$(MAKE) --no-print-directory -j2 test-build test-setup
-	RUST_TEST_THREADS=$(TEST_THREADS) HEARTH_THREADS=1 $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets
+	@$(MAKE) --no-print-directory test-run
+
+# The integration tests (tests/all.rs, most of the run) start as soon as they
+# and the setup are ready. Every crate's unit tests and the benches' short
+# rounds are built and run beside them at the lowest priority, on the CPU the
+# integration tests leave idle while they wait on timers, browsers and
+# daemons, and finish alone after them; their output follows. The same tests
+# as `cargo test --workspace --all-targets`, with the same features (both
+# commands select the whole workspace), so nothing is built twice.
+test-run:
+	@out=$$($(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --test all --no-run 2>&1); \
+	all=$$(printf '%s\n' "$$out" | sed -n 's/^ *Executable tests\/all\.rs (\(.*\))$$/\1/p'); \
+	if [ ! -x "$$all" ]; then printf '%s\n' "$$out"; echo "make test: the integration tests did not build" >&2; exit 1; fi; \
+	rest_log=target/$(TEST_PROFILE)/test-rest.log; \
+	RUST_TEST_THREADS=$(TEST_THREADS) HEARTH_THREADS=1 nice -n 19 $(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --lib --bins --benches > "$$rest_log" 2>&1 & rest=$$!; \
+	echo "running the integration tests ($$all); the unit tests and the benches beside them at low priority"; \
+	RUST_TEST_THREADS=$(TEST_THREADS) HEARTH_THREADS=1 "$$all"; all_rc=$$?; \
+	wait $$rest; rest_rc=$$?; \
+	echo "the unit tests and the benches ($$rest_log):"; cat "$$rest_log"; \
+	[ $$all_rc -eq 0 ] || echo "make test: the integration tests failed (exit status $$all_rc)" >&2; \
+	[ $$rest_rc -eq 0 ] || echo "make test: the unit tests or the benches failed (exit status $$rest_rc, above)" >&2; \
+	[ $$all_rc -eq 0 ] && [ $$rest_rc -eq 0 ]
 
 TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents cuda-compiler rpc-server vulkan
 test-setup:
@@ -88,7 +109,7 @@ test-setup:
 # The test binaries are linked by lld where it is installed (test-linker):
 # GNU ld took 5 to 7 s longer for each of the large ones. Looked for when the
 # command runs, so the build and the test run always agree.
-TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-build.cmake $(CARGO) $$(command -v ld.lld >/dev/null 2>&1 && echo '--config' 'build.rustflags="-Clink-arg=-fuse-ld=lld"')
+TEST_CARGO := env -u MAKEFLAGS -u MFLAGS -u CARGO_MAKEFLAGS CMAKE_PROJECT_INCLUDE=$(CURDIR)/cmake/test-build.cmake CMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/test-toolchain.cmake $(CARGO) $$(command -v ld.lld >/dev/null 2>&1 && echo '--config' 'build.rustflags="-Clink-arg=-fuse-ld=lld"')
 
 # lld for the test build: installed as root with apt, else the tests link
 # with the system's linker as before.
@@ -101,9 +122,11 @@ test-linker:
 	  else \
 	    echo "note: lld is not installed; the tests link with the system linker (faster with: sudo apt-get install -y lld)"; \
 	  fi; }
+# The integration tests and the binary they start; the rest is built by
+# test-run, beside them.
 test-build:
 	@$(call drop_dangling_libs,target/$(TEST_PROFILE))
-	$(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --all-targets --no-run
+	$(TEST_CARGO) test --profile $(TEST_PROFILE) --workspace --test all --no-run
 
 # llama-cpp-sys-2's build script links its libraries into the profile's
 # examples folder, the versioned names' symlinks without their targets; when
