@@ -11,11 +11,10 @@
 # scores it). The binary then loads the same code here as a release build does,
 # and still chooses between modules.
 #
-# How it gets in: the Makefile's test target sets CMAKE_PROJECT_INCLUDE to this
-# file; llama-cpp-sys-2's build script hands CMAKE_* variables to CMake, which
-# includes the file after each project(). The build goes to its own profile
-# folder (target/make-test), so `make chat`, `make install` and `cargo build
-# --release` never see it. Anything other than Linux on x86-64, or a ggml
+# How it gets in: cmake/test-build.cmake, which the Makefile's test build
+# hands llama.cpp's CMake as CMAKE_PROJECT_INCLUDE, includes this file. The
+# build goes to its own profile folder (target/make-test), so `make chat`,
+# `make install` and `cargo build --release` never see it. Anything other than Linux on x86-64, or a ggml
 # without the variants, is left as it is.
 include_guard(GLOBAL)
 
