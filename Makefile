@@ -122,6 +122,7 @@ test-linker:
 	  else \
 	    echo "note: lld is not installed; the tests link with the system linker (faster with: sudo apt-get install -y lld)"; \
 	  fi; }
+
 # The integration tests and the binary they start; the rest is built by
 # test-run, beside them.
 test-build:
