@@ -206,7 +206,17 @@ async fn metrics_change_as_messages_flow_and_parse_as_prometheus_text() {
             .unwrap();
         assert_eq!(response.status(), 200);
     }
-    let after = scrape(run.addr).await;
+    // The reply reaches the client a moment before the daemon counts it
+    // (seen on a slow machine: the second reply's count not yet there), so
+    // look again for up to ten seconds before asserting.
+    let mut after = scrape(run.addr).await;
+    for _ in 0..100 {
+        if sample(&after, "hearth_messages_total", replied.clone()) >= 2.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        after = scrape(run.addr).await;
+    }
     assert_eq!(
         sample(&after, "hearth_messages_total", replied),
         2.0,

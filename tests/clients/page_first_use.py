@@ -77,7 +77,10 @@ try:
         "const first = Math.min(...r.map((x) => x.bottom));"
         "return r.some((x) => x.top >= first) ? 2 : 1;")
     seen["box_layout"] = driver.execute_script(LAYOUT)
-    seen["cache_rows"] = [tr.text for tr in driver.find_elements(By.CSS_SELECTOR, "#box-cache tbody tr")]
+    # Read in one step: the page redraws the box's tables while it is open,
+    # which left an element read row by row stale (seen on a slow machine).
+    seen["cache_rows"] = driver.execute_script(
+        "return [...document.querySelectorAll('#box-cache tbody tr')].map((tr) => tr.innerText);")
     driver.save_screenshot(os.path.join(SHOTS, "first-use-box.png"))
     print(json.dumps(seen))
 finally:
