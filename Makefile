@@ -52,7 +52,7 @@ TEST_THREADS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # against each other (tests/common/mod.rs, docs/DEVELOPING.md).
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test test-linker test-build test-run test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test test-linker test-build test-run test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents test-mail clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -101,7 +101,7 @@ test-run:
 	[ $$rest_rc -eq 0 ] || echo "make test: the unit tests or the benches failed (exit status $$rest_rc, above)" >&2; \
 	[ $$all_rc -eq 0 ] && [ $$rest_rc -eq 0 ]
 
-TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents cuda-compiler rpc-server vulkan
+TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents test-mail cuda-compiler rpc-server vulkan
 test-setup:
 	@$(MAKE) --no-print-directory -j1 $(TEST_SETUP)
 
@@ -334,6 +334,19 @@ test-browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else \
 	    echo "the web page's tests need Chromium: sudo apt-get install -y chromium chromium-driver"; exit 1; \
+	  fi; }
+
+# The mail channel's tests run Debian's Dovecot (IMAP, LMTP) and Postfix
+# (SMTP), instances of their own on free ports (tests/support/mail.rs); as
+# root only, since Postfix runs as root. Postfix is installed with no
+# configuration of the machine's own.
+test-mail:
+	@command -v dovecot >/dev/null 2>&1 && command -v postfix >/dev/null 2>&1 && [ -x /usr/lib/dovecot/lmtp ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dovecot-imapd dovecot-lmtpd postfix >/dev/null; \
+	  else \
+	    echo "note: the mail channel's tests run as root only (Postfix): sudo apt-get install -y dovecot-imapd dovecot-lmtpd postfix, then make test as root"; \
 	  fi; }
 
 prereqs:

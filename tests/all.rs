@@ -28,6 +28,7 @@ mod documents;
 mod documents_made;
 mod documents_meaning;
 mod documents_ways;
+mod email;
 mod engine;
 mod file_tools;
 mod formats;

@@ -119,6 +119,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         ],
     ),
     ("hearth-telegram", &["hearth-channel", "hearth-core"]),
+    ("hearth-email", &["hearth-channel", "hearth-core"]),
     ("hearth-acp", &["hearth-channel", "hearth-core"]),
     (
         "hearth-gateway",

@@ -9,6 +9,8 @@ pub use cli::CliChannel;
 pub use hearth_acp as acp;
 pub use hearth_acp::AcpChannel;
 pub use hearth_channel::*;
+pub use hearth_email as email;
+pub use hearth_email::EmailChannel;
 pub use hearth_gateway as gateway;
 pub use hearth_gateway::GatewayChannel;
 pub use hearth_telegram as telegram;

@@ -204,6 +204,9 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
     ] {
         report.marked(name, line);
     }
+    if config.email.is_some() {
+        report.marked("email", super::doctor_lines::email_line(&config).await);
+    }
     backend_lines(&mut report, &hw, &config);
     report.info("models", models_line(&config));
     stores(&mut report, &config);

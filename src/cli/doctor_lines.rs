@@ -1,6 +1,7 @@
 //! `hearth doctor`'s lines that read only the config: where the service's
 //! secrets come from, whether the gateway can serve as configured (with the
-//! web page's address when it can), and what the cloud providers are for.
+//! web page's address when it can), and what the cloud providers are for;
+//! and the one line that asks servers: whether the mail channel can log in.
 
 use super::doctor_memory::Mark;
 use crate::channels::gateway::page_url as gateway_page_url;
@@ -86,5 +87,38 @@ fn cloud_role(config: &Config, name: &str) -> String {
         "for matching routing rules".into()
     } else {
         format!("unused: no [routing] entry names \"{name}\"")
+    }
+}
+
+/// The mail channel: off, or what its IMAP and SMTP servers answered to a
+/// login (nothing read or marked), with the fix when they did not.
+pub async fn email_line(config: &Config) -> (Mark, String) {
+    let Some(mut settings) = crate::daemon::email_settings(config) else {
+        return (Mark::Info, "off (no [channels.email])".into());
+    };
+    settings.timeout = std::time::Duration::from_secs(10);
+    let (imap, smtp) = (
+        format!("{}:{}", settings.imap.0, settings.imap.1),
+        format!("{}:{}", settings.smtp.0, settings.smtp.1),
+    );
+    let user = settings.username.clone();
+    let channel = match crate::channels::EmailChannel::new(settings) {
+        Ok(c) => c,
+        Err(e) => return (Mark::Fail, e.to_string()),
+    };
+    match channel.probe().await {
+        Ok(p) => (
+            Mark::Ok,
+            format!(
+                "IMAP {imap} takes the login as {user} ({} mails in {}; {}), SMTP {smtp} answers",
+                p.mails,
+                channel.settings().mailbox,
+                if p.idle { "IDLE" } else { "no IDLE: polled" }
+            ),
+        ),
+        Err(e) => (
+            Mark::Fail,
+            format!("{e}: {}", crate::channels::email::fix(&e)),
+        ),
     }
 }

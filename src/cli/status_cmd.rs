@@ -1,5 +1,6 @@
 //! `hearth status`: every store of the data folder beside the limit that
-//! bounds it, and the room left on its disk. Reads without writing, so it
+//! bounds it, the room left on its disk, and where the mail channel left
+//! its mailbox. Reads without writing, so it
 //! works while the daemon runs.
 
 use std::process::ExitCode;
@@ -21,6 +22,18 @@ pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
             free as f64 / (1u64 << 30) as f64
         ),
         Err(e) => println!("  free on its disk: cannot tell ({e})"),
+    }
+    if let Some(email) = &config.email {
+        let dir = config.data_dir.join(crate::channels::email::NAME);
+        println!(
+            "mail channel {} ({}:{} in, {}:{} out): {}",
+            email.address,
+            email.imap_host,
+            email.imap_port,
+            email.smtp_host,
+            email.smtp_port,
+            crate::channels::email::describe(&dir)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

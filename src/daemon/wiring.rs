@@ -47,6 +47,13 @@ pub fn build_channels(
             })?;
         channels.push(Arc::new(telegram));
     }
+    if let Some(settings) = email_settings(config) {
+        let email = hearth_email::EmailChannel::new(settings).map_err(|e| BuildError::Channel {
+            channel: hearth_email::NAME.into(),
+            message: e.to_string(),
+        })?;
+        channels.push(Arc::new(email));
+    }
     if let Some(gateway) = gateway_settings(&config.gateway).map(GatewayChannel::new) {
         config
             .gateway
@@ -74,6 +81,38 @@ pub fn build_channels(
         channels,
         gateway: built_gateway,
     })
+}
+
+/// The mail channel's settings for `hearth daemon`, when `[channels.email]`
+/// is there; its state in the data folder's `email/`.
+pub fn email_settings(config: &Config) -> Option<hearth_email::EmailSettings> {
+    let e = config.email.as_ref()?;
+    Some(hearth_email::EmailSettings {
+        address: e.address.clone(),
+        username: e.username.clone(),
+        password: e.password.clone(),
+        imap: (e.imap_host.clone(), e.imap_port),
+        smtp: (e.smtp_host.clone(), e.smtp_port),
+        imap_security: security(e.imap_security),
+        smtp_security: security(e.smtp_security),
+        ca_file: e.ca_file.clone(),
+        mailbox: e.mailbox.clone(),
+        allowed_senders: e.allowed_senders.clone(),
+        authserv_id: e.authserv_id.clone(),
+        tokens: e.tokens.clone(),
+        poll_interval: Duration::from_secs(e.poll_interval_secs),
+        timeout: Duration::from_secs(60),
+        state_dir: config.data_dir.join(hearth_email::NAME),
+    })
+}
+
+fn security(s: crate::config::MailSecurity) -> hearth_email::Security {
+    use crate::config::MailSecurity as M;
+    match s {
+        M::Tls => hearth_email::Security::Tls,
+        M::StartTls => hearth_email::Security::StartTls,
+        M::Plain => hearth_email::Security::Plain,
+    }
 }
 
 /// The Telegram channel's settings for `hearth daemon`; an error when no

@@ -9,6 +9,7 @@ pub mod api_daemon;
 pub mod daemon_process;
 pub mod hub_fake;
 pub mod lms_fake;
+pub mod mail;
 pub mod mcp;
 pub mod parrot;
 pub mod pipeline;

@@ -11,6 +11,7 @@
 mod agent;
 mod brief;
 mod daemon;
+mod email;
 mod environment;
 mod error;
 mod gateway;
@@ -38,6 +39,7 @@ use std::path::{Path, PathBuf};
 pub use agent::{AgentConfig, DispatcherChoice, default_workspace, old_workspace};
 pub use brief::BriefConfig;
 pub use daemon::{DaemonConfig, RouteRule, RoutingConfig};
+pub use email::{EmailConfig, MailSecurity};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use gateway::GatewayConfig;
@@ -79,6 +81,8 @@ pub struct Config {
     /// Default `tracing` filter when `RUST_LOG` is unset.
     pub log_level: String,
     pub telegram: TelegramConfig,
+    /// `[channels.email]`, when the file has it.
+    pub email: Option<EmailConfig>,
     pub gateway: GatewayConfig,
     pub openai: OpenAiConfig,
     pub anthropic: AnthropicConfig,
@@ -313,11 +317,12 @@ impl Config {
         keep_tools_out(&agent, &engine, &source, env)?;
         let log_level = log_level(raw.log)?;
 
-        let (raw_telegram, raw_gateway) = raw
+        let (raw_telegram, raw_gateway, raw_email) = raw
             .channels
-            .map(|c| (c.telegram, c.gateway))
+            .map(|c| (c.telegram, c.gateway, c.email))
             .unwrap_or_default();
         let telegram = TelegramConfig::from_raw(raw_telegram, env)?;
+        let email = EmailConfig::from_raw(raw_email, env)?;
         let gateway = GatewayConfig::from_raw(raw_gateway, env)?;
         let lms = LmsConfig::from_raw(raw.lms, env)?;
         let (raw_openai, raw_anthropic) = raw
@@ -347,6 +352,7 @@ impl Config {
             data_dir,
             log_level,
             telegram,
+            email,
             gateway,
             openai,
             anthropic,
@@ -427,6 +433,10 @@ impl Config {
         .flatten()
         .map(|s| s.expose().to_string())
         .collect();
+        if let Some(email) = &self.email {
+            out.push(email.password.expose().to_string());
+            out.extend(email.tokens.values().map(|t| t.expose().to_string()));
+        }
         for source in &self.lms.sources {
             out.extend(source.token.iter().map(|t| t.expose().to_string()));
             out.extend(secret::url_secrets(&source.url));

@@ -109,6 +109,7 @@ pub struct RawLog {
 pub struct RawChannels {
     pub telegram: Option<RawTelegram>,
     pub gateway: Option<super::gateway::RawGateway>,
+    pub email: Option<super::email::RawEmail>,
 }
 
 #[derive(Debug, Default, Deserialize)]

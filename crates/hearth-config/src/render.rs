@@ -31,6 +31,9 @@ impl Config {
         self.voice.render(&mut out);
         self.mcp.render(&mut out);
         let _ = writeln!(out, "{}", self.telegram.render());
+        if let Some(email) = &self.email {
+            let _ = writeln!(out, "{}", email.render());
+        }
         self.gateway.render(&mut out);
         self.openai.render(&mut out);
         self.anthropic.render(&mut out);
