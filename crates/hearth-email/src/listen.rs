@@ -29,7 +29,17 @@ impl EmailChannel {
         let mut cursor = match self.state.cursor() {
             Some(c) if c.uid_validity == validity => c,
             saved => {
-                let last_uid = mailbox.uid_next.unwrap_or(1).saturating_sub(1);
+                let last_uid = match mailbox.uid_next {
+                    Some(next) => next.saturating_sub(1),
+                    // A server that does not say UIDNEXT: the highest UID
+                    // there, so that none of what is there counts as new.
+                    None => self
+                        .within(session.uid_search("ALL"))
+                        .await?
+                        .into_iter()
+                        .max()
+                        .unwrap_or(0),
+                };
                 if saved.is_some() {
                     tracing::warn!(
                         "email: {} was rebuilt (new UIDVALIDITY): its {} mails are taken as read",
