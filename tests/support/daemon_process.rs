@@ -18,6 +18,16 @@ pub struct Daemon {
     log: Arc<Mutex<Vec<String>>>,
 }
 
+/// A test that fails before it stops its daemon leaves none behind.
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl Daemon {
     pub fn start(sandbox: &Sandbox, config: &Path) -> Self {
         let child = sandbox
