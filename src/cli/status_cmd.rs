@@ -1,7 +1,6 @@
 //! `hearth status`: every store of the data folder beside the limit that
 //! bounds it, the room left on its disk, and where the mail channel left
-//! its mailbox. Reads without writing, so it
-//! works while the daemon runs.
+//! its mailbox. Reads without writing, so it works while the daemon runs.
 
 use std::process::ExitCode;
 

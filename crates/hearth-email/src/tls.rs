@@ -71,9 +71,9 @@ impl Trust {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| EmailError::CaFile {
-                path: String::new(),
-                why: e.to_string(),
+            .map_err(|e| EmailError::Tls {
+                server: "any server".into(),
+                why: format!("no TLS version to offer: {e}"),
             })?
             .with_root_certificates(roots)
             .with_no_client_auth();
