@@ -64,7 +64,9 @@ pub async fn extract(
 
 /// Facts in a model's answer: a JSON array of strings (or of objects with a
 /// `fact` or `content` field) anywhere in the text, else bulleted or plain
-/// lines. Junk (empty, too short or long, "none", headings) is dropped.
+/// lines. Junk (empty, too short or long, "none", headings, the members of a
+/// JSON object) is dropped; the lines of an array the answer broke off are
+/// kept without their quotes and commas.
 pub fn parse_facts(answer: &str) -> Vec<String> {
     let candidates = json_facts(answer).unwrap_or_else(|| {
         answer
@@ -75,10 +77,17 @@ pub fn parse_facts(answer: &str) -> Vec<String> {
                         matches!(c, '-' | '*' | '•' | '.' | ')') || c.is_ascii_digit()
                     })
                     .trim()
+                    .trim_end_matches(',')
+                    .trim_end()
                     .trim_matches('"')
                     .to_string()
             })
-            .filter(|l| !l.ends_with(':') && !l.starts_with('[') && !l.starts_with('{'))
+            .filter(|l| {
+                !l.ends_with(':')
+                    && !l.starts_with('[')
+                    && !l.starts_with('{')
+                    && !is_json_member(l)
+            })
             .collect()
     });
     let mut facts: Vec<String> = Vec::new();
@@ -99,6 +108,14 @@ pub fn parse_facts(answer: &str) -> Vec<String> {
         }
     }
     facts
+}
+
+/// Whether a line, its outer quotes gone, is a member of a JSON object
+/// (`name": "Marmalade`): small models answer an object where an array was
+/// asked for, and its keys and values are no sentences about the user.
+fn is_json_member(line: &str) -> bool {
+    line.split_once("\":")
+        .is_some_and(|(key, _)| !key.is_empty() && !key.contains('"'))
 }
 
 fn json_facts(answer: &str) -> Option<Vec<String>> {
@@ -161,6 +178,27 @@ mod tests {
         assert!(parse_facts("None.").is_empty());
         assert!(parse_facts("").is_empty());
         assert!(parse_facts("[unclosed \"json").is_empty());
+    }
+
+    #[test]
+    fn an_object_answered_for_an_array_gives_no_facts() {
+        // Lines like those a CI run stored as memories from SmolLM2's
+        // answer to "My favourite jam is marmalade, please remember that."
+        // (`name": "Marmalade",` and at least five more).
+        let object = "{\n  \"name\": \"Marmalade\",\n  \"home\": \"My favourite jam\",\n  \
+                      \"preferences\": \"My favourite jam is marmalade\",\n  \"work\": \"My favourite";
+        assert!(parse_facts(object).is_empty(), "{:?}", parse_facts(object));
+        // The control: an array broken off at the token limit keeps its
+        // whole elements, without their quotes and commas.
+        assert_eq!(
+            parse_facts("[\n  \"My favourite jam is marmalade\",\n  \"Works as a nurse\",\n"),
+            ["My favourite jam is marmalade", "Works as a nurse"]
+        );
+        // A sentence that quotes something is still a sentence.
+        assert_eq!(
+            parse_facts("- Calls her bike \"Rosie\": a red one"),
+            ["Calls her bike \"Rosie\": a red one"]
+        );
     }
 
     #[test]
