@@ -693,7 +693,7 @@ fn a_saved_conversation_resumes_with_flash_attention_switched() {
         // as noise, and the second answer would differ. (Answering the
         // first question again here would compare another conversation
         // wherever the two settings' rounding picks another first answer,
-        // as it did on one CI machine.)
+        // our reading of this test's failure in a fresh clone on a new VM.)
         let mut control = history.clone();
         let fresh = start(flash(loaded));
         let expected = turn(&fresh, "c", &mut control, QUESTIONS[1]);

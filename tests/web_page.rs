@@ -364,7 +364,7 @@ max_tokens = 24
 enabled = true
 # The one memory this test deletes is the message's own; the model's
 # consolidation, racing beside the page, would add facts of its own (in a
-# slow CI run it stored six more with "marmalade" in them).
+# CI run it stored at least six more with "marmalade" in them).
 consolidate = false
 [scheduler]
 enabled = true
