@@ -455,7 +455,8 @@ def box():
         driver.find_element(By.CSS_SELECTOR, "#memory-search button").click()
         until(driver, lambda d: "marmalade" in text_of(d, "box-memories"), "the memory found")
         seen["memory_found"] = text_of(driver, "box-memories")
-        driver.find_element(By.CSS_SELECTOR, "#box-memories button[data-action=forget]").click()
+        press(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#box-memories button[data-action=forget]"),
+              "forget the memory")
         until(driver, lambda d: "Nothing found." in text_of(d, "box-memories"), "the memory deleted")
         # Documents: listed with whose they are, then deleted.
         until(driver, lambda d: "reader.pdf" in text_of(d, "box-documents"), "the document listed")
