@@ -221,10 +221,10 @@ test-embedding: test-clients
 
 # The real client libraries some tests drive hearth with (the `openai`
 # package, the Prometheus text parser), pinned, beside the build. uv (pinned
-# in the same file, fetched by pip first) installs them: the same packages as
-# `pip install --target`, resolved the same way, in about 9 CPU-seconds
-# against pip's 98 (docs/DEVELOPING.md). Python compiles what a test imports
-# when it first imports it.
+# in the same file, fetched by pip first) installs them: the same
+# distributions and files `pip install --target` installed when compared, in
+# about 9 CPU-seconds against pip's 98 (docs/DEVELOPING.md). Python compiles
+# what a test imports when it first imports it.
 PYCLIENTS := target/pyclients
 UV_TOOL := target/uv-tool
 test-clients: $(PYCLIENTS)/.installed
