@@ -224,14 +224,15 @@ test-embedding: test-clients
 # in the same file, fetched by pip first) installs them: the same
 # distributions and files `pip install --target` installed when compared, in
 # about 9 CPU-seconds against pip's 98 (docs/DEVELOPING.md). Python compiles
-# what a test imports when it first imports it.
+# what a test imports when it first imports it. A pip index set in
+# PIP_INDEX_URL is uv's too.
 PYCLIENTS := target/pyclients
 UV_TOOL := target/uv-tool
 test-clients: $(PYCLIENTS)/.installed
 $(PYCLIENTS)/.installed: tests/clients/requirements.txt
 	rm -rf $(PYCLIENTS) $(UV_TOOL)
 	python3 -m pip install --quiet --disable-pip-version-check --no-deps --target $(UV_TOOL) "$$(grep -x 'uv==[0-9.]*' tests/clients/requirements.txt)"
-	$(UV_TOOL)/bin/uv pip install --quiet --python python3 --target $(PYCLIENTS) -r tests/clients/requirements.txt
+	$(UV_TOOL)/bin/uv pip install --quiet --python python3 $${PIP_INDEX_URL:+--index-url "$$PIP_INDEX_URL"} --target $(PYCLIENTS) -r tests/clients/requirements.txt
 	touch $@
 
 # The reference MCP server that exercises the whole protocol, from npm at
