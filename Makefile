@@ -52,7 +52,7 @@ TEST_THREADS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # against each other (tests/common/mod.rs, docs/DEVELOPING.md).
 APT_PACKAGES := cmake clang libclang-dev python3-pip bubblewrap
 
-.PHONY: install uninstall chat test test-linker test-build test-run test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents test-mail clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
+.PHONY: install uninstall chat test test-linker test-build test-run test-setup bench bench-tools build prereqs model test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents test-mail test-matrix clean gpu gpu-configure gpu-runtime cuda-compiler cuda-toolkit rpc-server vulkan
 
 # The llama.cpp that hearth links: llama-cpp-sys-2's vendored copy, at the
 # version Cargo.lock pins. On a machine without Rust, copy that folder there
@@ -101,7 +101,7 @@ test-run:
 	[ $$rest_rc -eq 0 ] || echo "make test: the unit tests or the benches failed (exit status $$rest_rc, above)" >&2; \
 	[ $$all_rc -eq 0 ] && [ $$rest_rc -eq 0 ]
 
-TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents test-mail cuda-compiler rpc-server vulkan
+TEST_SETUP := test-models test-clients test-embedding test-mcp test-projector test-speech test-browser test-documents test-mail test-matrix cuda-compiler rpc-server vulkan
 test-setup:
 	@$(MAKE) --no-print-directory -j1 $(TEST_SETUP)
 
@@ -355,6 +355,18 @@ test-mail:
 	  else \
 	    echo "note: the mail channel's tests run as root only (Postfix): sudo apt-get install -y dovecot-imapd dovecot-lmtpd postfix, then make test as root"; \
 	  fi; }
+
+# The Matrix channel's tests run Synapse, the reference homeserver (PyPI
+# matrix-synapse, pinned in tests/clients/synapse.txt), each test its own
+# instance on a free port (tests/support/synapse.rs); uv installs it into a
+# virtual environment of its own, apart from the clients.
+SYNAPSE := target/synapse
+test-matrix: $(SYNAPSE)/.installed
+$(SYNAPSE)/.installed: tests/clients/synapse.txt | $(PYCLIENTS)/.installed
+	rm -rf $(SYNAPSE)
+	$(UV_TOOL)/bin/uv venv --quiet --python python3 $(SYNAPSE)
+	$(UV_TOOL)/bin/uv pip install --quiet --python $(SYNAPSE)/bin/python $${PIP_INDEX_URL:+--index-url "$$PIP_INDEX_URL"} -r tests/clients/synapse.txt
+	touch $@
 
 prereqs:
 	@missing=""; \

@@ -51,6 +51,7 @@ mod lms_grades;
 mod lms_moodle;
 mod make_gpu;
 mod make_install;
+mod matrix;
 mod mcp_client;
 mod mcp_hostile;
 mod mcp_memory;

@@ -120,6 +120,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ),
     ("hearth-telegram", &["hearth-channel", "hearth-core"]),
     ("hearth-email", &["hearth-channel", "hearth-core"]),
+    ("hearth-matrix", &["hearth-channel", "hearth-core"]),
     ("hearth-acp", &["hearth-channel", "hearth-core"]),
     (
         "hearth-gateway",

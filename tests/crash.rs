@@ -59,7 +59,7 @@ async fn killed_while_one_reply_runs_and_one_waits_both_are_answered_once_after_
         chat.iter().all(|m| m.contains(LATE)),
         "each says it is late: {chat:?}"
     );
-    let log = log + &daemon.term().1;
+    let log = log + daemon.term().1.as_str();
     assert_no_panic(&log);
 }
 
@@ -100,7 +100,7 @@ async fn killed_with_a_half_streamed_draft_the_draft_goes_and_one_reply_stays() 
     );
     // The question is in the prompt once, however often it was started.
     assert!(chat[0].ends_with(&full), "{chat:?}");
-    assert_no_panic(&(log + &daemon.term().1));
+    assert_no_panic(&(log + daemon.term().1.as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +147,7 @@ async fn killed_between_two_parts_only_the_missing_part_follows_and_the_model_is
         1,
         "the recorded reply was sent on, not made again"
     );
-    assert_no_panic(&(log + &daemon.term().1));
+    assert_no_panic(&(log + daemon.term().1.as_str()));
 }
 
 /// The one window no record can close: Telegram took the message and the
@@ -194,7 +194,7 @@ async fn killed_after_telegram_took_a_reply_but_before_it_answered_the_reply_com
         "sent again from the record"
     );
     assert_eq!(fake.chat(504).len(), 3);
-    assert_no_panic(&(log + &daemon.term().1));
+    assert_no_panic(&(log + daemon.term().1.as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,7 +239,7 @@ async fn sigterm_past_the_grace_leaves_three_running_replies_for_the_next_start(
     for user in [511, 512, 513] {
         assert_eq!(fake.chat(user).len(), 1, "{:?}", fake.chat(user));
     }
-    assert_no_panic(&(log + &daemon.term().1));
+    assert_no_panic(&(log + daemon.term().1.as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -355,7 +355,7 @@ async fn copies_of_the_data_dir_taken_mid_write_start_sound_or_are_refused_never
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&check.stdout).to_string()
-            + &String::from_utf8_lossy(&check.stderr);
+            + String::from_utf8_lossy(&check.stderr).as_ref();
         assert_no_panic(&out);
         let db = copy.join("history.sqlite3");
         let sound = rusqlite::Connection::open(&db)
@@ -447,7 +447,7 @@ async fn a_sender_removed_from_allowed_users_while_down_is_not_answered_after_re
         "nor was the model asked again"
     );
     daemon.wait_log("its sender is no longer allowed", Duration::from_secs(5));
-    let log = log + &daemon.term().1;
+    let log = log + daemon.term().1.as_str();
     assert_no_panic(&log);
 }
 
@@ -552,7 +552,7 @@ async fn a_second_daemon_on_one_data_folder_is_refused_and_nothing_is_answered_t
     let (code, log) = first.term();
     assert_eq!(code, Some(0), "{log}");
     let again = Daemon::start(&sandbox, &config);
-    assert_no_panic(&(log + &again.term().1));
+    assert_no_panic(&(log + again.term().1.as_str()));
 }
 
 /// A gateway port that another program holds stops the start within

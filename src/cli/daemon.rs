@@ -101,7 +101,7 @@ pub async fn run(
 /// Says that no channel is configured, and how to configure one.
 fn nothing_to_listen_to() -> ExitCode {
     eprintln!(
-        "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN in {}), [channels.email], [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform.",
+        "hearth daemon: no channel is configured, so there is nothing to listen to. Set [channels.telegram] bot_token (or HEARTH_TELEGRAM_TOKEN in {}), [channels.email], [channels.matrix], [channels.gateway] listen, or [daemon] loopback_channel = true to run without a platform.",
         crate::config::secrets::HINT
     );
     ExitCode::FAILURE

@@ -207,6 +207,9 @@ pub async fn run(config_path: Option<&Path>, env: &Environment) -> anyhow::Resul
     if config.email.is_some() {
         report.marked("email", super::doctor_lines::email_line(&config).await);
     }
+    if config.matrix.is_some() {
+        report.marked("matrix", super::doctor_lines::matrix_line(&config).await);
+    }
     backend_lines(&mut report, &hw, &config);
     report.info("models", models_line(&config));
     stores(&mut report, &config);

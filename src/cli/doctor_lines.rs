@@ -90,6 +90,27 @@ fn cloud_role(config: &Config, name: &str) -> String {
     }
 }
 
+/// The Matrix channel: what the homeserver said of the saved session or
+/// the configured login (nothing synced, no device made), with the fix
+/// when it refused.
+pub async fn matrix_line(config: &Config) -> (Mark, String) {
+    let Some(mut settings) = crate::daemon::matrix_settings(config) else {
+        return (Mark::Info, "off (no [channels.matrix])".into());
+    };
+    settings.request_timeout = std::time::Duration::from_secs(10);
+    let channel = match crate::channels::MatrixChannel::new(settings) {
+        Ok(c) => c,
+        Err(e) => return (Mark::Fail, e.to_string()),
+    };
+    match channel.probe().await {
+        Ok(said) => (Mark::Ok, said),
+        Err(e) => (
+            Mark::Fail,
+            format!("{e}: {}", crate::channels::matrix::fix(&e)),
+        ),
+    }
+}
+
 /// The mail channel: off, or what its IMAP and SMTP servers answered to a
 /// login (nothing read or marked), with the fix when they did not.
 pub async fn email_line(config: &Config) -> (Mark, String) {

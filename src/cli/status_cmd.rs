@@ -34,5 +34,14 @@ pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
             crate::channels::email::describe(&dir)
         );
     }
+    if let Some(matrix) = &config.matrix {
+        let dir = config.data_dir.join(crate::channels::matrix::NAME);
+        println!(
+            "matrix channel {} on {}: {}",
+            matrix.user,
+            matrix.homeserver,
+            crate::channels::matrix::describe(&dir)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -54,6 +54,14 @@ pub fn build_channels(
         })?;
         channels.push(Arc::new(email));
     }
+    if let Some(settings) = matrix_settings(config) {
+        let matrix =
+            hearth_matrix::MatrixChannel::new(settings).map_err(|e| BuildError::Channel {
+                channel: hearth_matrix::NAME.into(),
+                message: e.to_string(),
+            })?;
+        channels.push(Arc::new(matrix));
+    }
     if let Some(gateway) = gateway_settings(&config.gateway).map(GatewayChannel::new) {
         config
             .gateway
@@ -103,6 +111,26 @@ pub fn email_settings(config: &Config) -> Option<hearth_email::EmailSettings> {
         poll_interval: Duration::from_secs(e.poll_interval_secs),
         timeout: Duration::from_secs(60),
         state_dir: config.data_dir.join(hearth_email::NAME),
+    })
+}
+
+/// The Matrix channel's settings for `hearth daemon`, when
+/// `[channels.matrix]` is there; its session, keys and sync token in the
+/// data folder's `matrix/`.
+pub fn matrix_settings(config: &Config) -> Option<hearth_matrix::MatrixSettings> {
+    let m = config.matrix.as_ref()?;
+    Some(hearth_matrix::MatrixSettings {
+        homeserver: m.homeserver.clone(),
+        user: m.user.clone(),
+        login: match &m.login {
+            crate::config::MatrixLogin::Password(p) => hearth_matrix::Login::Password(p.clone()),
+            crate::config::MatrixLogin::AccessToken(t) => hearth_matrix::Login::Token(t.clone()),
+        },
+        device_name: m.device_name.clone(),
+        allowed_users: m.allowed_users.clone(),
+        sync_timeout: Duration::from_secs(30),
+        request_timeout: Duration::from_secs(30),
+        state_dir: config.data_dir.join(hearth_matrix::NAME),
     })
 }
 

@@ -15,6 +15,7 @@ pub mod parrot;
 pub mod pipeline;
 pub mod radicale;
 pub mod slow_model;
+pub mod synapse;
 pub mod telegram_bot;
 pub mod telegram_fake;
 pub mod typist;

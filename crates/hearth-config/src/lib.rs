@@ -17,6 +17,7 @@ mod error;
 mod gateway;
 mod heartbeat;
 mod lms;
+mod matrix;
 mod load;
 mod mcp;
 mod memory;
@@ -43,6 +44,7 @@ pub use email::{EmailConfig, MailSecurity};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use gateway::GatewayConfig;
+pub use matrix::{MatrixConfig, MatrixLogin};
 pub use heartbeat::HeartbeatConfig;
 pub use hearth_core::model::{GpuLayers, ModelFamily, Reasoning};
 pub use lms::{
@@ -83,6 +85,8 @@ pub struct Config {
     pub telegram: TelegramConfig,
     /// `[channels.email]`, when the file has it.
     pub email: Option<EmailConfig>,
+    /// `[channels.matrix]`, when the file has it.
+    pub matrix: Option<MatrixConfig>,
     pub gateway: GatewayConfig,
     pub openai: OpenAiConfig,
     pub anthropic: AnthropicConfig,
@@ -317,12 +321,13 @@ impl Config {
         keep_tools_out(&agent, &engine, &source, env)?;
         let log_level = log_level(raw.log)?;
 
-        let (raw_telegram, raw_gateway, raw_email) = raw
+        let (raw_telegram, raw_gateway, raw_email, raw_matrix) = raw
             .channels
-            .map(|c| (c.telegram, c.gateway, c.email))
+            .map(|c| (c.telegram, c.gateway, c.email, c.matrix))
             .unwrap_or_default();
         let telegram = TelegramConfig::from_raw(raw_telegram, env)?;
         let email = EmailConfig::from_raw(raw_email, env)?;
+        let matrix = MatrixConfig::from_raw(raw_matrix, env)?;
         let gateway = GatewayConfig::from_raw(raw_gateway, env)?;
         let lms = LmsConfig::from_raw(raw.lms, env)?;
         let (raw_openai, raw_anthropic) = raw
@@ -353,6 +358,7 @@ impl Config {
             log_level,
             telegram,
             email,
+            matrix,
             gateway,
             openai,
             anthropic,
@@ -436,6 +442,9 @@ impl Config {
         if let Some(email) = &self.email {
             out.push(email.password.expose().to_string());
             out.extend(email.tokens.values().map(|t| t.expose().to_string()));
+        }
+        if let Some(matrix) = &self.matrix {
+            out.push(matrix.secret().expose().to_string());
         }
         for source in &self.lms.sources {
             out.extend(source.token.iter().map(|t| t.expose().to_string()));

@@ -110,6 +110,7 @@ pub struct RawChannels {
     pub telegram: Option<RawTelegram>,
     pub gateway: Option<super::gateway::RawGateway>,
     pub email: Option<super::email::RawEmail>,
+    pub matrix: Option<super::matrix::RawMatrix>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -34,6 +34,9 @@ impl Config {
         if let Some(email) = &self.email {
             let _ = writeln!(out, "{}", email.render());
         }
+        if let Some(matrix) = &self.matrix {
+            let _ = writeln!(out, "{}", matrix.render());
+        }
         self.gateway.render(&mut out);
         self.openai.render(&mut out);
         self.anthropic.render(&mut out);

@@ -1,0 +1,324 @@
+//! The Matrix channel against the real Synapse: a `hearth daemon` process
+//! logged in as the bot, and people on the same homeserver whose client is
+//! the official Rust SDK (`support::synapse`), in encrypted rooms, so every
+//! message and reply is encrypted and decrypted by the real libraries. The
+//! model is the slow OpenAI-compatible fake, which answers "Reply to: <what
+//! it was asked>".
+//!
+//! Hostile first, each with its control beside it: a stranger's invite is
+//! not taken while the allowed person's is; a stranger's message in the
+//! allowed person's room gets nothing while theirs is answered; a
+//! stranger's reaction does not answer an approval question while the
+//! asker's does.
+#![allow(clippy::unwrap_used)] // a test: an unwrap is the clearest failure
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::common::documents::reader;
+use crate::common::{Sandbox, assert_no_panic};
+use crate::support::daemon_process::{Daemon, until};
+use crate::support::file_under;
+use crate::support::slow_model::{SlowModel, WRITE_AGENTS, reply_to};
+use crate::support::synapse::{PASSWORD, Person, Synapse, is_encrypted};
+
+const WAIT: Duration = Duration::from_secs(90);
+const LATE: &str = "Late submissions lose five points for each day past the deadline.";
+
+fn config(sandbox: &Sandbox, synapse: &Synapse, model: &SlowModel) -> PathBuf {
+    sandbox.config(&format!(
+        r#"[model]
+path = "/nonexistent/none.gguf"
+[memory]
+enabled = false
+[agent]
+workspace = "{workspace}"
+approval_timeout_secs = 120
+[channels.matrix]
+homeserver = "{url}"
+user = "{bot}"
+password = "{PASSWORD}"
+allowed_users = ["{ann}"]
+[providers.openai]
+base_url = "{model}"
+model = "slow"
+native_tools = false
+[routing]
+default_provider = "openai"
+[log]
+level = "info"
+"#,
+        workspace = sandbox.path("workspace").display(),
+        url = synapse.url(),
+        bot = synapse.user_id("bot"),
+        ann = synapse.user_id("ann"),
+        model = model.base_url,
+    ))
+}
+
+/// What `hearth doctor` printed.
+fn doctor(sandbox: &Sandbox, config: &std::path::Path) -> String {
+    let out = sandbox
+        .hearth_process()
+        .args(["--config", config.to_str().unwrap(), "doctor"])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_no_panic(&said);
+    said
+}
+
+/// A homeserver with the bot, Ann (allowed) and Eve (not), and the model.
+async fn house(pieces: usize, gap: Duration) -> (Synapse, SlowModel) {
+    let synapse = tokio::task::spawn_blocking(|| {
+        let synapse = Synapse::start();
+        synapse.register(&["bot", "ann", "eve"]);
+        synapse
+    })
+    .await
+    .unwrap();
+    (synapse, SlowModel::start(pieces, gap).await)
+}
+
+/// The daemon started and synced once (the people's clients keep syncing
+/// on the runtime's other thread meanwhile).
+async fn start(sandbox: &Sandbox, config: &std::path::Path) -> Daemon {
+    tokio::task::block_in_place(|| {
+        let daemon = Daemon::start(sandbox, config);
+        daemon.wait_log("matrix: listening as", WAIT);
+        daemon
+    })
+}
+
+/// The bot's replies (not its notices) in `room` that answer `asked`.
+fn answers(ann: &Person, room: &matrix_sdk::Room, bot: &str, asked: &str) -> usize {
+    ann.from(room, bot)
+        .iter()
+        .filter(|r| !r.notice && r.body.contains(&reply_to(asked)))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_nothing() {
+    let (synapse, model) = house(3, Duration::from_millis(20)).await;
+    let bot = synapse.user_id("bot");
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &synapse, &model);
+    let said = doctor(&sandbox, &config);
+    assert!(
+        said.contains(&format!("{} answers; not logged in yet", synapse.url())),
+        "{said}"
+    );
+    let daemon = start(&sandbox, &config).await;
+    let ann = Person::log_in(&synapse, "ann").await;
+    let eve = Person::log_in(&synapse, "eve").await;
+
+    // Hostile: Eve invites the bot to a room of her own and writes there.
+    let eves = eve.encrypted_room(&[&bot]).await;
+    eve.say(&eves, "STRANGER INVITE").await;
+    // Control: Ann's invite is taken.
+    let room = ann.encrypted_room(&[&bot]).await;
+    ann.wait_joined(&room, &bot, WAIT).await;
+    assert!(is_encrypted(&room).await, "Ann's room is encrypted");
+    // Eve joins Ann's room too (Ann invites her), and writes there.
+    room.invite_user_by_id(&eve.user_id()).await.unwrap();
+    until("Eve's invite to arrive", WAIT, || {
+        eve.client.get_room(room.room_id()).is_some()
+    })
+    .await;
+    eve.client.join_room_by_id(room.room_id()).await.unwrap();
+    ann.wait_joined(&room, eve.user_id().as_str(), WAIT).await;
+
+    ann.say(&room, "What is the capital of Italy?").await;
+    let reply = ann
+        .wait_for(&room, &bot, WAIT, |r| {
+            r.body.contains(&reply_to("What is the capital of Italy?"))
+        })
+        .await;
+    assert!(reply.encrypted, "the reply came encrypted: {reply:?}");
+    let eves_view = eve.client.get_room(room.room_id()).unwrap();
+    eve.say(&eves_view, "STRANGER IN THE ROOM").await;
+    // Ann's next message is answered, so the bot read past Eve's.
+    ann.say(&room, "And of France?").await;
+    ann.wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("And of France?")))
+        .await;
+    assert_eq!(model.asked("STRANGER IN THE ROOM"), 0, "{}", daemon.log());
+    assert_eq!(model.asked("STRANGER INVITE"), 0);
+    assert!(
+        ann.from(&room, &bot).iter().all(|r| !r.body.contains("STRANGER")),
+        "{:#?}",
+        ann.from(&room, &bot)
+    );
+    let bot_id: matrix_sdk::ruma::OwnedUserId = bot.parse().unwrap();
+    let in_eves = eves.get_member_no_sync(&bot_id).await.unwrap();
+    assert_eq!(
+        in_eves.map(|m| m.membership().clone()),
+        Some(matrix_sdk::ruma::events::room::member::MembershipState::Invite),
+        "the bot did not join Eve's room"
+    );
+    let log = daemon.log();
+    assert!(log.contains("ignored an invite to"), "{log}");
+    assert!(log.contains(&format!("ignored a message from {}", eve.user_id())), "{log}");
+
+    // The session and the keys survive a restart: the same device, and the
+    // next encrypted message is read and answered.
+    let session = sandbox.path("data/matrix/session.json");
+    let first = std::fs::read_to_string(&session).unwrap_or_else(|_| {
+        panic!("no session kept in {}: {log}", session.display())
+    });
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&session).unwrap().permissions().mode() & 0o777, 0o600);
+    let (_, log) = tokio::task::block_in_place(|| daemon.term());
+    assert_no_panic(&log);
+    let said = doctor(&sandbox, &config);
+    assert!(said.contains("takes the saved session: logged in as @bot:hearth.test"), "{said}");
+    let daemon = start(&sandbox, &config).await;
+    ann.say(&room, "Still there?").await;
+    let again = ann
+        .wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("Still there?")))
+        .await;
+    assert!(again.encrypted);
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), first, "the same session");
+
+    // A PDF, encrypted in the room, goes the document path: read, its
+    // answering page given to the turn, kept for Ann.
+    let caption = matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(
+        "What happens to late submissions?",
+    );
+    room.send_attachment(
+        "reader.pdf",
+        &mime::APPLICATION_PDF,
+        reader(30, 17, LATE),
+        matrix_sdk::attachment::AttachmentConfig::new().caption(Some(caption)),
+    )
+    .await
+    .unwrap();
+    ann.wait_for(&room, &bot, WAIT, |r| {
+        r.body.contains("What happens to late submissions?")
+    })
+    .await;
+    assert!(model.asked(LATE) >= 1, "{}", daemon.log());
+    assert!(model.asked("reader.pdf, page 17:") >= 1, "{}", daemon.log());
+    let (_, log) = tokio::task::block_in_place(|| daemon.term());
+    assert!(!log.contains("on a new device"), "{log}");
+    assert_no_panic(&log);
+    for asked in ["What is the capital of Italy?", "And of France?", "Still there?"] {
+        assert_eq!(answers(&ann, &room, &bot, asked), 1, "{asked} answered once");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_reply_the_message_is_answered_once_after_the_restart() {
+    // Ten pieces 300 ms apart: the reply takes three seconds.
+    let (synapse, model) = house(10, Duration::from_millis(300)).await;
+    let bot = synapse.user_id("bot");
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &synapse, &model);
+    let daemon = start(&sandbox, &config).await;
+    let ann = Person::log_in(&synapse, "ann").await;
+    let room = ann.encrypted_room(&[&bot]).await;
+    ann.wait_joined(&room, &bot, WAIT).await;
+
+    ann.say(&room, "first question").await;
+    until("the reply underway", WAIT, || model.asked("first question") == 1).await;
+    let log = tokio::task::block_in_place(|| daemon.kill9());
+    assert_eq!(answers(&ann, &room, &bot, "first question"), 0, "killed mid-reply");
+
+    let daemon = start(&sandbox, &config).await;
+    ann.wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("first question")))
+        .await;
+    // Then a second message, so that the bot has synced well past the first.
+    ann.say(&room, "second question").await;
+    ann.wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("second question")))
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(answers(&ann, &room, &bot, "first question"), 1, "{:#?}", ann.from(&room, &bot));
+    assert_eq!(answers(&ann, &room, &bot, "second question"), 1);
+    assert_eq!(model.asked("first question"), 2, "asked again after the kill");
+    let log = log + tokio::task::block_in_place(|| daemon.term()).1.as_str();
+    assert_no_panic(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_counts_only_from_the_person_who_asked() {
+    let (synapse, model) = house(3, Duration::from_millis(20)).await;
+    let bot = synapse.user_id("bot");
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &synapse, &model);
+    let daemon = start(&sandbox, &config).await;
+    let ann = Person::log_in(&synapse, "ann").await;
+    let eve = Person::log_in(&synapse, "eve").await;
+    let room = ann.encrypted_room(&[&bot, eve.user_id().as_str()]).await;
+    ann.wait_joined(&room, &bot, WAIT).await;
+    until("Eve's invite to arrive", WAIT, || {
+        eve.client.get_room(room.room_id()).is_some()
+    })
+    .await;
+    eve.client.join_room_by_id(room.room_id()).await.unwrap();
+    ann.wait_joined(&room, eve.user_id().as_str(), WAIT).await;
+
+    ann.say(&room, &format!("Please {WRITE_AGENTS} now")).await;
+    let question = ann
+        .wait_for(&room, &bot, WAIT, |r| r.body.contains("Allow `file_write`"))
+        .await;
+    assert!(question.body.contains("AGENTS.md"), "the path is shown: {}", question.body);
+    // Hostile: Eve, also in the room, allows it.
+    let eves_view = eve.client.get_room(room.room_id()).unwrap();
+    eve.react(&eves_view, &question.event_id, "👍").await;
+    ann.wait_for(&room, &bot, WAIT, |r| {
+        r.notice && r.body.contains("only the person who asked can answer this")
+    })
+    .await;
+    let workspace = sandbox.path("workspace");
+    assert!(!file_under(&workspace, "AGENTS.md"), "Eve's answer ran nothing");
+    // Control: Ann allows it.
+    ann.react(&room, &question.event_id, "👍").await;
+    ann.wait_for(&room, &bot, WAIT, |r| r.notice && r.body.contains("`file_write`: allowed once"))
+        .await;
+    until("AGENTS.md written", WAIT, || file_under(&workspace, "AGENTS.md")).await;
+    let log = tokio::task::block_in_place(|| daemon.term()).1;
+    assert!(log.contains("answered a question that is not theirs"), "{log}");
+    assert_no_panic(&log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_homeserver_away_for_a_minute_loses_and_doubles_nothing() {
+    // Ten pieces 300 ms apart: the homeserver goes while the reply is made.
+    let (mut synapse, model) = house(10, Duration::from_millis(300)).await;
+    let bot = synapse.user_id("bot");
+    let sandbox = Sandbox::new();
+    let config = config(&sandbox, &synapse, &model);
+    let daemon = start(&sandbox, &config).await;
+    let ann = Person::log_in(&synapse, "ann").await;
+    let room = ann.encrypted_room(&[&bot]).await;
+    ann.wait_joined(&room, &bot, WAIT).await;
+
+    ann.say(&room, "before the outage").await;
+    until("the reply underway", WAIT, || model.asked("before the outage") == 1).await;
+    let synapse = tokio::task::spawn_blocking(move || {
+        synapse.stop();
+        std::thread::sleep(Duration::from_secs(60));
+        synapse.start_again();
+        synapse
+    })
+    .await
+    .unwrap();
+    ann.say(&room, "after the outage").await;
+    let within = Duration::from_secs(240);
+    ann.wait_for(&room, &bot, within, |r| r.body.contains(&reply_to("before the outage")))
+        .await;
+    ann.wait_for(&room, &bot, within, |r| r.body.contains(&reply_to("after the outage")))
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(answers(&ann, &room, &bot, "before the outage"), 1, "{:#?}", ann.from(&room, &bot));
+    assert_eq!(answers(&ann, &room, &bot, "after the outage"), 1);
+    assert_eq!(model.asked("after the outage"), 1);
+    let log = tokio::task::block_in_place(|| daemon.term()).1;
+    assert!(log.contains("cannot reach the homeserver"), "{log}");
+    assert_no_panic(&log);
+    drop(synapse);
+}
