@@ -15,7 +15,9 @@
 //! ggml keeps its backend registry per process, so loading happens once per
 //! process; later calls return what the first one loaded.
 
-use std::ffi::{CStr, CString, c_char, c_void};
+#[cfg(feature = "dynamic-backends")]
+use std::ffi::CString;
+use std::ffi::{CStr, c_char, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -172,6 +174,7 @@ fn load_now(_extra_dir: Option<&Path>, rpc_servers: &[String]) -> Result<Backend
 
 /// Whether `dir` holds a module of backend `name` (`libggml-NAME.so` or
 /// `libggml-NAME-VARIANT.so`).
+#[cfg(feature = "dynamic-backends")]
 fn has_module(dir: &Path, name: &str) -> bool {
     std::fs::read_dir(dir).is_ok_and(|entries| {
         entries
@@ -266,6 +269,7 @@ fn idle_modules<'a>(folders: impl Iterator<Item = &'a Path>, loaded: &[Backend])
     lines
 }
 
+#[cfg(feature = "dynamic-backends")]
 fn c_path(path: &Path) -> Option<CString> {
     CString::new(path.to_str()?).ok()
 }

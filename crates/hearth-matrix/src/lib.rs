@@ -7,6 +7,7 @@
 //! - [`listen`]: sync; invites taken from allowed people only; each new
 //!   message of an allowed person to the inbox ([`inbound`]: text,
 //!   pictures, voice, files), and only then the sync token kept.
+//! - [`verify`]: the bot's device cross-signed by its account.
 //! - [`outbound`] and [`approvals`]: replies in the room (and thread), one
 //!   transaction each; approval questions answered by reaction.
 //!
@@ -22,6 +23,7 @@ mod outbound;
 mod probe;
 mod settings;
 mod state;
+mod verify;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -50,6 +52,8 @@ pub struct MatrixChannel {
     asked: approvals::Asked,
     /// Whether the last sync succeeded.
     healthy: AtomicBool,
+    /// Whether this run looked at the device's cross-signing.
+    signed: AtomicBool,
 }
 
 impl MatrixChannel {
@@ -67,6 +71,7 @@ impl MatrixChannel {
             questions: Questions::default(),
             asked: approvals::Asked::default(),
             healthy: AtomicBool::new(false),
+            signed: AtomicBool::new(false),
         })
     }
 

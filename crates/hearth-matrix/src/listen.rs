@@ -56,6 +56,9 @@ impl MatrixChannel {
                 () = intake.closed() => return Ok(()),
             };
             if !self.healthy.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                if !self.signed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    self.sign_own_device(&client).await;
+                }
                 tracing::info!("matrix: listening as {} on {url}", self.settings.user);
             }
             self.take_invites(&client, &response).await;
