@@ -109,9 +109,33 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
     let bot = synapse.user_id("bot");
     let sandbox = Sandbox::new();
     let config = config(&sandbox, &synapse, &model);
+    // `hearth doctor` tries the login and says what the server said; a
+    // wrong password and a wrong port are named with their fix.
     let said = doctor(&sandbox, &config);
     assert!(
-        said.contains(&format!("{} answers; not logged in yet", synapse.url())),
+        said.contains(&format!(
+            "{} takes the password of {bot}; not logged in yet",
+            synapse.url()
+        )),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    let other = Sandbox::new();
+    let wrong = other.config(&text.replace(
+        &format!("password = \"{PASSWORD}\""),
+        "password = \"guess\"",
+    ));
+    let said = doctor(&other, &wrong);
+    assert!(
+        said.contains(&format!("login as `{bot}` refused"))
+            && said.contains("check [channels.matrix] user and password"),
+        "{said}"
+    );
+    let wrong = other.config(&text.replace(&synapse.url(), "http://127.0.0.1:9"));
+    let said = doctor(&other, &wrong);
+    assert!(
+        said.contains("cannot reach the homeserver http://127.0.0.1:9")
+            && said.contains("is the homeserver running"),
         "{said}"
     );
     let daemon = start(&sandbox, &config).await;
@@ -147,13 +171,21 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
         &std::fs::read_to_string(sandbox.path("data/matrix/session.json")).unwrap(),
     )
     .unwrap();
-    let device: matrix_sdk::ruma::OwnedDeviceId =
-        session["device_id"].as_str().unwrap().into();
+    let device: matrix_sdk::ruma::OwnedDeviceId = session["device_id"].as_str().unwrap().into();
     let bot_user: matrix_sdk::ruma::OwnedUserId = bot.parse().unwrap();
     let deadline = std::time::Instant::now() + WAIT;
     loop {
-        let _ = ann.client.encryption().request_user_identity(&bot_user).await;
-        let seen = ann.client.encryption().get_device(&bot_user, &device).await.unwrap();
+        let _ = ann
+            .client
+            .encryption()
+            .request_user_identity(&bot_user)
+            .await;
+        let seen = ann
+            .client
+            .encryption()
+            .get_device(&bot_user, &device)
+            .await
+            .unwrap();
         if seen.as_ref().is_some_and(|d| d.is_cross_signed_by_owner()) {
             break;
         }
@@ -164,17 +196,25 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert!(daemon.log().contains("the bot's device is cross-signed by its account"));
+    assert!(
+        daemon
+            .log()
+            .contains("the bot's device is cross-signed by its account")
+    );
     let eves_view = eve.client.get_room(room.room_id()).unwrap();
     eve.say(&eves_view, "STRANGER IN THE ROOM").await;
     // Ann's next message is answered, so the bot read past Eve's.
     ann.say(&room, "And of France?").await;
-    ann.wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("And of France?")))
-        .await;
+    ann.wait_for(&room, &bot, WAIT, |r| {
+        r.body.contains(&reply_to("And of France?"))
+    })
+    .await;
     assert_eq!(model.asked("STRANGER IN THE ROOM"), 0, "{}", daemon.log());
     assert_eq!(model.asked("STRANGER INVITE"), 0);
     assert!(
-        ann.from(&room, &bot).iter().all(|r| !r.body.contains("STRANGER")),
+        ann.from(&room, &bot)
+            .iter()
+            .all(|r| !r.body.contains("STRANGER")),
         "{:#?}",
         ann.from(&room, &bot)
     );
@@ -187,27 +227,54 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
     );
     let log = daemon.log();
     assert!(log.contains("ignored an invite to"), "{log}");
-    assert!(log.contains(&format!("ignored a message from {}", eve.user_id())), "{log}");
+    assert!(
+        log.contains(&format!("ignored a message from {}", eve.user_id())),
+        "{log}"
+    );
 
     // The session and the keys survive a restart: the same device, and the
     // next encrypted message is read and answered.
     let session = sandbox.path("data/matrix/session.json");
-    let first = std::fs::read_to_string(&session).unwrap_or_else(|_| {
-        panic!("no session kept in {}: {log}", session.display())
-    });
+    let first = std::fs::read_to_string(&session)
+        .unwrap_or_else(|_| panic!("no session kept in {}: {log}", session.display()));
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&session).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&session).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let (_, log) = tokio::task::block_in_place(|| daemon.term());
     assert_no_panic(&log);
     let said = doctor(&sandbox, &config);
-    assert!(said.contains("takes the saved session: logged in as @bot:hearth.test"), "{said}");
+    assert!(
+        said.contains("takes the saved session: logged in as @bot:hearth.test"),
+        "{said}"
+    );
+    let status = sandbox
+        .hearth_process()
+        .args(["--config", config.to_str().unwrap(), "status"])
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains(&format!(
+            "matrix channel {bot} on {}: logged in as {bot} (device ",
+            synapse.url()
+        )) && status.contains("last synced"),
+        "{status}"
+    );
     let daemon = start(&sandbox, &config).await;
     ann.say(&room, "Still there?").await;
     let again = ann
-        .wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("Still there?")))
+        .wait_for(&room, &bot, WAIT, |r| {
+            r.body.contains(&reply_to("Still there?"))
+        })
         .await;
     assert!(again.encrypted);
-    assert_eq!(std::fs::read_to_string(&session).unwrap(), first, "the same session");
+    assert_eq!(
+        std::fs::read_to_string(&session).unwrap(),
+        first,
+        "the same session"
+    );
 
     // A PDF, encrypted in the room, goes the document path: read, its
     // answering page given to the turn, kept for Ann.
@@ -231,8 +298,16 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
     let (_, log) = tokio::task::block_in_place(|| daemon.term());
     assert!(!log.contains("on a new device"), "{log}");
     assert_no_panic(&log);
-    for asked in ["What is the capital of Italy?", "And of France?", "Still there?"] {
-        assert_eq!(answers(&ann, &room, &bot, asked), 1, "{asked} answered once");
+    for asked in [
+        "What is the capital of Italy?",
+        "And of France?",
+        "Still there?",
+    ] {
+        assert_eq!(
+            answers(&ann, &room, &bot, asked),
+            1,
+            "{asked} answered once"
+        );
     }
 }
 
@@ -249,21 +324,41 @@ async fn killed_mid_reply_the_message_is_answered_once_after_the_restart() {
     ann.wait_joined(&room, &bot, WAIT).await;
 
     ann.say(&room, "first question").await;
-    until("the reply underway", WAIT, || model.asked("first question") == 1).await;
+    until("the reply underway", WAIT, || {
+        model.asked("first question") == 1
+    })
+    .await;
     let log = tokio::task::block_in_place(|| daemon.kill9());
-    assert_eq!(answers(&ann, &room, &bot, "first question"), 0, "killed mid-reply");
+    assert_eq!(
+        answers(&ann, &room, &bot, "first question"),
+        0,
+        "killed mid-reply"
+    );
 
     let daemon = start(&sandbox, &config).await;
-    ann.wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("first question")))
-        .await;
+    ann.wait_for(&room, &bot, WAIT, |r| {
+        r.body.contains(&reply_to("first question"))
+    })
+    .await;
     // Then a second message, so that the bot has synced well past the first.
     ann.say(&room, "second question").await;
-    ann.wait_for(&room, &bot, WAIT, |r| r.body.contains(&reply_to("second question")))
-        .await;
+    ann.wait_for(&room, &bot, WAIT, |r| {
+        r.body.contains(&reply_to("second question"))
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(answers(&ann, &room, &bot, "first question"), 1, "{:#?}", ann.from(&room, &bot));
+    assert_eq!(
+        answers(&ann, &room, &bot, "first question"),
+        1,
+        "{:#?}",
+        ann.from(&room, &bot)
+    );
     assert_eq!(answers(&ann, &room, &bot, "second question"), 1);
-    assert_eq!(model.asked("first question"), 2, "asked again after the kill");
+    assert_eq!(
+        model.asked("first question"),
+        2,
+        "asked again after the kill"
+    );
     let log = log + tokio::task::block_in_place(|| daemon.term()).1.as_str();
     assert_no_panic(&log);
 }
@@ -290,7 +385,11 @@ async fn an_approval_counts_only_from_the_person_who_asked() {
     let question = ann
         .wait_for(&room, &bot, WAIT, |r| r.body.contains("Allow `file_write`"))
         .await;
-    assert!(question.body.contains("AGENTS.md"), "the path is shown: {}", question.body);
+    assert!(
+        question.body.contains("AGENTS.md"),
+        "the path is shown: {}",
+        question.body
+    );
     // Hostile: Eve, also in the room, allows it.
     let eves_view = eve.client.get_room(room.room_id()).unwrap();
     eve.react(&eves_view, &question.event_id, "👍").await;
@@ -299,14 +398,25 @@ async fn an_approval_counts_only_from_the_person_who_asked() {
     })
     .await;
     let workspace = sandbox.path("workspace");
-    assert!(!file_under(&workspace, "AGENTS.md"), "Eve's answer ran nothing");
+    assert!(
+        !file_under(&workspace, "AGENTS.md"),
+        "Eve's answer ran nothing"
+    );
     // Control: Ann allows it.
     ann.react(&room, &question.event_id, "👍").await;
-    ann.wait_for(&room, &bot, WAIT, |r| r.notice && r.body.contains("`file_write`: allowed once"))
-        .await;
-    until("AGENTS.md written", WAIT, || file_under(&workspace, "AGENTS.md")).await;
+    ann.wait_for(&room, &bot, WAIT, |r| {
+        r.notice && r.body.contains("`file_write`: allowed once")
+    })
+    .await;
+    until("AGENTS.md written", WAIT, || {
+        file_under(&workspace, "AGENTS.md")
+    })
+    .await;
     let log = tokio::task::block_in_place(|| daemon.term()).1;
-    assert!(log.contains("answered a question that is not theirs"), "{log}");
+    assert!(
+        log.contains("answered a question that is not theirs"),
+        "{log}"
+    );
     assert_no_panic(&log);
 }
 
@@ -331,7 +441,10 @@ async fn the_homeserver_away_for_a_minute_loses_and_doubles_nothing() {
     ann.wait_joined(&room, &bot, WAIT).await;
 
     ann.say(&room, "before the outage").await;
-    until("the reply underway", WAIT, || model.asked("before the outage") == 1).await;
+    until("the reply underway", WAIT, || {
+        model.asked("before the outage") == 1
+    })
+    .await;
     tokio::task::block_in_place(|| synapse.stop());
     let away = std::time::Instant::now();
     until("the listener to notice", WAIT, || {
@@ -392,12 +505,21 @@ async fn the_homeserver_away_for_a_minute_loses_and_doubles_nothing() {
 
     ann.say(&room, "after the outage").await;
     let within = Duration::from_secs(240);
-    ann.wait_for(&room, &bot, within, |r| r.body.contains(&reply_to("before the outage")))
-        .await;
-    ann.wait_for(&room, &bot, within, |r| r.body.contains(&reply_to("after the outage")))
-        .await;
+    ann.wait_for(&room, &bot, within, |r| {
+        r.body.contains(&reply_to("before the outage"))
+    })
+    .await;
+    ann.wait_for(&room, &bot, within, |r| {
+        r.body.contains(&reply_to("after the outage"))
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(answers(&ann, &room, &bot, "before the outage"), 1, "{:#?}", ann.from(&room, &bot));
+    assert_eq!(
+        answers(&ann, &room, &bot, "before the outage"),
+        1,
+        "{:#?}",
+        ann.from(&room, &bot)
+    );
     assert_eq!(answers(&ann, &room, &bot, "after the outage"), 1);
     assert_eq!(model.asked("after the outage"), 1);
     let log = tokio::task::block_in_place(|| daemon.term()).1;

@@ -17,6 +17,6 @@ pub use desk::{DaemonDesk, Parts as DeskParts};
 pub use hearth_app::daemon::*;
 pub use served::ServedLocal;
 pub use wiring::{
-    BuildError, Built, LoopbackChannel, build_channels, email_settings, gateway_settings, matrix_settings,
-    telegram_settings,
+    BuildError, Built, LoopbackChannel, build_channels, email_settings, gateway_settings,
+    matrix_settings, telegram_settings,
 };

@@ -72,7 +72,11 @@ impl Synapse {
             .arg(synapse.path("homeserver.yaml"))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         synapse.start_again();
         synapse
     }
@@ -337,11 +341,16 @@ impl Person {
         let user: OwnedUserId = user.parse().unwrap();
         loop {
             if let Ok(Some(member)) = room.get_member_no_sync(&user).await
-                && *member.membership() == matrix_sdk::ruma::events::room::member::MembershipState::Join
+                && *member.membership()
+                    == matrix_sdk::ruma::events::room::member::MembershipState::Join
             {
                 return;
             }
-            assert!(Instant::now() < deadline, "{user} did not join {}", room.room_id());
+            assert!(
+                Instant::now() < deadline,
+                "{user} did not join {}",
+                room.room_id()
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }

@@ -17,8 +17,8 @@ mod error;
 mod gateway;
 mod heartbeat;
 mod lms;
-mod matrix;
 mod load;
+mod matrix;
 mod mcp;
 mod memory;
 mod models;
@@ -44,12 +44,12 @@ pub use email::{EmailConfig, MailSecurity};
 pub use environment::Environment;
 pub use error::ConfigError;
 pub use gateway::GatewayConfig;
-pub use matrix::{MatrixConfig, MatrixLogin};
 pub use heartbeat::HeartbeatConfig;
 pub use hearth_core::model::{GpuLayers, ModelFamily, Reasoning};
 pub use lms::{
     LmsConfig, LmsKind, LmsSourceConfig, LmsTarget, format_span, parse_span, token_variable,
 };
+pub use matrix::{MatrixConfig, MatrixLogin};
 pub use mcp::{
     Ask, McpConfig, SEPARATOR as MCP_SEPARATOR, ServerConfig as McpServerConfig,
     Transport as McpTransport,

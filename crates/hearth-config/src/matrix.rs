@@ -67,7 +67,10 @@ impl MatrixConfig {
             .map(|u| u.trim().to_string())
             .filter(|u| plausible_id(u))
             .ok_or_else(|| {
-                ConfigError::invalid(&key("user"), "the bot's Matrix ID is needed, as @name:server")
+                ConfigError::invalid(
+                    &key("user"),
+                    "the bot's Matrix ID is needed, as @name:server",
+                )
             })?;
         let password = env
             .var("HEARTH_MATRIX_PASSWORD")
@@ -182,14 +185,34 @@ mod tests {
         assert!(!ok.render().contains("\"pw\""), "{}", ok.render());
         for (text, key) in [
             ("user = \"@bot:e.org\"\npassword = \"pw\"", "homeserver"),
-            ("homeserver = \"m.example.org\"\nuser = \"@bot:e.org\"\npassword = \"pw\"", "homeserver"),
-            ("homeserver = \"https://m\"\nuser = \"bot\"\npassword = \"pw\"", "user"),
-            ("homeserver = \"https://m\"\nuser = \"@bot:e.org\"", "password"),
-            ("homeserver = \"https://m\"\nuser = \"@bot:e.org\"\npassword = \"pw\"\naccess_token = \"t\"", "password"),
-            ("homeserver = \"https://m\"\nuser = \"@bot:e.org\"\npassword = \"pw\"\nallowed_users = [\"ann\"]", "allowed_users"),
+            (
+                "homeserver = \"m.example.org\"\nuser = \"@bot:e.org\"\npassword = \"pw\"",
+                "homeserver",
+            ),
+            (
+                "homeserver = \"https://m\"\nuser = \"bot\"\npassword = \"pw\"",
+                "user",
+            ),
+            (
+                "homeserver = \"https://m\"\nuser = \"@bot:e.org\"",
+                "password",
+            ),
+            (
+                "homeserver = \"https://m\"\nuser = \"@bot:e.org\"\npassword = \"pw\"\naccess_token = \"t\"",
+                "password",
+            ),
+            (
+                "homeserver = \"https://m\"\nuser = \"@bot:e.org\"\npassword = \"pw\"\nallowed_users = [\"ann\"]",
+                "allowed_users",
+            ),
         ] {
-            let err = MatrixConfig::from_raw(raw(text), &env).unwrap_err().to_string();
-            assert!(err.contains(&format!("channels.matrix.{key}")), "{text}: {err}");
+            let err = MatrixConfig::from_raw(raw(text), &env)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("channels.matrix.{key}")),
+                "{text}: {err}"
+            );
         }
     }
 }

@@ -41,15 +41,20 @@ pub fn answer_of(key: &str) -> Option<Answer> {
 }
 
 impl MatrixChannel {
-    pub(super) async fn ask(&self, request: &ApprovalRequest) -> Result<Option<Answer>, ChannelError> {
+    pub(super) async fn ask(
+        &self,
+        request: &ApprovalRequest,
+    ) -> Result<Option<Answer>, ChannelError> {
         let client = self
             .logged_in()
             .await
             .ok_or_else(|| ChannelError::Network("not logged in to the homeserver yet".into()))?;
         let room = client
-            .get_room(<&matrix_sdk::ruma::RoomId>::try_from(request.recipient.as_str()).map_err(
-                |_| ChannelError::Rejected(format!("`{}` is not a room", request.recipient)),
-            )?)
+            .get_room(
+                <&matrix_sdk::ruma::RoomId>::try_from(request.recipient.as_str()).map_err(
+                    |_| ChannelError::Rejected(format!("`{}` is not a room", request.recipient)),
+                )?,
+            )
             .ok_or_else(|| ChannelError::Rejected(format!("not in room {}", request.recipient)))?;
         let ticket = self.questions.ask(request);
         let text = format!(
@@ -65,7 +70,9 @@ impl MatrixChannel {
             ))
             .await
             .map_err(|e| ChannelError::Network(e.to_string()))?;
-        self.asked.map().insert(sent.response.event_id.clone(), request.id.clone());
+        self.asked
+            .map()
+            .insert(sent.response.event_id.clone(), request.id.clone());
         let given = ticket.wait_given().await;
         self.asked.map().remove(&sent.response.event_id);
         let outcome = match given {
@@ -102,10 +109,14 @@ impl MatrixChannel {
             return;
         };
         match self.questions.answer(&id, sender.as_str(), answer) {
-            Delivered::Taken => tracing::info!("matrix: {sender} answered a question: {}", answer.as_str()),
+            Delivered::Taken => {
+                tracing::info!("matrix: {sender} answered a question: {}", answer.as_str())
+            }
             Delivered::Expired => {}
             Delivered::NotYours => {
-                tracing::warn!("matrix: {sender} answered a question that is not theirs; it stays open");
+                tracing::warn!(
+                    "matrix: {sender} answered a question that is not theirs; it stays open"
+                );
                 if let Some(room) = client.get_room(room) {
                     let text = format!("{sender}: only the person who asked can answer this.");
                     let _ = room.send(RoomMessageEventContent::notice_plain(text)).await;
@@ -122,7 +133,11 @@ mod tests {
     #[test]
     fn the_three_answers_and_their_variants() {
         assert_eq!(answer_of("👍"), Some(Answer::Once));
-        assert_eq!(answer_of("👍️"), Some(Answer::Once), "with the presentation selector");
+        assert_eq!(
+            answer_of("👍️"),
+            Some(Answer::Once),
+            "with the presentation selector"
+        );
         assert_eq!(answer_of("👍🏽"), Some(Answer::Once), "with a skin tone");
         assert_eq!(answer_of("✅"), Some(Answer::Always));
         assert_eq!(answer_of("👎"), Some(Answer::Deny));

@@ -62,10 +62,7 @@ impl MatrixChannel {
                 .await
                 .map_err(|e| MatrixError::from_sdk(&s.homeserver, e))?;
             // Whether the server still takes it.
-            client
-                .whoami()
-                .await
-                .map_err(|e| self.refused(e))?;
+            client.whoami().await.map_err(|e| self.refused(e))?;
             self.state.tighten();
             return Ok(client);
         }
@@ -157,7 +154,11 @@ impl MatrixChannel {
     pub(super) async fn build_unstored(&self) -> Result<Client, MatrixError> {
         Client::builder()
             .homeserver_url(&self.settings.homeserver)
-            .request_config(RequestConfig::new().timeout(self.settings.request_timeout).retry_limit(1))
+            .request_config(
+                RequestConfig::new()
+                    .timeout(self.settings.request_timeout)
+                    .retry_limit(1),
+            )
             .build()
             .await
             .map_err(|e| MatrixError::Homeserver {
@@ -167,7 +168,7 @@ impl MatrixChannel {
     }
 
     /// A login or whoami that failed: refused by the server, or not heard.
-    fn refused(&self, e: matrix_sdk::HttpError) -> MatrixError {
+    pub(super) fn refused(&self, e: matrix_sdk::HttpError) -> MatrixError {
         match e.as_client_api_error() {
             Some(api) => MatrixError::Login {
                 user: self.settings.user.clone(),

@@ -9,11 +9,17 @@ pub enum MatrixError {
     Homeserver { url: String, why: String },
     #[error("cannot reach the homeserver {url}: {why}")]
     Unreachable { url: String, why: String },
-    #[error("login as `{user}` refused: {why} (check [channels.matrix] user and password or access_token)")]
+    #[error(
+        "login as `{user}` refused: {why} (check [channels.matrix] user and password or access_token)"
+    )]
     Login { user: String, why: String },
-    #[error("the access token belongs to `{found}`, not to `{user}` (check [channels.matrix] user)")]
+    #[error(
+        "the access token belongs to `{found}`, not to `{user}` (check [channels.matrix] user)"
+    )]
     WrongUser { user: String, found: String },
-    #[error("the saved session in {path} is not this account's ({why}); move that folder away to log in afresh")]
+    #[error(
+        "the saved session in {path} is not this account's ({why}); move that folder away to log in afresh"
+    )]
     Session { path: String, why: String },
     #[error("the homeserver answered: {0}")]
     Server(String),

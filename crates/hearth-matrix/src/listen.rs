@@ -48,14 +48,19 @@ impl MatrixChannel {
         loop {
             let mut settings = SyncSettings::new().filter(filter());
             settings = match &token {
-                Some(t) => settings.token(t.clone()).timeout(self.settings.sync_timeout),
+                Some(t) => settings
+                    .token(t.clone())
+                    .timeout(self.settings.sync_timeout),
                 None => settings.token(matrix_sdk::config::SyncToken::NoToken),
             };
             let response = tokio::select! {
                 r = client.sync_once(settings) => r.map_err(|e| MatrixError::from_sdk(&url, e))?,
                 () = intake.closed() => return Ok(()),
             };
-            if !self.healthy.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            if !self
+                .healthy
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
                 if !self.signed.swap(true, std::sync::atomic::Ordering::Relaxed) {
                     self.sign_own_device(&client).await;
                 }
@@ -74,11 +79,20 @@ impl MatrixChannel {
                 );
             } else {
                 let held = self
-                    .take_messages(&client, me.as_deref(), &response, intake, &mut strangers, key_waits < KEY_WAITS)
+                    .take_messages(
+                        &client,
+                        me.as_deref(),
+                        &response,
+                        intake,
+                        &mut strangers,
+                        key_waits < KEY_WAITS,
+                    )
                     .await?;
                 if held {
                     key_waits += 1;
-                    tracing::info!("matrix: a message cannot be decrypted yet; waiting for its keys ({key_waits} of {KEY_WAITS})");
+                    tracing::info!(
+                        "matrix: a message cannot be decrypted yet; waiting for its keys ({key_waits} of {KEY_WAITS})"
+                    );
                     tokio::time::sleep(Duration::from_secs(2)).await;
                     continue;
                 }
@@ -134,10 +148,9 @@ impl MatrixChannel {
     ) -> Result<bool, MatrixError> {
         if may_wait {
             let waiting = response.rooms.joined.iter().any(|(room, update)| {
-                new_events(&update.timeline.events, me)
-                    .iter()
-                    .any(|e| undecryptable_from(e).is_some_and(|s| self.settings.allows(s.as_str())))
-                    && client.get_room(room).is_some()
+                new_events(&update.timeline.events, me).iter().any(|e| {
+                    undecryptable_from(e).is_some_and(|s| self.settings.allows(s.as_str()))
+                }) && client.get_room(room).is_some()
             });
             if waiting {
                 return Ok(true);
@@ -157,7 +170,9 @@ impl MatrixChannel {
                         }
                         if !self.settings.allows(sender.as_str()) {
                             if strangers.insert(sender.clone()) {
-                                tracing::info!("matrix: ignored a message from {sender} in {room_id} (not in allowed_users)");
+                                tracing::info!(
+                                    "matrix: ignored a message from {sender} in {room_id} (not in allowed_users)"
+                                );
                             }
                             continue;
                         }
@@ -168,7 +183,9 @@ impl MatrixChannel {
                                 tracing::debug!("matrix: {id} is already in the inbox")
                             }
                             // Stopping: the token stays where it was.
-                            Err(_) => return Err(MatrixError::Server("the daemon is stopping".into())),
+                            Err(_) => {
+                                return Err(MatrixError::Server("the daemon is stopping".into()));
+                            }
                         }
                     }
                     Read::Reaction { sender, to, key } => {
@@ -203,7 +220,9 @@ impl MatrixChannel {
 
     /// A message whose keys never came: its sender is told.
     async fn cannot_read(&self, client: &Client, room: &OwnedRoomId) {
-        tracing::warn!("matrix: a message in {room} could not be decrypted: its keys never reached this device");
+        tracing::warn!(
+            "matrix: a message in {room} could not be decrypted: its keys never reached this device"
+        );
         if let Some(room) = client.get_room(room) {
             let text = "I could not decrypt your last message: its keys did not reach my device. Please send it again.";
             if let Err(e) = room.send(RoomMessageEventContent::notice_plain(text)).await {
@@ -247,9 +266,9 @@ fn new_events<'a>(
 /// The sender of an event the bot could not decrypt.
 fn undecryptable_from(event: &TimelineEvent) -> Option<OwnedUserId> {
     match &event.kind {
-        matrix_sdk::deserialized_responses::TimelineEventKind::UnableToDecrypt { event, .. } => {
-            event.get_field::<OwnedUserId>("sender").ok().flatten()
-        }
+        matrix_sdk::deserialized_responses::TimelineEventKind::UnableToDecrypt {
+            event, ..
+        } => event.get_field::<OwnedUserId>("sender").ok().flatten(),
         _ => None,
     }
 }

@@ -8,7 +8,10 @@ use matrix_sdk::ruma::{OwnedEventId, OwnedTransactionId};
 use hearth_channel::SendMessage;
 
 /// `content` in thread `root`, when there is one.
-pub fn in_thread(mut content: RoomMessageEventContent, root: Option<&str>) -> RoomMessageEventContent {
+pub fn in_thread(
+    mut content: RoomMessageEventContent,
+    root: Option<&str>,
+) -> RoomMessageEventContent {
     if let Some(root) = root.and_then(|r| OwnedEventId::try_from(r).ok()) {
         content.relates_to = Some(Relation::Thread(Thread::plain(root.clone(), root)));
     }
@@ -21,7 +24,11 @@ pub fn in_thread(mut content: RoomMessageEventContent, root: Option<&str>) -> Ro
 /// that answers nothing (a reminder) is new each time.
 pub fn transaction(message: &SendMessage) -> OwnedTransactionId {
     match &message.in_reply_to {
-        Some(id) => format!("hearth-{:016x}", fnv1a(&[id.as_bytes(), message.content.as_bytes()])).into(),
+        Some(id) => format!(
+            "hearth-{:016x}",
+            fnv1a(&[id.as_bytes(), message.content.as_bytes()])
+        )
+        .into(),
         None => matrix_sdk::ruma::TransactionId::new(),
     }
 }

@@ -7,7 +7,7 @@ impl MatrixChannel {
     /// One line on what the homeserver said: who the bot is there. Asked
     /// with a client of its own, without the daemon's stores (a running
     /// daemon holds them) and without logging in anew (a password login
-    /// would make a device no one verified).
+    /// makes a device: the doctor's is logged out again at once).
     pub async fn probe(&self) -> Result<String, MatrixError> {
         let s = &self.settings;
         let probe = self.build_unstored().await?;
@@ -15,13 +15,24 @@ impl MatrixChannel {
         let token = match (&session, &s.login) {
             (Some(saved), _) => saved.tokens.access_token.clone(),
             (None, super::Login::Token(token)) => token.expose().to_string(),
-            (None, super::Login::Password(_)) => {
+            (None, super::Login::Password(password)) => {
+                // A password is tried the only way Matrix has: a login,
+                // whose trial session is logged out again at once.
                 probe
-                    .server_versions()
+                    .matrix_auth()
+                    .login_username(&s.user, password.expose())
+                    .initial_device_display_name("hearth doctor (logged out again)")
+                    .send()
                     .await
-                    .map_err(|e| MatrixError::from_http(&s.homeserver, e))?;
+                    .map_err(|e| match e {
+                        matrix_sdk::Error::Http(h) => self.refused(*h),
+                        other => MatrixError::Server(other.to_string()),
+                    })?;
+                if let Err(e) = probe.matrix_auth().logout().await {
+                    tracing::warn!("matrix: the doctor's trial session was not logged out: {e}");
+                }
                 return Ok(format!(
-                    "{} answers; not logged in yet (the daemon logs in as {} when it starts)",
+                    "{} takes the password of {}; not logged in yet (the daemon logs in when it starts)",
                     s.homeserver, s.user
                 ));
             }
@@ -31,7 +42,11 @@ impl MatrixChannel {
             .device_id
             .map(|d| d.to_string())
             .unwrap_or_else(|| "no device".into());
-        let kept = if session.is_some() { "the saved session" } else { "the access token" };
+        let kept = if session.is_some() {
+            "the saved session"
+        } else {
+            "the access token"
+        };
         Ok(format!(
             "{} takes {kept}: logged in as {} (device {device})",
             s.homeserver, me.user_id
@@ -42,6 +57,11 @@ impl MatrixChannel {
 /// What to do about `e`, for `hearth doctor`.
 pub fn fix(e: &MatrixError) -> &'static str {
     match e {
+        MatrixError::Unreachable { why, .. }
+            if why.to_ascii_lowercase().contains("certificate") =>
+        {
+            "this machine does not trust the homeserver's certificate: add its certificate authority to the system's (update-ca-certificates), or fix the server's certificate"
+        }
         MatrixError::Unreachable { .. } => {
             "is the homeserver running, and is [channels.matrix] homeserver its client API address?"
         }
@@ -52,7 +72,28 @@ pub fn fix(e: &MatrixError) -> &'static str {
         MatrixError::Session { .. } => {
             "move the data folder's matrix/ away to log in afresh (the bot's device then needs verifying again)"
         }
-        MatrixError::Homeserver { .. } => "give the homeserver as https://host (or http://127.0.0.1:port)",
+        MatrixError::Homeserver { .. } => {
+            "give the homeserver as https://host (or http://127.0.0.1:port)"
+        }
         _ => "see the daemon's log",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_certificate_refused_is_told_apart_from_a_server_away() {
+        let away = MatrixError::Unreachable {
+            url: "https://m.example.org".into(),
+            why: "error sending request: connection refused".into(),
+        };
+        assert!(fix(&away).contains("is the homeserver running"));
+        let untrusted = MatrixError::Unreachable {
+            url: "https://m.example.org".into(),
+            why: "invalid peer certificate: UnknownIssuer".into(),
+        };
+        assert!(fix(&untrusted).contains("does not trust the homeserver's certificate"));
     }
 }

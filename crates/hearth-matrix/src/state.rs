@@ -97,7 +97,11 @@ pub fn describe(dir: &Path) -> String {
     let synced = std::fs::metadata(dir.join("sync_token"))
         .and_then(|m| m.modified())
         .ok()
-        .map(|t| chrono::DateTime::<chrono::Utc>::from(t).format("%Y-%m-%d %H:%M UTC").to_string());
+        .map(|t| {
+            chrono::DateTime::<chrono::Utc>::from(t)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        });
     match synced {
         Some(at) => format!(
             "logged in as {} (device {}), last synced {at}",

@@ -6,8 +6,8 @@
 use matrix_sdk::Client;
 use matrix_sdk::ruma::api::client::uiaa;
 
-use super::settings::Login;
 use super::MatrixChannel;
+use super::settings::Login;
 
 impl MatrixChannel {
     /// Signs the bot's device with its account's identity, making the
@@ -19,7 +19,9 @@ impl MatrixChannel {
             return;
         }
         let Login::Password(password) = &self.settings.login else {
-            tracing::info!("matrix: the bot's device is not cross-signed (a token login cannot make an identity): verify it from Element");
+            tracing::info!(
+                "matrix: the bot's device is not cross-signed (a token login cannot make an identity): verify it from Element"
+            );
             return;
         };
         let result = match encryption.bootstrap_cross_signing_if_needed(None).await {
