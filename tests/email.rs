@@ -18,7 +18,7 @@ use base64::Engine as _;
 
 use crate::common::documents::reader;
 use crate::common::{Sandbox, assert_no_panic};
-use crate::support::daemon_process::{Daemon, until};
+use crate::support::daemon_process::{Daemon, box_shows_listener_failing, until};
 use crate::support::mail::{DOMAIN, MailHouse, PASSWORD, header, mail, passed};
 use crate::support::slow_model::SlowModel;
 
@@ -342,53 +342,8 @@ async fn the_imap_server_away_a_minute_and_a_restart_lose_and_double_nothing() {
     .await;
     ask(2);
     // The page's box and /metrics say so, with the cause.
-    let web = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
     let cause = format!("cannot reach 127.0.0.1:{}", house.imap);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let seen: serde_json::Value = web
-            .get(format!("{base}/ui/api/box"))
-            .bearer_auth(GATEWAY_TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let email = seen["channels"]
-            .as_array()
-            .and_then(|c| c.iter().find(|c| c["name"] == "email"))
-            .unwrap_or_else(|| panic!("{seen}"))
-            .clone();
-        // At first the cut session's error, then the refused reconnections.
-        if email["last_error"].as_str().unwrap_or("").contains(&cause)
-            && email["state"]
-                .as_str()
-                .unwrap_or("")
-                .starts_with("restarting")
-        {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "{seen}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let metrics = web
-        .get(format!("{base}/metrics"))
-        .bearer_auth(GATEWAY_TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let errors = metrics
-        .lines()
-        .find(|l| {
-            l.starts_with(r#"hearth_channel_errors_total{channel="email",operation="listen"}"#)
-        })
-        .unwrap_or_else(|| panic!("{metrics}"));
-    assert!(!errors.ends_with(" 0"), "{errors}");
+    box_shows_listener_failing(port, GATEWAY_TOKEN, "email", &cause).await;
     tokio::time::sleep(Duration::from_secs(55)).await;
     house.start_dovecot();
     let deadline = std::time::Instant::now() + Duration::from_secs(150);

@@ -142,3 +142,56 @@ pub fn answers(fake: &FakeTelegram, chat: i64, asked: &str) -> usize {
 pub fn send(fake: &FakeTelegram, user: i64, text: &str) -> i64 {
     fake.inject(Incoming::text(user, text)).0
 }
+
+/// Waits until the gateway on `port` (with `token`) shows `channel`'s
+/// listener restarting after an error that says `cause`, on the page's box
+/// (`/ui/api/box`), within 20 s; then checks that `/metrics` counts its
+/// listener's errors.
+pub async fn box_shows_listener_failing(port: u16, token: &str, channel: &str, cause: &str) {
+    let web = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let seen: serde_json::Value = web
+            .get(format!("{base}/ui/api/box"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let shown = seen["channels"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == channel))
+            .unwrap_or_else(|| panic!("{seen}"))
+            .clone();
+        // At first the cut session's error, then the refused reconnections.
+        if shown["last_error"].as_str().unwrap_or("").contains(cause)
+            && shown["state"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("restarting")
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{seen}");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let metrics = web
+        .get(format!("{base}/metrics"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let wanted =
+        format!(r#"hearth_channel_errors_total{{channel="{channel}",operation="listen"}}"#);
+    let errors = metrics
+        .lines()
+        .find(|l| l.starts_with(&wanted))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(!errors.ends_with(" 0"), "{errors}");
+}

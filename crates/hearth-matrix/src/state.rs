@@ -7,9 +7,10 @@
 //! crash in between syncs from the older token again and the inbox
 //! recognises what it already holds.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+
+use hearth_core::file_modes::{make_private_dir, replace_file};
 
 use matrix_sdk::authentication::matrix::MatrixSession;
 
@@ -21,10 +22,8 @@ pub struct State {
 
 impl State {
     pub fn open(dir: &Path) -> Result<Self, MatrixError> {
-        std::fs::create_dir_all(dir.join("store")).map_err(|e| state_error(dir, e))?;
         for d in [dir.to_path_buf(), dir.join("store")] {
-            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| state_error(&d, e))?;
+            make_private_dir(&d).map_err(|e| state_error(&d, e))?;
         }
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -116,18 +115,7 @@ pub fn describe(dir: &Path) -> String {
 
 /// Writes `bytes` to `path` whole or not at all, readable by the owner only.
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), MatrixError> {
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| state_error(&tmp, e))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|e| state_error(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| state_error(path, e))
+    replace_file(path, bytes, 0o600).map_err(|e| state_error(path, e))
 }
 
 fn state_error(path: &Path, source: std::io::Error) -> MatrixError {
