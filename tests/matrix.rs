@@ -18,9 +18,9 @@ use std::time::Duration;
 use crate::common::documents::reader;
 use crate::common::{Sandbox, assert_no_panic};
 use crate::support::daemon_process::{Daemon, box_shows_listener_failing, until};
-use crate::support::file_under;
 use crate::support::slow_model::{SlowModel, WRITE_AGENTS, reply_to};
 use crate::support::synapse::{PASSWORD, Person, Synapse, is_encrypted};
+use crate::support::{file_under, hearth_with, said};
 
 const WAIT: Duration = Duration::from_secs(90);
 const GATEWAY_TOKEN: &str = "gateway-token-for-the-matrix-test";
@@ -57,20 +57,9 @@ level = "info"
     ))
 }
 
-/// What `hearth doctor` printed.
-fn doctor(sandbox: &Sandbox, config: &std::path::Path) -> String {
-    let out = sandbox
-        .hearth_process()
-        .args(["--config", config.to_str().unwrap(), "doctor"])
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_no_panic(&said);
-    said
+/// What `hearth doctor` printed (never a panic).
+async fn doctor(sandbox: &Sandbox, config: &std::path::Path) -> String {
+    said(&hearth_with(sandbox, config, &["doctor"]).await)
 }
 
 /// A homeserver with the bot, Ann (allowed) and Eve (not), and the model.
@@ -111,7 +100,7 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
     let config = config(&sandbox, &synapse, &model);
     // `hearth doctor` tries the login and says what the server said; a
     // wrong password and a wrong port are named with their fix.
-    let said = doctor(&sandbox, &config);
+    let said = doctor(&sandbox, &config).await;
     assert!(
         said.contains(&format!(
             "{} takes the password of {bot}; not logged in yet",
@@ -125,14 +114,14 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
         &format!("password = \"{PASSWORD}\""),
         "password = \"guess\"",
     ));
-    let said = doctor(&other, &wrong);
+    let said = doctor(&other, &wrong).await;
     assert!(
         said.contains(&format!("login as `{bot}` refused"))
             && said.contains("check [channels.matrix] user and password"),
         "{said}"
     );
     let wrong = other.config(&text.replace(&synapse.url(), "http://127.0.0.1:9"));
-    let said = doctor(&other, &wrong);
+    let said = doctor(&other, &wrong).await;
     assert!(
         said.contains("cannot reach the homeserver http://127.0.0.1:9")
             && said.contains("is the homeserver running"),
@@ -244,7 +233,7 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
     );
     let (_, log) = tokio::task::block_in_place(|| daemon.term());
     assert_no_panic(&log);
-    let said = doctor(&sandbox, &config);
+    let said = doctor(&sandbox, &config).await;
     assert!(
         said.contains("takes the saved session: logged in as @bot:hearth.test"),
         "{said}"

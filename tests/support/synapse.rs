@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use matrix_sdk::config::SyncSettings;
-use matrix_sdk::deserialized_responses::TimelineEventKind;
 use matrix_sdk::ruma::api::client::room::create_room::v3::Request as CreateRoom;
 use matrix_sdk::ruma::events::room::encryption::RoomEncryptionEventContent;
 use matrix_sdk::ruma::events::room::message::{
@@ -278,11 +277,9 @@ impl Person {
         client.add_event_handler(
             move |event: OriginalSyncRoomMessageEvent,
                   room: Room,
-                  raw: matrix_sdk::event_handler::RawEvent,
                   info: Option<matrix_sdk::deserialized_responses::EncryptionInfo>| {
                 let kept = kept.clone();
                 async move {
-                    let _ = raw;
                     let (body, notice) = match &event.content.msgtype {
                         MessageType::Text(t) => (t.body.clone(), false),
                         MessageType::Notice(n) => (n.body.clone(), true),
@@ -416,11 +413,6 @@ pub async fn is_encrypted(room: &Room) -> bool {
     room.latest_encryption_state()
         .await
         .is_ok_and(|s| s.is_encrypted())
-}
-
-/// A kind of event, decrypted or not, for assertions on what travelled.
-pub fn was_encrypted(kind: &TimelineEventKind) -> bool {
-    matches!(kind, TimelineEventKind::Decrypted(_))
 }
 
 fn free_port() -> u16 {

@@ -68,14 +68,8 @@ impl MatrixChannel {
         }
         match &s.login {
             Login::Password(password) => {
-                auth.login_username(&s.user, password.expose())
-                    .initial_device_display_name(&s.device_name)
-                    .send()
-                    .await
-                    .map_err(|e| match e {
-                        matrix_sdk::Error::Http(h) => self.refused(*h),
-                        other => MatrixError::Server(other.to_string()),
-                    })?;
+                self.password_login(&client, password.expose(), &s.device_name)
+                    .await?;
             }
             Login::Token(token) => {
                 let probe = self.build_unstored().await?;
@@ -120,6 +114,27 @@ impl MatrixChannel {
             s.device_name
         );
         Ok(client)
+    }
+
+    /// Logs `client` in as the bot with `password`, as a new device named
+    /// `device_name`.
+    pub(super) async fn password_login(
+        &self,
+        client: &Client,
+        password: &str,
+        device_name: &str,
+    ) -> Result<(), MatrixError> {
+        client
+            .matrix_auth()
+            .login_username(&self.settings.user, password)
+            .initial_device_display_name(device_name)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| match e {
+                matrix_sdk::Error::Http(h) => self.refused(*h),
+                other => MatrixError::Server(other.to_string()),
+            })
     }
 
     /// Who the server says `token` is, asked with `probe` (a client

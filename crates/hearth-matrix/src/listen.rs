@@ -147,10 +147,10 @@ impl MatrixChannel {
         may_wait: bool,
     ) -> Result<bool, MatrixError> {
         if may_wait {
-            let waiting = response.rooms.joined.iter().any(|(room, update)| {
+            let waiting = response.rooms.joined.values().any(|update| {
                 new_events(&update.timeline.events, me).iter().any(|e| {
                     undecryptable_from(e).is_some_and(|s| self.settings.allows(s.as_str()))
-                }) && client.get_room(room).is_some()
+                })
             });
             if waiting {
                 return Ok(true);

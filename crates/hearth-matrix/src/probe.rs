@@ -18,16 +18,12 @@ impl MatrixChannel {
             (None, super::Login::Password(password)) => {
                 // A password is tried the only way Matrix has: a login,
                 // whose trial session is logged out again at once.
-                probe
-                    .matrix_auth()
-                    .login_username(&s.user, password.expose())
-                    .initial_device_display_name("hearth doctor (logged out again)")
-                    .send()
-                    .await
-                    .map_err(|e| match e {
-                        matrix_sdk::Error::Http(h) => self.refused(*h),
-                        other => MatrixError::Server(other.to_string()),
-                    })?;
+                self.password_login(
+                    &probe,
+                    password.expose(),
+                    "hearth doctor (logged out again)",
+                )
+                .await?;
                 if let Err(e) = probe.matrix_auth().logout().await {
                     tracing::warn!("matrix: the doctor's trial session was not logged out: {e}");
                 }
