@@ -44,7 +44,9 @@ return { wide, broken, scroll: document.documentElement.scrollWidth > width, wid
 
 
 def listed(driver, list_id):
-    return [li.text for li in driver.find_elements(By.CSS_SELECTOR, f"#{list_id} > li")]
+    # In one step: the list is redrawn when a reply ends (seen on a busy machine).
+    return driver.execute_script(
+        f"return [...document.querySelectorAll('#{list_id} > li')].map((li) => li.innerText.trim());")
 
 
 driver = browser()
@@ -64,6 +66,9 @@ try:
     seen["messages"] = messages(driver)
     driver.find_element(By.ID, "menu").click()
     until(driver, lambda d: visible(d, "sidebar"), "the list of conversations")
+    # The list as the reply's end redrew it: the open conversation in it.
+    until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#conversations > li[aria-current]"),
+          "the open conversation in the list")
     seen["own"] = listed(driver, "conversations")
     seen["other"] = listed(driver, "other-conversations")
     seen["list_layout"] = driver.execute_script(LAYOUT)

@@ -87,8 +87,10 @@ HINT = "A new conversation:"
 
 
 def all_items(driver):
-    return [(li.get_attribute("class"), li.text)
-            for li in driver.find_elements(By.CSS_SELECTOR, "#messages > li")]
+    # Read in one step: the page may replace an item while it is read.
+    return [tuple(item) for item in driver.execute_script(
+        "return [...document.querySelectorAll('#messages > li')]"
+        ".map((li) => [li.className, li.innerText.trim()]);")]
 
 
 def messages(driver):
