@@ -3,7 +3,8 @@
 //! the official Rust SDK (`support::synapse`), in encrypted rooms, so every
 //! message and reply is encrypted and decrypted by the real libraries. The
 //! model is the slow OpenAI-compatible fake, which answers "Reply to: <what
-//! it was asked>".
+//! it was asked>" (a picture it was sent named by its bytes' SHA-256);
+//! voice messages are heard by Whisper tiny.en.
 //!
 //! Hostile first, each with its control beside it: a stranger's invite is
 //! not taken while the allowed person's is; a stranger's message in the
@@ -16,9 +17,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::common::documents::reader;
+use crate::common::pictures::png;
+use crate::common::speech::{SENTENCE, share_heard, speech_model, voice_note};
 use crate::common::{Sandbox, assert_no_panic};
 use crate::support::daemon_process::{Daemon, box_shows_listener_failing, until};
-use crate::support::slow_model::{SlowModel, WRITE_AGENTS, reply_to};
+use crate::support::slow_model::{SlowModel, WRITE_AGENTS, picture, reply_to};
 use crate::support::synapse::{PASSWORD, Person, Synapse, is_encrypted};
 use crate::support::{file_under, hearth_with, said};
 
@@ -46,10 +49,13 @@ model = "slow"
 native_tools = false
 [routing]
 default_provider = "openai"
+[voice]
+model = "{voice}"
 [log]
 level = "info"
 "#,
         workspace = sandbox.path("workspace").display(),
+        voice = speech_model().display(),
         url = synapse.url(),
         bot = synapse.user_id("bot"),
         ann = synapse.user_id("ann"),
@@ -284,6 +290,60 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
     .await;
     assert!(model.asked(LATE) >= 1, "{}", daemon.log());
     assert!(model.asked("reader.pdf, page 17:") >= 1, "{}", daemon.log());
+
+    // A picture, encrypted, reaches the model as the picture Ann sent,
+    // with its caption.
+    let square = png(64, 64, [200, 30, 30]);
+    let caption = matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(
+        "What colour is this square?",
+    );
+    room.send_attachment(
+        "square.png",
+        &mime::IMAGE_PNG,
+        square.clone(),
+        matrix_sdk::attachment::AttachmentConfig::new().caption(Some(caption)),
+    )
+    .await
+    .unwrap();
+    ann.wait_for(&room, &bot, WAIT, |r| {
+        r.body.contains("What colour is this square?")
+    })
+    .await;
+    assert_eq!(
+        model.asked(&format!(
+            "{}\nWhat colour is this square?",
+            picture(&square)
+        )),
+        1,
+        "{}",
+        daemon.log()
+    );
+    // A voice message, encrypted, is heard: its words are what the model
+    // is asked, and the answer comes back to the room.
+    let spoken = tempfile::tempdir().unwrap();
+    let note = voice_note(spoken.path(), SENTENCE);
+    let info = matrix_sdk::attachment::BaseAudioInfo {
+        duration: Some(Duration::from_secs(5)),
+        size: None,
+        waveform: None,
+    };
+    room.send_attachment(
+        "voice.ogg",
+        &"audio/ogg".parse().unwrap(),
+        note,
+        matrix_sdk::attachment::AttachmentConfig::new()
+            .info(matrix_sdk::attachment::AttachmentInfo::Voice(info)),
+    )
+    .await
+    .unwrap();
+    let heard = ann
+        .wait_for(&room, &bot, WAIT, |r| {
+            !r.notice && r.body.contains("Reply to:") && r.body.contains("tomato")
+        })
+        .await;
+    assert!(heard.encrypted);
+    assert!(share_heard(SENTENCE, &heard.body) >= 0.8, "{heard:?}");
+    assert!(model.asked("tomato") >= 1, "{}", daemon.log());
     let (_, log) = tokio::task::block_in_place(|| daemon.term());
     assert!(!log.contains("on a new device"), "{log}");
     assert_no_panic(&log);

@@ -5,7 +5,8 @@
 //! pieces, `gap` apart; a message containing "LONG" gets a reply of about
 //! 6,000 characters (two Telegram messages); [`WRITE_AGENTS`] gets a
 //! `file_write` call, and a tool result a reply that ends in a result tag
-//! cut short (as small models write them).
+//! cut short (as small models write them). A picture in the message (an
+//! `image_url` part) is counted as [`picture`] names it.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -73,15 +74,43 @@ pub fn reply_to(asked: &str) -> String {
     }
 }
 
+/// The last user message's words; a picture sent with them (an
+/// `image_url` part) as [`picture`] names it.
 fn last_user(body: &Value) -> String {
-    body["messages"]
+    let content = body["messages"]
         .as_array()
         .into_iter()
         .flatten()
         .rfind(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
+        .map(|m| &m["content"]);
+    let Some(parts) = content.and_then(Value::as_array) else {
+        return content
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+    };
+    let said: Vec<String> = parts
+        .iter()
+        .map(|part| match part["type"].as_str() {
+            Some("image_url") => {
+                let url = part["image_url"]["url"].as_str().unwrap_or_default();
+                let data = url.split_once(";base64,").map_or("", |(_, d)| d);
+                let bytes =
+                    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data)
+                        .unwrap_or_default();
+                picture(&bytes)
+            }
+            _ => part["text"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect();
+    said.join("\n")
+}
+
+/// How a picture the model was sent shows in what it was asked: its
+/// bytes' SHA-256.
+pub fn picture(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("[picture {:x}]", sha2::Sha256::digest(bytes))
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {
