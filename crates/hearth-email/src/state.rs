@@ -7,7 +7,6 @@
 //! ignored), so a crash between the two fetches the mail again and the
 //! inbox recognises it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -136,20 +135,7 @@ pub fn describe(dir: &Path) -> String {
 
 /// Writes `bytes` to `path` whole or not at all, readable by the owner only.
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), EmailError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| state_error(path, e))
+    hearth_core::file_modes::replace_file(path, bytes, 0o600).map_err(|e| state_error(path, e))
 }
 
 fn state_error(path: &Path, source: std::io::Error) -> EmailError {
