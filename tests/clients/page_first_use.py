@@ -14,7 +14,7 @@ import os
 import sys
 
 import web_page
-from web_page import all_items, browser, idle, messages, say, sign_in, until, visible
+from web_page import all_items, browser, idle, messages, say, sign_in, texts, until, visible
 from selenium.webdriver.common.by import By
 
 URL, TOKEN, SHOTS = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
@@ -43,12 +43,6 @@ return { wide, broken, scroll: document.documentElement.scrollWidth > width, wid
 """
 
 
-def listed(driver, list_id):
-    # In one step: the list is redrawn when a reply ends (seen on a busy machine).
-    return driver.execute_script(
-        f"return [...document.querySelectorAll('#{list_id} > li')].map((li) => li.innerText.trim());")
-
-
 driver = browser()
 driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                        {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
@@ -69,8 +63,8 @@ try:
     # The list as the reply's end redrew it: the open conversation in it.
     until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#conversations > li[aria-current]"),
           "the open conversation in the list")
-    seen["own"] = listed(driver, "conversations")
-    seen["other"] = listed(driver, "other-conversations")
+    seen["own"] = texts(driver, "#conversations > li")
+    seen["other"] = texts(driver, "#other-conversations > li")
     seen["list_layout"] = driver.execute_script(LAYOUT)
     driver.save_screenshot(os.path.join(SHOTS, "first-use-list.png"))
     driver.find_element(By.ID, "menu").click()

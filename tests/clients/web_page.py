@@ -93,6 +93,13 @@ def all_items(driver):
         ".map((li) => [li.className, li.innerText.trim()]);")]
 
 
+def texts(driver, css):
+    """The text of each element `css` finds, read in one step (the page
+    redraws its lists when a reply ends)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText.trim());", css)
+
+
 def messages(driver):
     return [(k, t) for k, t in all_items(driver) if not (k == "notice" and t.startswith(HINT))]
 
@@ -323,10 +330,11 @@ def full():
         idle(driver, "the picture's message")
         seen["picture_shown"] = len(driver.find_elements(By.CSS_SELECTOR, "#messages li.user img.picture"))
         seen["picture_chat"] = messages(driver)
-        driver.find_element(By.CSS_SELECTOR, f'#conversations li[data-chat="{first_chat}"]').click()
+        press(driver, lambda d: d.find_element(By.CSS_SELECTOR, f'#conversations li[data-chat="{first_chat}"]'),
+              "old conversation's")
         until(driver, lambda d: any("quick brown fox" in t for _, t in messages(d)), "the old conversation")
         seen["reopened"] = messages(driver)
-        seen["list"] = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#conversations li")]
+        seen["list"] = texts(driver, "#conversations li")
         # The box.
         driver.find_element(By.ID, "tab-box").click()
         until(driver, lambda d: d.find_element(By.ID, "box-engine").text, "the box")
@@ -485,7 +493,7 @@ def questions():
         until(driver, lambda d: d.find_element(By.ID, "question-count").text == "1", "the count of open questions")
         driver.find_element(By.ID, "tab-questions").click()
         until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#question-list li.question"), "the question")
-        seen["listed"] = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#question-list li")]
+        seen["listed"] = texts(driver, "#question-list li")
         shot(driver, "approvals")
         press(driver, lambda d: d.find_element(By.CSS_SELECTOR, "li.question button[data-answer=once]"), "allow once")
         until(driver, lambda d: "Nothing is waiting" in text_of(d, "question-list"), "the answered question to go")
