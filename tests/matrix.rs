@@ -98,6 +98,24 @@ fn answers(ann: &Person, room: &matrix_sdk::Room, bot: &str, asked: &str) -> usi
         .count()
 }
 
+/// Ann sends `file` (name, type, bytes) with `caption` into `room`; the
+/// bot's answer to the caption comes back.
+async fn answered_with_file(
+    ann: &Person,
+    room: &matrix_sdk::Room,
+    bot: &str,
+    (name, kind, bytes): (&str, &mime::Mime, Vec<u8>),
+    caption: &str,
+) {
+    let words = matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(caption);
+    let config = matrix_sdk::attachment::AttachmentConfig::new().caption(Some(words));
+    room.send_attachment(name, kind, bytes, config)
+        .await
+        .unwrap();
+    ann.wait_for(room, bot, WAIT, |r| r.body.contains(caption))
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_nothing() {
     let (synapse, model) = house(3, Duration::from_millis(20)).await;
@@ -273,20 +291,15 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
 
     // A PDF, encrypted in the room, goes the document path: read, its
     // answering page given to the turn, kept for Ann.
-    let caption = matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(
-        "What happens to late submissions?",
-    );
-    room.send_attachment(
-        "reader.pdf",
-        &mime::APPLICATION_PDF,
-        reader(30, 17, LATE),
-        matrix_sdk::attachment::AttachmentConfig::new().caption(Some(caption)),
+    let pdf = reader(30, 17, LATE);
+    let question = "What happens to late submissions?";
+    answered_with_file(
+        &ann,
+        &room,
+        &bot,
+        ("reader.pdf", &mime::APPLICATION_PDF, pdf),
+        question,
     )
-    .await
-    .unwrap();
-    ann.wait_for(&room, &bot, WAIT, |r| {
-        r.body.contains("What happens to late submissions?")
-    })
     .await;
     assert!(model.asked(LATE) >= 1, "{}", daemon.log());
     assert!(model.asked("reader.pdf, page 17:") >= 1, "{}", daemon.log());
@@ -294,21 +307,8 @@ async fn an_allowed_persons_encrypted_message_is_answered_and_a_strangers_get_no
     // A picture, encrypted, reaches the model as the picture Ann sent,
     // with its caption.
     let square = png(64, 64, [200, 30, 30]);
-    let caption = matrix_sdk::ruma::events::room::message::TextMessageEventContent::plain(
-        "What colour is this square?",
-    );
-    room.send_attachment(
-        "square.png",
-        &mime::IMAGE_PNG,
-        square.clone(),
-        matrix_sdk::attachment::AttachmentConfig::new().caption(Some(caption)),
-    )
-    .await
-    .unwrap();
-    ann.wait_for(&room, &bot, WAIT, |r| {
-        r.body.contains("What colour is this square?")
-    })
-    .await;
+    let file = ("square.png", &mime::IMAGE_PNG, square.clone());
+    answered_with_file(&ann, &room, &bot, file, "What colour is this square?").await;
     assert_eq!(
         model.asked(&format!(
             "{}\nWhat colour is this square?",
